@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# The project's test command (README, .ci/run): installs what the tests need,
+# then gofmt, go vet, the full test suite, and the race detector in -short mode.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bash scripts/setup.sh
+
+echo "== gofmt"
+unformatted=$(gofmt -l $(git ls-files '*.go'))
+if [ -n "$unformatted" ]; then
+  echo "gofmt would change:"; echo "$unformatted"; exit 1
+fi
+
+echo "== go vet"
+go vet ./...
+
+echo "== go test"
+go test -count=1 -timeout 40m ./...
+
+echo "== go test -race -short"
+go test -count=1 -race -short -timeout 40m ./...
