@@ -1,7 +1,7 @@
 package quant
 
 // The portable implementations. They are also the reference the SIMD
-// kernels are tested against.
+// kernels are tested against. Callers have checked that the lengths match.
 
 func dotInt8Generic(a, b []int8) int32 {
 	b = b[:len(a)]
@@ -59,10 +59,14 @@ func l2SqFloat32Generic(a, b []float32) float32 {
 	return s0 + s1 + s2 + s3
 }
 
-// Until the SIMD kernels are selected at run time, the generic ones serve.
-var (
-	dotInt8     = dotInt8Generic
-	l2SqInt8    = l2SqInt8Generic
-	dotFloat32  = dotFloat32Generic
-	l2SqFloat32 = l2SqFloat32Generic
-)
+// kernelSet is one implementation of the four kernels; tests and benchmarks
+// run every set the CPU supports against the generic one.
+type kernelSet struct {
+	name        string
+	dotInt8     func(a, b []int8) int32
+	l2SqInt8    func(a, b []int8) int32
+	dotFloat32  func(a, b []float32) float32
+	l2SqFloat32 func(a, b []float32) float32
+}
+
+var genericKernels = kernelSet{"generic", dotInt8Generic, l2SqInt8Generic, dotFloat32Generic, l2SqFloat32Generic}
