@@ -1,0 +1,54 @@
+// Package keyword is engram's full-text side: a Unicode-aware tokenizer and a
+// BM25 inverted index in two forms, a mutable in-memory Index and a read-only
+// Segment opened straight from serialized bytes, searched together with
+// collection-wide statistics.
+//
+// # Tokens
+//
+// Tokens NFKC-normalizes and lowercases text, splits Latin-script (and other
+// space-delimited) text into words of letters, digits and marks, and turns
+// runs of CJK characters (Han, Hiragana, Katakana, Hangul) into character
+// unigrams plus bigrams, which needs no dictionary and matches both single
+// characters and words. English stopwords (Lucene's 33-word set) are dropped
+// and ASCII words are Porter-stemmed, like the Elasticsearch "english"
+// analyzer behind BEIR's BM25 baseline; both measurably raise nDCG@10 on the
+// English sets (bench/results/bm25.md) and do nothing to CJK. The token
+// stream is versioned by AnalyzerVersion; serialized indexes record it.
+//
+// # Index, Segment and Part
+//
+// The engine adds each record's text to the mutable Index under the record's
+// uint32 number; at flush it stores Index.MarshalBinary's bytes as a segment
+// section and later serves them with Open, which checks sizes and a CRC32C
+// and then reads lazily: a binary search over the sorted term table and a
+// varint decode of just the posting lists a query needs
+// (docs/format/keyword.md). Both forms implement Part.
+//
+// # Scoring
+//
+// Search (and BM25.Search with explicit k1 and b) scores a query against a
+// list of parts. Document count, total length and each term's document
+// frequency are summed over the parts first, so a document scores the same
+// whether it sits in the mutable index or in any segment, and a split
+// collection ranks exactly like one index holding everything. IDF is Lucene's
+// log(1 + (N - df + 0.5) / (df + 0.5)), which is never negative; a query term
+// repeated n times weighs n times. Deleted records are the caller's business:
+// the allow function filters them (and anything else, e.g. sessions) before
+// ranking, while they still count in the statistics until compaction drops
+// them, as in Lucene.
+//
+// # Caveats
+//
+//   - A Segment reads the slice given to Open for its whole life: the caller
+//     must not modify it or unmap it while the Segment is in use.
+//   - Open verifies the checksum but not the internal ordering of the tables;
+//     bytes with a forged checksum give incomplete results, never a panic.
+//     Segment.Check validates everything.
+//   - Index.Postings holds the index's read lock while calling fn: fn must
+//     not call Add.
+//   - Stemming applies to ASCII words only and assumes English; other
+//     Latin-script languages are indexed unstemmed only when they contain
+//     non-ASCII letters.
+//   - Stopword-only queries ("to be or not to be") have no terms and return
+//     no hits.
+package keyword

@@ -1,0 +1,134 @@
+package keyword
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+)
+
+// Part is one searchable piece of a collection: the mutable index, or one
+// segment opened from its serialized form. Search combines the statistics of
+// all parts so that a term's IDF and the average document length are the same
+// whichever part a document lives in.
+//
+// Implementations must be safe for concurrent calls.
+type Part interface {
+	// NumDocs is the number of documents the part counts in its statistics.
+	NumDocs() int
+	// TotalLen is the sum of the token counts of those documents.
+	TotalLen() int64
+	// DocFreq is the number of documents containing term.
+	DocFreq(term string) int
+	// Postings calls fn for every document containing term, in increasing
+	// document order, with the term's frequency in it and the document's
+	// length in tokens. fn must not call back into the part's writer.
+	Postings(term string, fn func(doc uint32, tf, docLen uint32))
+}
+
+// ErrDuplicateDoc is returned by Add for a document number already indexed.
+var ErrDuplicateDoc = errors.New("keyword: document already indexed")
+
+// posting is one document's entry in a term's posting list.
+// The document length is kept next to it so scoring needs no second lookup.
+type posting struct {
+	doc, tf, docLen uint32
+}
+
+// Index is the mutable in-memory inverted index. Any number of goroutines may
+// search it while one goroutine adds documents; Add and the read methods are
+// serialized by an RWMutex.
+type Index struct {
+	mu       sync.RWMutex
+	postings map[string][]posting
+	docLen   map[uint32]uint32
+	totalLen int64
+	maxDoc   uint32
+}
+
+// NewIndex returns an empty index.
+func NewIndex() *Index {
+	return &Index{
+		postings: make(map[string][]posting),
+		docLen:   make(map[uint32]uint32),
+	}
+}
+
+// Add indexes text as document doc. Document numbers are the caller's (the
+// engine uses its dense record numbers); each may be added once. Adding in
+// increasing document order is cheapest; any order is accepted. A text with no
+// tokens is still counted as a document of length 0.
+func (x *Index) Add(doc uint32, text string) error {
+	terms := Tokens(text)
+	tf := make(map[string]uint32, len(terms))
+	for _, t := range terms {
+		tf[t]++
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if _, ok := x.docLen[doc]; ok {
+		return fmt.Errorf("%w: %d", ErrDuplicateDoc, doc)
+	}
+	inOrder := len(x.docLen) == 0 || doc > x.maxDoc
+	for t, n := range tf {
+		list := x.postings[t]
+		list = append(list, posting{doc, n, uint32(len(terms))})
+		if !inOrder {
+			// Keep posting lists sorted so Postings and WriteTo need no sort.
+			i := sort.Search(len(list)-1, func(i int) bool { return list[i].doc > doc })
+			copy(list[i+1:], list[i:len(list)-1])
+			list[i] = posting{doc, n, uint32(len(terms))}
+		}
+		x.postings[t] = list
+	}
+	x.docLen[doc] = uint32(len(terms))
+	x.totalLen += int64(len(terms))
+	x.maxDoc = max(x.maxDoc, doc)
+	return nil
+}
+
+// Has reports whether doc has been added.
+func (x *Index) Has(doc uint32) bool {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	_, ok := x.docLen[doc]
+	return ok
+}
+
+// NumDocs implements Part.
+func (x *Index) NumDocs() int {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return len(x.docLen)
+}
+
+// TotalLen implements Part.
+func (x *Index) TotalLen() int64 {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return x.totalLen
+}
+
+// NumTerms returns the number of distinct terms.
+func (x *Index) NumTerms() int {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return len(x.postings)
+}
+
+// DocFreq implements Part.
+func (x *Index) DocFreq(term string) int {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return len(x.postings[term])
+}
+
+// Postings implements Part. The read lock is held while fn runs, so fn must
+// not call Add.
+func (x *Index) Postings(term string, fn func(doc uint32, tf, docLen uint32)) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	for _, p := range x.postings[term] {
+		fn(p.doc, p.tf, p.docLen)
+	}
+}

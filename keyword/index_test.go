@@ -1,0 +1,240 @@
+package keyword
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+)
+
+// bruteBM25 scores docs (a single collection) by the textbook formula.
+func bruteBM25(docs map[uint32]string, query string, k1, b float64) map[uint32]float64 {
+	toks := map[uint32][]string{}
+	var total float64
+	for d, text := range docs {
+		toks[d] = Tokens(text)
+		total += float64(len(toks[d]))
+	}
+	n := float64(len(docs))
+	avg := total / n
+	out := map[uint32]float64{}
+	for _, q := range Tokens(query) {
+		df := 0.0
+		for _, ts := range toks {
+			if slices.Contains(ts, q) {
+				df++
+			}
+		}
+		if df == 0 {
+			continue
+		}
+		idf := math.Log(1 + (n-df+0.5)/(df+0.5))
+		for d, ts := range toks {
+			tf := 0.0
+			for _, t := range ts {
+				if t == q {
+					tf++
+				}
+			}
+			if tf > 0 {
+				out[d] += idf * tf * (k1 + 1) / (tf + k1*(1-b+b*float64(len(ts))/avg))
+			}
+		}
+	}
+	return out
+}
+
+var vocab = []string{"memory", "engine", "vector", "search", "local", "privacy", "agent", "recall",
+	"记忆", "向量", "检索", "本地", "go", "rust", "index", "segment", "keyword", "token"}
+
+func randomDocs(r *rand.Rand, n int) map[uint32]string {
+	docs := map[uint32]string{}
+	for len(docs) < n {
+		var buf bytes.Buffer
+		for range 1 + r.IntN(12) {
+			buf.WriteString(vocab[r.IntN(len(vocab))])
+			buf.WriteByte(' ')
+		}
+		docs[uint32(r.IntN(10*n))] = buf.String()
+	}
+	return docs
+}
+
+func TestSearchMatchesBruteForce(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	docs := randomDocs(r, 200)
+	idx := NewIndex()
+	ids := make([]uint32, 0, len(docs))
+	for d := range docs {
+		ids = append(ids, d)
+	}
+	r.Shuffle(len(ids), func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
+	for _, d := range ids { // out of order on purpose
+		if err := idx.Add(d, docs[d]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, params := range []BM25{{}, {K1: 1.2, B: 0.75}, {K1: 1.5, B: 0}} {
+		k1, b := params.params()
+		for qi := range 30 {
+			q := vocab[r.IntN(len(vocab))] + " " + vocab[r.IntN(len(vocab))]
+			want := bruteBM25(docs, q, k1, b)
+			hits, err := params.Search([]Part{idx}, q, 1000, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(hits) != len(want) {
+				t.Fatalf("query %d %q: %d hits, want %d", qi, q, len(hits), len(want))
+			}
+			for i, h := range hits {
+				if math.Abs(h.Score-want[h.Doc]) > 1e-9 {
+					t.Fatalf("query %q doc %d: score %v, want %v", q, h.Doc, h.Score, want[h.Doc])
+				}
+				if i > 0 && better(h, hits[i-1]) {
+					t.Fatalf("hits out of order at %d", i)
+				}
+			}
+		}
+	}
+}
+
+// TestPartsEqualSingleIndex: a collection split into mutable and serialized
+// parts ranks exactly like one index over everything.
+func TestPartsEqualSingleIndex(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	docs := randomDocs(r, 300)
+	whole := NewIndex()
+	pieces := []*Index{NewIndex(), NewIndex(), NewIndex()}
+	where := map[uint32]int{}
+	for d, text := range docs {
+		if err := whole.Add(d, text); err != nil {
+			t.Fatal(err)
+		}
+		p := r.IntN(3)
+		where[d] = p
+		if err := pieces[p].Add(d, text); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var parts []Part
+	for i, p := range pieces {
+		if i == 0 {
+			parts = append(parts, p) // mutable part
+			continue
+		}
+		b, err := p.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		seg, err := Open(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := seg.Check(); err != nil {
+			t.Fatal(err)
+		}
+		parts = append(parts, seg)
+	}
+	for range 50 {
+		q := vocab[r.IntN(len(vocab))] + " " + vocab[r.IntN(len(vocab))] + " " + vocab[r.IntN(len(vocab))]
+		want, _ := Search([]Part{whole}, q, 20, nil)
+		got, err := Search(parts, q, 20, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("%q: %d hits, want %d", q, len(got), len(want))
+		}
+		for i := range got {
+			// Ties may order differently across parts; compare scores and placement.
+			if math.Abs(got[i].Score-want[i].Score) > 1e-9 {
+				t.Fatalf("%q rank %d: score %v, want %v", q, i, got[i].Score, want[i].Score)
+			}
+			if where[got[i].Doc] != got[i].Part {
+				t.Fatalf("doc %d reported in part %d, lives in %d", got[i].Doc, got[i].Part, where[got[i].Doc])
+			}
+		}
+	}
+}
+
+func TestSearchAllowFilter(t *testing.T) {
+	idx := NewIndex()
+	for d, s := range []string{"apple pie", "apple tart", "pear"} {
+		if err := idx.Add(uint32(d), s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hits, err := Search([]Part{idx}, "apple", 5, func(part int, doc uint32) bool { return doc != 0 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hits) != 1 || hits[0].Doc != 1 {
+		t.Fatalf("hits %+v, want only doc 1", hits)
+	}
+	hits, _ = Search([]Part{idx}, "apple", 1, nil)
+	if len(hits) != 1 {
+		t.Fatalf("k=1 gave %d hits", len(hits))
+	}
+}
+
+func TestSearchBadInput(t *testing.T) {
+	idx := NewIndex()
+	_ = idx.Add(1, "hello")
+	if _, err := Search([]Part{idx}, "hello", 0, nil); !errors.Is(err, ErrInvalidK) {
+		t.Errorf("k=0: %v", err)
+	}
+	for _, p := range []BM25{{K1: -1, B: 0.5}, {K1: 1, B: 1.5}, {K1: math.NaN(), B: 0.5}, {K1: math.Inf(1), B: 0.5}} {
+		if _, err := p.Search([]Part{idx}, "hello", 3, nil); err == nil {
+			t.Errorf("%+v accepted", p)
+		}
+	}
+	if hits, err := Search([]Part{idx}, "the of ,,", 3, nil); err != nil || hits != nil {
+		t.Errorf("stopword query: %v %v", hits, err)
+	}
+	if hits, err := Search(nil, "hello", 3, nil); err != nil || hits != nil {
+		t.Errorf("no parts: %v %v", hits, err)
+	}
+	if err := idx.Add(1, "again"); !errors.Is(err, ErrDuplicateDoc) {
+		t.Errorf("duplicate add: %v", err)
+	}
+	if idx.NumDocs() != 1 || idx.DocFreq("again") != 0 {
+		t.Error("failed Add changed the index")
+	}
+}
+
+func TestConcurrentReadersOneWriter(t *testing.T) {
+	idx := NewIndex()
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if _, err := Search([]Part{idx}, "memory engine", 5, nil); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	for d := range uint32(2000) {
+		if err := idx.Add(d, fmt.Sprintf("memory %d engine %d", d, d%7)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	if idx.NumDocs() != 2000 {
+		t.Fatalf("NumDocs %d", idx.NumDocs())
+	}
+}

@@ -1,0 +1,165 @@
+package keyword
+
+import (
+	"container/heap"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+)
+
+// Default BM25 parameters, chosen by measurement on the BEIR-style sets in
+// ../shared/datasets/text (see bench/results/bm25.md).
+const (
+	DefaultK1 = 0.9
+	DefaultB  = 0.4
+)
+
+// BM25 holds the scoring parameters. The zero value (K1 == 0 and B == 0)
+// means DefaultK1 and DefaultB; any other value is used as given.
+type BM25 struct {
+	K1 float64 // term-frequency saturation, >= 0
+	B  float64 // length normalization, in [0, 1]
+}
+
+// Hit is one search result: a document of parts[Part].
+type Hit struct {
+	Part  int
+	Doc   uint32
+	Score float64
+}
+
+// ErrInvalidK is returned by Search for k < 1.
+var ErrInvalidK = errors.New("keyword: k must be at least 1")
+
+// Search scores query against parts with the default parameters; see
+// BM25.Search.
+func Search(parts []Part, query string, k int, allow func(part int, doc uint32) bool) ([]Hit, error) {
+	return BM25{}.Search(parts, query, k, allow)
+}
+
+// Search returns the k best documents of parts for query by BM25, best first
+// (ties: lower part, then lower document number). Statistics (document count,
+// average length, document frequencies) are summed over all parts, so scores
+// are comparable across parts. allow, if not nil, filters documents before
+// they are ranked (the engine passes deleted documents and session filters
+// here); documents it rejects still count in the statistics, as in Lucene.
+//
+// A query without tokens returns no hits and no error.
+func (s BM25) Search(parts []Part, query string, k int, allow func(part int, doc uint32) bool) ([]Hit, error) {
+	if k < 1 {
+		return nil, ErrInvalidK
+	}
+	k1, b := s.params()
+	if !(k1 >= 0) || math.IsInf(k1, 0) || !(b >= 0 && b <= 1) {
+		return nil, fmt.Errorf("keyword: invalid BM25 parameters k1=%v b=%v", k1, b)
+	}
+	qterms := queryTerms(query)
+	if len(qterms) == 0 || len(parts) == 0 {
+		return nil, nil
+	}
+	var n, total int64
+	for _, p := range parts {
+		n += int64(p.NumDocs())
+		total += p.TotalLen()
+	}
+	if n == 0 {
+		return nil, nil
+	}
+	avgLen := float64(total) / float64(n)
+	if avgLen == 0 {
+		avgLen = 1
+	}
+	type key struct {
+		part int
+		doc  uint32
+	}
+	scores := make(map[key]float64)
+	for _, qt := range qterms {
+		var df int64
+		for _, p := range parts {
+			df += int64(p.DocFreq(qt.term))
+		}
+		if df == 0 {
+			continue
+		}
+		idf := math.Log(1 + (float64(n)-float64(df)+0.5)/(float64(df)+0.5))
+		w := idf * float64(qt.count) * (k1 + 1)
+		for pi, p := range parts {
+			p.Postings(qt.term, func(doc uint32, tf, docLen uint32) {
+				if allow != nil && !allow(pi, doc) {
+					return
+				}
+				f := float64(tf)
+				norm := k1 * (1 - b + b*float64(docLen)/avgLen)
+				scores[key{pi, doc}] += w * f / (f + norm)
+			})
+		}
+	}
+	h := make(hitHeap, 0, min(k, len(scores)))
+	for kk, sc := range scores {
+		hit := Hit{Part: kk.part, Doc: kk.doc, Score: sc}
+		if len(h) < k {
+			heap.Push(&h, hit)
+		} else if better(hit, h[0]) {
+			h[0] = hit
+			heap.Fix(&h, 0)
+		}
+	}
+	sort.Slice(h, func(i, j int) bool { return better(h[i], h[j]) })
+	return h, nil
+}
+
+func (s BM25) params() (k1, b float64) {
+	if s.K1 == 0 && s.B == 0 {
+		return DefaultK1, DefaultB
+	}
+	return s.K1, s.B
+}
+
+type queryTerm struct {
+	term  string
+	count int
+}
+
+// queryTerms returns the distinct terms of query with their multiplicity, in
+// first-occurrence order (a deterministic order keeps float sums
+// reproducible).
+func queryTerms(query string) []queryTerm {
+	var out []queryTerm
+	idx := map[string]int{}
+	for _, t := range Tokens(query) {
+		if i, ok := idx[t]; ok {
+			out[i].count++
+			continue
+		}
+		idx[t] = len(out)
+		out = append(out, queryTerm{t, 1})
+	}
+	return out
+}
+
+// better orders hits: higher score first, then lower part, then lower doc.
+func better(a, b Hit) bool {
+	if a.Score != b.Score {
+		return a.Score > b.Score
+	}
+	if a.Part != b.Part {
+		return a.Part < b.Part
+	}
+	return a.Doc < b.Doc
+}
+
+// hitHeap is a min-heap on quality: h[0] is the worst kept hit.
+type hitHeap []Hit
+
+func (h hitHeap) Len() int           { return len(h) }
+func (h hitHeap) Less(i, j int) bool { return better(h[j], h[i]) }
+func (h hitHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *hitHeap) Push(x any)        { *h = append(*h, x.(Hit)) }
+func (h *hitHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}

@@ -1,0 +1,320 @@
+package keyword
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"math"
+	"slices"
+	"strings"
+)
+
+// FormatVersion is the version of the serialized index (docs/format/keyword.md).
+const FormatVersion = 1
+
+const (
+	magic      = "ENGRAMKW"
+	headerSize = 48
+	docEntry   = 8  // doc u32, length u32
+	termEntry  = 12 // term offset u32, postings offset u32, doc freq u32
+	crcSize    = 4
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// ErrCorrupt is wrapped by every error Open and Check return for bytes that
+// are not a well-formed index.
+var ErrCorrupt = errors.New("keyword: corrupt index")
+
+// ErrVersion is wrapped by Open's error for an index written with another
+// format or analyzer version; the engine rebuilds such a segment from text.
+var ErrVersion = errors.New("keyword: unsupported index version")
+
+func corrupt(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrCorrupt, fmt.Sprintf(format, args...))
+}
+
+// MarshalBinary returns a snapshot of the index in the serialized form that
+// Open reads (docs/format/keyword.md). Documents are renumbered nowhere: the
+// serialized index answers with the same document numbers.
+func (x *Index) MarshalBinary() ([]byte, error) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+
+	docs := make([]uint32, 0, len(x.docLen))
+	for d := range x.docLen {
+		docs = append(docs, d)
+	}
+	slices.Sort(docs)
+	ordinal := make(map[uint32]uint32, len(docs))
+	for i, d := range docs {
+		ordinal[d] = uint32(i)
+	}
+	terms := make([]string, 0, len(x.postings))
+	termBytes := 0
+	for t := range x.postings {
+		terms = append(terms, t)
+		termBytes += len(t)
+	}
+	slices.Sort(terms)
+
+	var post []byte
+	table := make([]byte, 0, termEntry*(len(terms)+1))
+	var termOff uint64
+	for _, t := range terms {
+		list := x.postings[t]
+		table = binary.LittleEndian.AppendUint32(table, uint32(termOff))
+		table = binary.LittleEndian.AppendUint32(table, uint32(len(post)))
+		table = binary.LittleEndian.AppendUint32(table, uint32(len(list)))
+		prev := uint32(0)
+		for i, p := range list {
+			o := ordinal[p.doc]
+			if i == 0 {
+				post = binary.AppendUvarint(post, uint64(o))
+			} else {
+				post = binary.AppendUvarint(post, uint64(o-prev))
+			}
+			post = binary.AppendUvarint(post, uint64(p.tf))
+			prev = o
+		}
+		termOff += uint64(len(t))
+		if termOff > math.MaxUint32 || len(post) > math.MaxUint32 {
+			return nil, errors.New("keyword: index too large to serialize (4 GiB section limit)")
+		}
+	}
+	table = binary.LittleEndian.AppendUint32(table, uint32(termOff))
+	table = binary.LittleEndian.AppendUint32(table, uint32(len(post)))
+	table = binary.LittleEndian.AppendUint32(table, 0)
+
+	size := headerSize + docEntry*len(docs) + len(table) + termBytes + len(post) + crcSize
+	b := make([]byte, 0, size)
+	b = append(b, magic...)
+	b = binary.LittleEndian.AppendUint32(b, FormatVersion)
+	b = binary.LittleEndian.AppendUint32(b, AnalyzerVersion)
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(docs)))
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(terms)))
+	b = binary.LittleEndian.AppendUint64(b, uint64(x.totalLen))
+	b = binary.LittleEndian.AppendUint64(b, uint64(termBytes))
+	b = binary.LittleEndian.AppendUint64(b, uint64(len(post)))
+	for _, d := range docs {
+		b = binary.LittleEndian.AppendUint32(b, d)
+		b = binary.LittleEndian.AppendUint32(b, x.docLen[d])
+	}
+	b = append(b, table...)
+	for _, t := range terms {
+		b = append(b, t...)
+	}
+	b = append(b, post...)
+	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+	return b, nil
+}
+
+// WriteTo writes MarshalBinary's bytes to w.
+func (x *Index) WriteTo(w io.Writer) (int64, error) {
+	b, err := x.MarshalBinary()
+	if err != nil {
+		return 0, err
+	}
+	n, err := w.Write(b)
+	return int64(n), err
+}
+
+// Segment is a read-only index over serialized bytes. Lookups binary-search
+// the sorted term table and decode only the postings of the terms asked for.
+// A Segment is safe for concurrent use.
+type Segment struct {
+	numDocs, numTerms int
+	totalLen          int64
+	docs              []byte // numDocs entries of (doc, length)
+	terms             []byte // numTerms+1 entries of (term off, postings off, df)
+	termBytes         []byte
+	post              []byte
+}
+
+// Open returns a Segment reading b, which must stay unchanged while the
+// Segment is in use (the engine passes a slice of its mmapped segment file).
+// Open checks the header, the section sizes and the CRC32C of b; it does not
+// decode the term table or the postings. Malformed bytes that pass these
+// checks (a forged checksum) make lookups return fewer results, never panic;
+// Check validates everything.
+func Open(b []byte) (*Segment, error) {
+	if len(b) < headerSize+crcSize {
+		return nil, corrupt("%d bytes is shorter than a header", len(b))
+	}
+	if string(b[:8]) != magic {
+		return nil, corrupt("bad magic %q", b[:8])
+	}
+	le := binary.LittleEndian
+	if v := le.Uint32(b[8:]); v != FormatVersion {
+		return nil, fmt.Errorf("%w: format %d, want %d", ErrVersion, v, FormatVersion)
+	}
+	if v := le.Uint32(b[12:]); v != AnalyzerVersion {
+		return nil, fmt.Errorf("%w: analyzer %d, want %d", ErrVersion, v, AnalyzerVersion)
+	}
+	numDocs, numTerms := uint64(le.Uint32(b[16:])), uint64(le.Uint32(b[20:]))
+	totalLen, termBytes, postBytes := le.Uint64(b[24:]), le.Uint64(b[32:]), le.Uint64(b[40:])
+	if totalLen > math.MaxInt64 || termBytes > math.MaxUint32 || postBytes > math.MaxUint32 {
+		return nil, corrupt("section sizes out of range")
+	}
+	want := headerSize + docEntry*numDocs + termEntry*(numTerms+1) + termBytes + postBytes + crcSize
+	if want != uint64(len(b)) {
+		return nil, corrupt("size %d, header implies %d", len(b), want)
+	}
+	body := b[:len(b)-crcSize]
+	if got, sum := crc32.Checksum(body, castagnoli), le.Uint32(b[len(body):]); got != sum {
+		return nil, corrupt("checksum %08x, stored %08x", got, sum)
+	}
+	s := &Segment{numDocs: int(numDocs), numTerms: int(numTerms), totalLen: int64(totalLen)}
+	rest := body[headerSize:]
+	s.docs, rest = rest[:docEntry*numDocs], rest[docEntry*numDocs:]
+	s.terms, rest = rest[:termEntry*(numTerms+1)], rest[termEntry*(numTerms+1):]
+	s.termBytes, s.post = rest[:termBytes], rest[termBytes:]
+	return s, nil
+}
+
+// NumDocs implements Part.
+func (s *Segment) NumDocs() int { return s.numDocs }
+
+// TotalLen implements Part.
+func (s *Segment) TotalLen() int64 { return s.totalLen }
+
+// NumTerms returns the number of distinct terms.
+func (s *Segment) NumTerms() int { return s.numTerms }
+
+func (s *Segment) entry(i int) (termOff, postOff, df uint32) {
+	e := s.terms[termEntry*i:]
+	le := binary.LittleEndian
+	return le.Uint32(e), le.Uint32(e[4:]), le.Uint32(e[8:])
+}
+
+// term returns term i (0 <= i < numTerms), or ok=false if its offsets are
+// out of range.
+func (s *Segment) term(i int) (t []byte, ok bool) {
+	from, _, _ := s.entry(i)
+	to, _, _ := s.entry(i + 1)
+	if from > to || uint64(to) > uint64(len(s.termBytes)) {
+		return nil, false
+	}
+	return s.termBytes[from:to], true
+}
+
+// find returns the index of term, or -1.
+func (s *Segment) find(term string) int {
+	lo, hi := 0, s.numTerms
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		t, ok := s.term(mid)
+		if !ok {
+			return -1
+		}
+		switch c := strings.Compare(string(t), term); {
+		case c == 0:
+			return mid
+		case c < 0:
+			lo = mid + 1
+		default:
+			hi = mid
+		}
+	}
+	return -1
+}
+
+// DocFreq implements Part.
+func (s *Segment) DocFreq(term string) int {
+	i := s.find(term)
+	if i < 0 {
+		return 0
+	}
+	_, _, df := s.entry(i)
+	return int(df)
+}
+
+// Postings implements Part.
+func (s *Segment) Postings(term string, fn func(doc uint32, tf, docLen uint32)) {
+	if i := s.find(term); i >= 0 {
+		s.postings(i, fn)
+	}
+}
+
+// postings decodes term i's list, stopping at the first malformed entry, and
+// reports whether the whole list was well formed.
+func (s *Segment) postings(i int, fn func(doc uint32, tf, docLen uint32)) bool {
+	_, from, df := s.entry(i)
+	_, to, _ := s.entry(i + 1)
+	if from > to || uint64(to) > uint64(len(s.post)) {
+		return false
+	}
+	p := s.post[from:to]
+	var ord uint64
+	for n := uint32(0); n < df; n++ {
+		delta, k := binary.Uvarint(p)
+		if k <= 0 || (n > 0 && delta == 0) {
+			return false
+		}
+		p = p[k:]
+		tf, k := binary.Uvarint(p)
+		if k <= 0 || tf == 0 || tf > math.MaxUint32 {
+			return false
+		}
+		p = p[k:]
+		if n == 0 {
+			ord = delta
+		} else {
+			ord += delta
+		}
+		if ord >= uint64(s.numDocs) {
+			return false
+		}
+		e := s.docs[docEntry*ord:]
+		fn(binary.LittleEndian.Uint32(e), uint32(tf), binary.LittleEndian.Uint32(e[4:]))
+	}
+	return len(p) == 0
+}
+
+// Check validates the whole segment: documents strictly increasing with
+// lengths summing to TotalLen, terms strictly increasing, offsets monotonic,
+// every posting list decodable with DocFreq entries in increasing order.
+// It reads everything once; Open does not.
+func (s *Segment) Check() error {
+	var sum uint64
+	prev := int64(-1)
+	le := binary.LittleEndian
+	for i := 0; i < s.numDocs; i++ {
+		d := int64(le.Uint32(s.docs[docEntry*i:]))
+		if d <= prev {
+			return corrupt("document %d out of order", d)
+		}
+		prev = d
+		sum += uint64(le.Uint32(s.docs[docEntry*i+4:]))
+	}
+	if sum != uint64(s.totalLen) {
+		return corrupt("document lengths sum to %d, header says %d", sum, s.totalLen)
+	}
+	if t0, p0, _ := s.entry(0); t0 != 0 || p0 != 0 {
+		return corrupt("first term entry does not start at 0")
+	}
+	if tn, pn, _ := s.entry(s.numTerms); uint64(tn) != uint64(len(s.termBytes)) || uint64(pn) != uint64(len(s.post)) {
+		return corrupt("last term entry does not end its sections")
+	}
+	var last []byte
+	for i := 0; i < s.numTerms; i++ {
+		t, ok := s.term(i)
+		if !ok {
+			return corrupt("term %d offsets out of range", i)
+		}
+		if len(t) == 0 || (i > 0 && bytes.Compare(last, t) >= 0) {
+			return corrupt("term %d (%q) empty or out of order", i, t)
+		}
+		last = t
+		if _, _, df := s.entry(i); df == 0 || df > uint32(s.numDocs) {
+			return corrupt("term %q document frequency %d", t, df)
+		}
+		if !s.postings(i, func(uint32, uint32, uint32) {}) {
+			return corrupt("term %q postings malformed", t)
+		}
+	}
+	return nil
+}
