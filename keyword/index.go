@@ -1,8 +1,10 @@
 package keyword
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 )
@@ -131,4 +133,63 @@ func (x *Index) Postings(term string, fn func(doc uint32, tf, docLen uint32)) {
 	for _, p := range x.postings[term] {
 		fn(p.doc, p.tf, p.docLen)
 	}
+}
+
+// ErrTextMismatch is returned by Remove when the text given is not the text
+// the document was added with.
+var ErrTextMismatch = errors.New("keyword: text does not match the indexed document")
+
+// Remove deletes doc from the index, statistics included. text must be the
+// text doc was added with (the index keeps only postings, not per-document
+// term lists; callers keep the text anyway); Remove verifies it against the
+// postings and changes nothing when it does not match. It reports whether doc
+// was present.
+//
+// Segments are immutable: a document in a segment is deleted by filtering it
+// out with Search's allow function until compaction rewrites the segment.
+func (x *Index) Remove(doc uint32, text string) (bool, error) {
+	terms := Tokens(text)
+	tf := make(map[string]uint32, len(terms))
+	for _, t := range terms {
+		tf[t]++
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	dl, ok := x.docLen[doc]
+	if !ok {
+		return false, nil
+	}
+	pos := make(map[string]int, len(tf))
+	for t, n := range tf {
+		list := x.postings[t]
+		i, found := slices.BinarySearchFunc(list, doc, func(p posting, d uint32) int { return cmp.Compare(p.doc, d) })
+		if !found || list[i].tf != n {
+			return false, fmt.Errorf("%w: document %d", ErrTextMismatch, doc)
+		}
+		pos[t] = i
+	}
+	if uint32(len(terms)) != dl {
+		return false, fmt.Errorf("%w: document %d", ErrTextMismatch, doc)
+	}
+	for t, i := range pos {
+		list := slices.Delete(x.postings[t], i, i+1)
+		if len(list) == 0 {
+			delete(x.postings, t)
+		} else {
+			x.postings[t] = list
+		}
+	}
+	delete(x.docLen, doc)
+	x.totalLen -= int64(dl)
+	return true, nil
+}
+
+// Search is Search over this index alone, with allow taking just the
+// document number.
+func (x *Index) Search(query string, k int, allow func(doc uint32) bool) ([]Hit, error) {
+	var f func(int, uint32) bool
+	if allow != nil {
+		f = func(_ int, doc uint32) bool { return allow(doc) }
+	}
+	return Search([]Part{x}, query, k, f)
 }

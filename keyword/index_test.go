@@ -238,3 +238,43 @@ func TestConcurrentReadersOneWriter(t *testing.T) {
 		t.Fatalf("NumDocs %d", idx.NumDocs())
 	}
 }
+
+func TestRemove(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	docs := randomDocs(r, 100)
+	idx, ref := NewIndex(), NewIndex()
+	for d, s := range docs {
+		_ = idx.Add(d, s)
+	}
+	removed := 0
+	for d, s := range docs {
+		if removed < 40 {
+			if _, err := idx.Remove(d, s+" extra"); !errors.Is(err, ErrTextMismatch) {
+				t.Fatalf("mismatched text: %v", err)
+			}
+			if ok, err := idx.Remove(d, s); !ok || err != nil {
+				t.Fatalf("Remove(%d): %v %v", d, ok, err)
+			}
+			removed++
+			continue
+		}
+		_ = ref.Add(d, s)
+	}
+	if ok, err := idx.Remove(1<<31, "x"); ok || err != nil {
+		t.Fatalf("absent doc: %v %v", ok, err)
+	}
+	a, _ := idx.MarshalBinary()
+	b, _ := ref.MarshalBinary()
+	if !bytes.Equal(a, b) {
+		t.Fatal("index after Remove differs from one built without the removed docs")
+	}
+	hits, err := idx.Search("memory", 3, func(doc uint32) bool { return doc%2 == 0 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range hits {
+		if h.Doc%2 != 0 {
+			t.Fatalf("filtered doc %d returned", h.Doc)
+		}
+	}
+}
