@@ -1,0 +1,100 @@
+// Package hnsw is the engine's approximate nearest-neighbour index: a
+// hierarchical navigable small world graph (Malkov & Yashunin, 2016) whose
+// traversal compares int8 codes (package quant) and whose final candidates
+// are rescored with the full-precision vectors.
+//
+// # API
+//
+// A mutable *Index takes Insert (dense uint32 ids in insert order), Delete
+// and Search. WriteTo serializes it into a layout that OpenView searches in
+// place: a *View over a byte slice (the engine mmaps segment files) with no
+// decoding pass. Both satisfy Searcher.
+//
+//	ix, _ := hnsw.New(hnsw.Config{Dim: 384, Metric: quant.Cosine})
+//	id, _ := ix.Insert(vec)
+//	res, _ := ix.Search(q, 10, hnsw.SearchOptions{Ef: 64})
+//
+// # Layout in memory
+//
+// Nodes are rows of flat arrays indexed by id, never maps or per-node
+// pointers: codes (n×dim int8), vectors (n×dim float32), level-0 adjacency
+// (n×(1+2M) uint32, slot 0 holds the count), per-node level and offset into
+// one flat upper-level adjacency array ((1+M) uint32 per level), and a flags
+// word (present, deleted, unlinked). The serialized layout is the same
+// arrays, 64-byte aligned, so a View is a set of unsafe.Slice views on the
+// caller's bytes.
+//
+// # Build
+//
+// Insert follows the paper: a random level with mult 1/ln(M), greedy descent
+// on upper levels, a beam search of width EfConstruction on each level the
+// node lives on, and the heuristic neighbour selection (keep a candidate
+// only if it is closer to the new node than to every neighbour already
+// kept). The new node gets M links per level; a neighbour whose list
+// overflows (M on upper levels, 2M on level 0) is re-pruned with the same
+// heuristic. Construction distances are int8 code distances too, so build
+// and search see the same geometry and the build runs on the integer kernels.
+//
+// # Quantizer
+//
+// With Config.Quantizer nil the index trains its own (quant.Train) on the
+// vectors inserted so far each time the count reaches a power of two up to
+// Config.TrainSize (default 1024), and re-encodes the codes it holds; later
+// vectors are encoded with the last one trained. Pass a Quantizer to make
+// codes independent of insert order beyond the first vectors, or to share
+// one quantizer across segments.
+//
+// # Search
+//
+// The query is normalized (Cosine), encoded once, and searched with a
+// min-heap of candidates and a max-heap of results packed as uint64 keys
+// (distance in the high half, id in the low half, so ties break by id and
+// nothing is boxed). Visited sets are epoch-stamped []uint16 arrays taken
+// from a sync.Pool. The ef best results by code distance are rescored with
+// float32 distances and the best k returned; SearchOptions.NoRescore skips
+// that and returns code distances converted to float units.
+//
+// # Filters
+//
+// A Filter is applied during traversal: every node is still walked (so the
+// graph stays connected), but only allowed, non-deleted nodes enter the
+// result heap. When the filter reports how many ids it allows (Bitset does)
+// and that is at most ExactScanFraction of the nodes (or at most
+// ExactScanMin), Search scans the allowed ids exactly with float32 distances
+// instead: at low selectivity the graph walk would visit most of the graph
+// to find k allowed points, and the scan is both exact and cheaper. The
+// threshold was chosen by measurement (see bench/results/hnsw.md).
+//
+// # Delete
+//
+// Delete sets a tombstone: the node is still walked, never returned. When
+// tombstones pending repair exceed 5% of the live nodes (at least 64), a
+// repair pass runs under the exclusive lock: every live node that links to a
+// tombstone gets its list rebuilt from its live neighbours plus the live
+// neighbours of its deleted neighbours (a node left with too few is
+// re-searched from the entry point), pruned with the heuristic; then the
+// tombstones' own lists are cleared, so they drop out of the graph. Ids are
+// never reused; the engine's compaction rebuilds without them.
+//
+// # Concurrency
+//
+// Insert, Delete and Search may be called from any number of goroutines.
+// A read-write mutex guards the arrays' backing storage: operations hold the
+// read side, and only growing capacity, retraining the quantizer, a repair
+// pass and WriteTo take the write side. Neighbour lists are written under
+// striped mutexes and read with atomic loads, so searches never lock a
+// node; a search may see a list mid-update, which costs at most a slightly
+// different path (as in hnswlib). A single-goroutine build is deterministic
+// for a given Seed and insert order; concurrent inserts are not.
+//
+// # Caveats
+//
+//   - Vectors are stored as given, except under Cosine where they are stored
+//     L2-normalized; Vector returns the stored form.
+//   - A View's slices alias the caller's bytes: they must stay mapped and
+//     unmodified while the View is used. A byte slice not 4-byte aligned is
+//     copied once (and the View then owns the copy).
+//   - Serialized indexes are little-endian; OpenView refuses to run on a
+//     big-endian host.
+//   - Deleted ids keep their storage until the engine compacts.
+package hnsw

@@ -1,0 +1,379 @@
+package hnsw
+
+import (
+	"math"
+	"slices"
+	"sync/atomic"
+
+	"github.com/engramdb/engram/quant"
+)
+
+// Node flags.
+const (
+	flagPresent  uint32 = 1 << iota // vector, code and level written
+	flagDeleted                     // tombstone: walked, never returned
+	flagUnlinked                    // tombstone whose lists were cleared by a repair pass
+	flagMask     = flagPresent | flagDeleted | flagUnlinked
+)
+
+// graph is the node storage shared by Index (arrays sized to capacity,
+// growing) and View (arrays aliasing a serialized layout). Neighbour lists
+// are read with atomic loads so that an Index may update them under its
+// striped locks while searches run; on a View the loads are plain moves.
+type graph struct {
+	dim    int
+	m      int
+	metric quant.Metric
+	quant  quant.Quantizer
+
+	codes    []int8    // id*dim
+	vectors  []float32 // id*dim
+	level0   []uint32  // id*(1+2m): count, then ids
+	levels   []uint8   // id
+	upperOff []uint32  // id: start of the node's upper lists in upper
+	upper    []uint32  // (level-1)*(1+m) past upperOff: count, then ids
+	flags    []uint32  // id
+}
+
+func (g *graph) stride0() int { return 1 + 2*g.m }
+
+// list returns the count slot and the capacity of node id's list on level.
+func (g *graph) list(id uint32, level int) []uint32 {
+	if level == 0 {
+		s := g.stride0()
+		o := int(id) * s
+		return g.level0[o : o+s : o+s]
+	}
+	s := g.m + 1
+	o := int(g.upperOff[id]) + (level-1)*s
+	return g.upper[o : o+s : o+s]
+}
+
+func (g *graph) code(id uint32) []int8 {
+	o := int(id) * g.dim
+	return g.codes[o : o+g.dim : o+g.dim]
+}
+
+func (g *graph) vector(id uint32) []float32 {
+	o := int(id) * g.dim
+	return g.vectors[o : o+g.dim : o+g.dim]
+}
+
+// codeDist is the traversal distance between a code and node id's code.
+func (g *graph) codeDist(a []int8, id uint32) int32 {
+	o := int(id) * g.dim
+	b := g.codes[o : o+g.dim : o+g.dim]
+	if g.metric == quant.L2 {
+		return quant.L2SqInt8(a, b)
+	}
+	return -quant.DotInt8(a, b)
+}
+
+// codeToFloat converts a code distance to the float distance's units.
+func (g *graph) codeToFloat(d int32) float32 {
+	f := float32(d) * g.quant.Scale * g.quant.Scale
+	if g.metric == quant.Cosine {
+		return 1 + f
+	}
+	return f
+}
+
+func (g *graph) flag(id uint32) uint32 { return atomic.LoadUint32(&g.flags[id]) }
+
+// Heap keys pack an order-preserving uint32 of the distance above the id,
+// so one uint64 compare orders by distance, then id.
+func intKey(d int32, id uint32) uint64 { return uint64(uint32(d)^0x80000000)<<32 | uint64(id) }
+func keyInt(k uint64) int32            { return int32(uint32(k>>32) ^ 0x80000000) }
+func keyID(k uint64) uint32            { return uint32(k) }
+
+func floatKey(f float32, id uint32) uint64 {
+	b := math.Float32bits(f)
+	if b&0x80000000 != 0 {
+		b = ^b
+	} else {
+		b |= 0x80000000
+	}
+	return uint64(b)<<32 | uint64(id)
+}
+
+func keyFloat(k uint64) float32 {
+	b := uint32(k >> 32)
+	if b&0x80000000 != 0 {
+		b &^= 0x80000000
+	} else {
+		b = ^b
+	}
+	return math.Float32frombits(b)
+}
+
+// heap is a binary min-heap of keys. A max-heap is the same heap over
+// complemented keys (see the res helpers).
+type heap []uint64
+
+func (h *heap) push(k uint64) {
+	s := append(*h, k)
+	i := len(s) - 1
+	for i > 0 {
+		p := (i - 1) / 2
+		if s[p] <= k {
+			break
+		}
+		s[i] = s[p]
+		i = p
+	}
+	s[i] = k
+	*h = s
+}
+
+func (h *heap) pop() uint64 {
+	s := *h
+	top := s[0]
+	n := len(s) - 1
+	last := s[n]
+	s = s[:n]
+	i := 0
+	for {
+		c := 2*i + 1
+		if c >= n {
+			break
+		}
+		if c+1 < n && s[c+1] < s[c] {
+			c++
+		}
+		if last <= s[c] {
+			break
+		}
+		s[i] = s[c]
+		i = c
+	}
+	if n > 0 {
+		s[i] = last
+	}
+	*h = s
+	return top
+}
+
+// scratch is one search's reusable state, pooled per index.
+type scratch struct {
+	marks []uint16 // visited: marks[id] == epoch
+	epoch uint16
+	cand  heap // min-heap of candidates
+	res   heap // max-heap of results, keys complemented
+	qcode []int8
+	keys  []uint64
+	keys2 []uint64
+	ids   []uint32
+	ids2  []uint32
+}
+
+// begin starts a new visited generation for n nodes.
+func (s *scratch) begin(n int) {
+	if len(s.marks) < n {
+		s.marks = make([]uint16, n+n/4)
+		s.epoch = 0
+	}
+	s.epoch++
+	if s.epoch == 0 {
+		clear(s.marks)
+		s.epoch = 1
+	}
+	s.cand = s.cand[:0]
+	s.res = s.res[:0]
+}
+
+// visit marks id and reports whether it was unvisited.
+func (s *scratch) visit(id uint32) bool {
+	if s.marks[id] == s.epoch {
+		return false
+	}
+	s.marks[id] = s.epoch
+	return true
+}
+
+// accept decides which nodes may enter the result heap.
+type accept struct {
+	deletes bool     // check tombstones
+	bits    []uint64 // a Bitset filter, tested inline
+	filter  Filter   // any other filter
+}
+
+func (a *accept) ok(g *graph, id uint32) bool {
+	if a.deletes && g.flag(id)&flagDeleted != 0 {
+		return false
+	}
+	if a.bits != nil {
+		w := id >> 6
+		return int(w) < len(a.bits) && a.bits[w]&(1<<(id&63)) != 0
+	}
+	if a.filter != nil {
+		return a.filter.Allow(id)
+	}
+	return true
+}
+
+// greedy descends one upper level from cur with beam width 1.
+func (g *graph) greedy(qc []int8, cur uint32, curD int32, level int) (uint32, int32) {
+	for changed := true; changed; {
+		changed = false
+		l := g.list(cur, level)
+		cnt := min(int(atomic.LoadUint32(&l[0])), len(l)-1)
+		for i := 1; i <= cnt; i++ {
+			nb := atomic.LoadUint32(&l[i])
+			if d := g.codeDist(qc, nb); d < curD || (d == curD && nb < cur) {
+				cur, curD, changed = nb, d, true
+			}
+		}
+	}
+	return cur, curD
+}
+
+// searchLayer is the beam search of width ef on level, from entry ep at
+// distance epD. The result heap s.res holds up to ef accepted nodes.
+func (g *graph) searchLayer(s *scratch, qc []int8, ep uint32, epD int32, ef, level int, a *accept) {
+	s.begin(len(g.flags))
+	s.visit(ep)
+	s.cand.push(intKey(epD, ep))
+	if a.ok(g, ep) {
+		s.res.push(^intKey(epD, ep))
+	}
+	for len(s.cand) > 0 {
+		c := s.cand.pop()
+		if len(s.res) >= ef && c > ^s.res[0] {
+			break
+		}
+		l := g.list(keyID(c), level)
+		cnt := min(int(atomic.LoadUint32(&l[0])), len(l)-1)
+		for i := 1; i <= cnt; i++ {
+			nb := atomic.LoadUint32(&l[i])
+			if !s.visit(nb) {
+				continue
+			}
+			d := g.codeDist(qc, nb)
+			k := intKey(d, nb)
+			if len(s.res) < ef || k < ^s.res[0] {
+				s.cand.push(k)
+				if a.ok(g, nb) {
+					s.res.push(^k)
+					if len(s.res) > ef {
+						s.res.pop()
+					}
+				}
+			}
+		}
+	}
+}
+
+// sortedResults returns the result heap's keys in ascending order.
+func (s *scratch) sortedResults() []uint64 {
+	s.keys = s.keys[:0]
+	for _, k := range s.res {
+		s.keys = append(s.keys, ^k)
+	}
+	slices.Sort(s.keys)
+	return s.keys
+}
+
+// heuristic picks up to max ids from cands (ascending keys of distance to
+// the base node): a candidate is kept only if it is closer to the base than
+// to every one already kept, which spreads links across directions.
+func (g *graph) heuristic(cands []uint64, max int, out []uint32) []uint32 {
+	out = out[:0]
+	if len(cands) <= max {
+		for _, c := range cands {
+			out = append(out, keyID(c))
+		}
+		return out
+	}
+	for _, c := range cands {
+		if len(out) >= max {
+			break
+		}
+		id, d := keyID(c), keyInt(c)
+		cc := g.code(id)
+		good := true
+		for _, r := range out {
+			if g.codeDist(cc, r) < d {
+				good = false
+				break
+			}
+		}
+		if good {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// search runs a query (already prepared: right length, normalized under
+// Cosine) from the entry point and returns the best k.
+func (g *graph) search(s *scratch, q []float32, k, ef int, ep uint32, top int, a *accept, rescore bool) []Result {
+	if cap(s.qcode) < g.dim {
+		s.qcode = make([]int8, g.dim)
+	}
+	qc := s.qcode[:g.dim]
+	g.quant.Encode(qc, q)
+	cur, curD := ep, g.codeDist(qc, ep)
+	for l := top; l > 0; l-- {
+		cur, curD = g.greedy(qc, cur, curD, l)
+	}
+	g.searchLayer(s, qc, cur, curD, ef, 0, a)
+	keys := s.sortedResults()
+	if rescore {
+		for i, key := range keys {
+			id := keyID(key)
+			keys[i] = floatKey(quant.FloatDistance(g.metric, q, g.vector(id)), id)
+		}
+		slices.Sort(keys)
+	}
+	out := make([]Result, 0, min(k, len(keys)))
+	for _, key := range keys[:min(k, len(keys))] {
+		d := keyFloat(key)
+		if !rescore {
+			d = g.codeToFloat(keyInt(key))
+		}
+		out = append(out, Result{ID: keyID(key), Distance: d})
+	}
+	return out
+}
+
+// exact scans every accepted node among the first n with float distances.
+func (g *graph) exact(s *scratch, q []float32, k, n int, a *accept) []Result {
+	s.res = s.res[:0]
+	consider := func(id uint32) {
+		f := g.flag(id)
+		if f&flagPresent == 0 || f&flagDeleted != 0 {
+			return
+		}
+		key := floatKey(quant.FloatDistance(g.metric, q, g.vector(id)), id)
+		if len(s.res) < k {
+			s.res.push(^key)
+		} else if key < ^s.res[0] {
+			s.res.pop()
+			s.res.push(^key)
+		}
+	}
+	if a.bits != nil {
+		for w, word := range a.bits {
+			for word != 0 {
+				id := w*64 + bitsTrailing(word)
+				if id >= n {
+					break
+				}
+				consider(uint32(id))
+				word &= word - 1
+			}
+		}
+	} else {
+		for id := 0; id < n; id++ {
+			if a.filter == nil || a.filter.Allow(uint32(id)) {
+				consider(uint32(id))
+			}
+		}
+	}
+	keys := s.sortedResults()
+	out := make([]Result, len(keys))
+	for i, key := range keys {
+		out[i] = Result{ID: keyID(key), Distance: keyFloat(key)}
+	}
+	return out
+}

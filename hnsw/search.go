@@ -1,0 +1,110 @@
+package hnsw
+
+import (
+	"fmt"
+	"sync"
+)
+
+// Result is one search hit. Distance is in the metric's units (smaller is
+// closer): float32 distance after rescoring, or the code distance scaled to
+// float units under NoRescore.
+type Result struct {
+	ID       uint32
+	Distance float32
+}
+
+// SearchOptions tunes one search. The zero value searches with DefaultEf,
+// no filter, rescoring on.
+type SearchOptions struct {
+	// Ef is the beam width on level 0 (0: max(DefaultEf, k)); it must be
+	// at least k.
+	Ef int
+	// Filter, when not nil, restricts results to the ids it allows.
+	Filter Filter
+	// NoRescore returns the ef best by code distance without rescoring
+	// them with the full-precision vectors.
+	NoRescore bool
+}
+
+// Searcher is what Index and View have in common.
+type Searcher interface {
+	// Search returns up to k nearest live ids to q, closest first.
+	Search(q []float32, k int, opts SearchOptions) ([]Result, error)
+	// Len is the number of ids assigned, deleted ones included.
+	Len() int
+	// Dim is the vector dimension.
+	Dim() int
+	// Vector returns the stored vector of id, nil if there is none.
+	Vector(id uint32) []float32
+	// Deleted reports whether id is a tombstone.
+	Deleted(id uint32) bool
+}
+
+var (
+	_ Searcher = (*Index)(nil)
+	_ Searcher = (*View)(nil)
+)
+
+// Exact-scan thresholds: a filter that reports (Counter) allowing at most
+// ExactScanFraction of the live nodes, or at most ExactScanMin ids, is
+// answered by an exact scan of the allowed ids instead of a graph walk.
+// Chosen by measurement (bench/results/hnsw.md).
+const (
+	ExactScanFraction = 0.02
+	ExactScanMin      = 256
+)
+
+// plan validates a query and decides how to run it.
+type plan struct {
+	q     []float32
+	k, ef int
+	acc   accept
+	exact bool
+}
+
+func makePlan(g *graph, q []float32, k int, opts SearchOptions, live int, hasDeletes bool) (plan, error) {
+	var p plan
+	if k <= 0 {
+		return p, fmt.Errorf("%w: k = %d, want > 0", ErrBadArgument, k)
+	}
+	ef := opts.Ef
+	if ef == 0 {
+		ef = max(DefaultEf, k)
+	}
+	if ef < k {
+		return p, fmt.Errorf("%w: ef %d < k %d", ErrBadArgument, ef, k)
+	}
+	pq, err := prepare(q, g.dim, g.metric)
+	if err != nil {
+		return p, err
+	}
+	p = plan{q: pq, k: k, ef: ef, acc: accept{deletes: hasDeletes}}
+	f := opts.Filter
+	if b, ok := f.(*Bitset); ok {
+		if b == nil {
+			f = nil
+		} else {
+			p.acc.bits = b.words
+		}
+	} else {
+		p.acc.filter = f
+	}
+	if c, ok := f.(Counter); ok {
+		n := c.Count()
+		p.exact = n <= ExactScanMin || float64(n) <= ExactScanFraction*float64(live)
+	}
+	return p, nil
+}
+
+// run executes p on g (n node slots, entry point ep on level top).
+func (p *plan) run(g *graph, pool *sync.Pool, n int, ep uint32, top int, rescore bool) []Result {
+	s, _ := pool.Get().(*scratch)
+	if s == nil {
+		s = new(scratch)
+	}
+	defer pool.Put(s)
+	if p.exact {
+		return g.exact(s, p.q, p.k, n, &p.acc)
+	}
+	return g.search(s, p.q, p.k, p.ef, ep, top, &p.acc, rescore)
+}
