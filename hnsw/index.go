@@ -44,7 +44,7 @@ type Index struct {
 var errFull = errors.New("hnsw: capacity exhausted")
 
 func packEP(id uint32, level int) uint64 { return uint64(level+1)<<32 | uint64(id) }
-func unpackEP(e uint64) (uint32, int)   { return uint32(e), int(e>>32) - 1 }
+func unpackEP(e uint64) (uint32, int)    { return uint32(e), int(e>>32) - 1 }
 
 // New returns an empty index.
 func New(cfg Config) (*Index, error) {
