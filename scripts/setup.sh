@@ -1,6 +1,57 @@
 #!/usr/bin/env bash
 # Installs what the tests and the default run need and is safe to run again:
 # Go modules, and the ONNX Runtime shared library in the project cache.
+#
+# ONNX Runtime: libonnxruntime.so is taken from the npm tarball of
+# onnxruntime-node (npm pack only: no install scripts run) and put at
+#   ${ENGRAM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/engram}/onnxruntime/$ORT_VERSION/libonnxruntime.so
+# which is where the onnx package looks when neither an option nor
+# ENGRAM_ONNXRUNTIME_LIB names a library. When the file is already there this
+# step does nothing. Without npm or the registry, it warns and goes on: the
+# ONNX tests then skip and say why.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
 go mod download
+
+ORT_VERSION=1.30.0
+cache_root="${ENGRAM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/engram}"
+ort_dir="$cache_root/onnxruntime/$ORT_VERSION"
+ort_lib="$ort_dir/libonnxruntime.so"
+
+install_ort() {
+  case "$(uname -s)/$(uname -m)" in
+    Linux/x86_64) arch=x64 ;;
+    Linux/aarch64) arch=arm64 ;;
+    *) echo "setup: no onnxruntime-node build for $(uname -s)/$(uname -m); set ENGRAM_ONNXRUNTIME_LIB" >&2; return 1 ;;
+  esac
+  if ! command -v npm >/dev/null 2>&1; then
+    echo "setup: npm not found; install npm (apt-get install -y npm) to fetch ONNX Runtime" >&2
+    return 1
+  fi
+  local tmp
+  tmp=$(mktemp -d)
+  # shellcheck disable=SC2064
+  trap "rm -rf '$tmp'" RETURN
+  (cd "$tmp" && npm pack --silent "onnxruntime-node@$ORT_VERSION" >/dev/null) || {
+    echo "setup: npm pack onnxruntime-node@$ORT_VERSION failed" >&2
+    return 1
+  }
+  local member
+  member=$(tar -tzf "$tmp"/onnxruntime-node-*.tgz | grep -E "^package/bin/napi-v[0-9]+/linux/$arch/libonnxruntime\.so(\.[0-9]+)*$" | head -n1)
+  if [ -z "$member" ]; then
+    echo "setup: no linux/$arch libonnxruntime.so in onnxruntime-node@$ORT_VERSION" >&2
+    return 1
+  fi
+  tar -xzf "$tmp"/onnxruntime-node-*.tgz -C "$tmp" "$member"
+  (umask 077 && mkdir -p "$ort_dir")
+  # Copy under a temporary name, then rename: an interrupted run never leaves
+  # a truncated library where the loader looks.
+  install -m 0600 "$tmp/$member" "$ort_lib.tmp"
+  mv -f "$ort_lib.tmp" "$ort_lib"
+  echo "setup: ONNX Runtime $ORT_VERSION -> $ort_lib"
+}
+
+if [ ! -s "$ort_lib" ]; then
+  install_ort || echo "setup: WARNING: ONNX Runtime not installed; ONNX tests will skip" >&2
+fi

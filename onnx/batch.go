@@ -1,0 +1,38 @@
+package onnx
+
+import "sort"
+
+// attnRefLen is the sequence length at which the token budget and the
+// attention budget agree: a batch may hold B sequences padded to T tokens
+// when B*T <= budget (activations grow with tokens) and B*T*T <= budget*
+// attnRefLen (attention scores grow with the square of the length). Short
+// texts are bound by the first rule, long ones by the second.
+const attnRefLen = 512
+
+// planBatches groups the indexes of sequences with token counts lens into
+// batches that respect the budgets above and hold at most maxBatch sequences.
+// Sequences are sorted by length first, so a batch pads little (length
+// buckets). A sequence that alone exceeds the budget still gets a batch of
+// its own: truncation, not batching, bounds a single text.
+func planBatches(lens []int, budget, maxBatch int) [][]int {
+	order := make([]int, len(lens))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return lens[order[a]] < lens[order[b]] })
+
+	var batches [][]int
+	var cur []int
+	for _, i := range order {
+		n, t := len(cur)+1, lens[i] // lens ascend, so t is the new padded length
+		if len(cur) > 0 && (n > maxBatch || n*t > budget || n*t*t > budget*attnRefLen) {
+			batches = append(batches, cur)
+			cur = nil
+		}
+		cur = append(cur, i)
+	}
+	if len(cur) > 0 {
+		batches = append(batches, cur)
+	}
+	return batches
+}
