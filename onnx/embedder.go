@@ -94,10 +94,10 @@ type Embedding struct {
 // concurrent calls.
 type Stats struct {
 	Texts, Batches, Tokens, PaddedTokens int64
-	Tokenize time.Duration // text -> ids
-	Prepare  time.Duration // ids -> input tensors
-	Run      time.Duration // ONNX Runtime
-	Pool     time.Duration // output -> normalized vectors
+	Tokenize                             time.Duration // text -> ids
+	Prepare                              time.Duration // ids -> input tensors
+	Run                                  time.Duration // ONNX Runtime
+	Pool                                 time.Duration // output -> normalized vectors
 }
 
 // ErrClosed is returned by Embed after Close.
