@@ -6,9 +6,8 @@ import "golang.org/x/sys/cpu"
 
 // The implementation is chosen once, at package initialization, from the
 // CPU's features (x/sys/cpu also checks that the OS saves the wide
-// registers). Dispatch is a branch on a constant-after-init bool rather than
-// a function variable: the branch predicts perfectly and the asm call is
-// direct.
+// registers). The flags never change afterwards, so the dispatch branch
+// predicts perfectly.
 var (
 	// useAVX512 needs VNNI for VPDPBUSD/VPDPWSSD and BW for byte masks.
 	useAVX512 = cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VL && cpu.X86.HasAVX512VNNI
@@ -44,45 +43,23 @@ var (
 	avx2Kernels   = kernelSet{"avx2", dotInt8AVX2, l2SqInt8AVX2, dotFloat32AVX2, l2SqFloat32AVX2}
 )
 
-func dotInt8(a, b []int8) int32 {
-	if useAVX512 {
-		return dotInt8AVX512(a, b)
-	}
-	if useAVX2 {
-		return dotInt8AVX2(a, b)
-	}
-	return dotInt8Generic(a, b)
-}
+// The dispatchers are written in assembly (kernels_amd64.s): a test of the
+// feature flags and a tail jump to the chosen kernel. A Go dispatcher with
+// two calls in it would exceed the inliner's budget and cost an extra call
+// per distance; this way the exported kernels inline into their callers and
+// reach the SIMD code in one call.
 
-func l2SqInt8(a, b []int8) int32 {
-	if useAVX512 {
-		return l2SqInt8AVX512(a, b)
-	}
-	if useAVX2 {
-		return l2SqInt8AVX2(a, b)
-	}
-	return l2SqInt8Generic(a, b)
-}
+//go:noescape
+func dotInt8(a, b []int8) int32
 
-func dotFloat32(a, b []float32) float32 {
-	if useAVX512 {
-		return dotFloat32AVX512(a, b)
-	}
-	if useAVX2 {
-		return dotFloat32AVX2(a, b)
-	}
-	return dotFloat32Generic(a, b)
-}
+//go:noescape
+func l2SqInt8(a, b []int8) int32
 
-func l2SqFloat32(a, b []float32) float32 {
-	if useAVX512 {
-		return l2SqFloat32AVX512(a, b)
-	}
-	if useAVX2 {
-		return l2SqFloat32AVX2(a, b)
-	}
-	return l2SqFloat32Generic(a, b)
-}
+//go:noescape
+func dotFloat32(a, b []float32) float32
+
+//go:noescape
+func l2SqFloat32(a, b []float32) float32
 
 // availableKernels lists every implementation this CPU can run.
 func availableKernels() []kernelSet {

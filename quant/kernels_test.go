@@ -212,3 +212,39 @@ func TestPurego(t *testing.T) {
 func TestSelectedKernels(t *testing.T) {
 	t.Logf("selected kernels: %s (available: %d)", selectedKernels(), len(availableKernels()))
 }
+
+// TestDispatch drives the exported kernels down every path the CPU allows
+// by flipping the feature flags the dispatchers read.
+func TestDispatch(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 9))
+	a8, b8 := make([]int8, 100), make([]int8, 100)
+	int8Patterns[0].fill(r, a8, b8)
+	af, bf := make([]float32, 100), make([]float32, 100)
+	for i := range af {
+		af[i], bf[i] = float32(r.IntN(9)-4), float32(r.IntN(9)-4)
+	}
+	check := func(path string) {
+		t.Helper()
+		if got, want := DotInt8(a8, b8), dotInt8Generic(a8, b8); got != want {
+			t.Errorf("%s: DotInt8 %d want %d", path, got, want)
+		}
+		if got, want := L2SqInt8(a8, b8), l2SqInt8Generic(a8, b8); got != want {
+			t.Errorf("%s: L2SqInt8 %d want %d", path, got, want)
+		}
+		if got, want := DotFloat32(af, bf), dotFloat32Generic(af, bf); got != want {
+			t.Errorf("%s: DotFloat32 %v want %v", path, got, want)
+		}
+		if got, want := L2SqFloat32(af, bf), l2SqFloat32Generic(af, bf); got != want {
+			t.Errorf("%s: L2SqFloat32 %v want %v", path, got, want)
+		}
+	}
+	check(selectedKernels())
+	for _, path := range []struct {
+		name         string
+		avx512, avx2 bool
+	}{{"generic", false, false}, {"avx2", false, true}} {
+		restore := setFeatures(path.avx512, path.avx2)
+		check(path.name)
+		restore()
+	}
+}

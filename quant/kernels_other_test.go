@@ -1,0 +1,5 @@
+//go:build purego || !amd64
+
+package quant
+
+func setFeatures(avx512, avx2 bool) func() { return func() {} }
