@@ -1,0 +1,27 @@
+// Package vfs is the small file system interface the storage packages (wal,
+// engine) do all their file I/O through, so tests can inject failures and
+// simulate crashes.
+//
+// FS has the operations a crash-safe store needs and no more: OpenFile,
+// Remove, Rename, ReadDir, MkdirAll and SyncDir (fsync of a directory, which
+// makes creations, removals and renames durable). File adds Sync, which is a
+// data sync (fdatasync on Linux: it persists the data and the size, not the
+// mtime), ReadAt, Write, Truncate and Stat.
+//
+// OS is the real file system. Its files also have Fd() uintptr, for callers
+// that mmap.
+//
+// MemFS is an in-memory FS for tests. It keeps two views: what the running
+// process sees (the page cache) and what a power loss would leave (data
+// made durable by File.Sync, directory entries made durable by SyncDir).
+// Crash returns the second as a fresh MemFS. InjectError makes the n-th
+// matching operation fail once with a chosen error (ENOSPC, EIO, ...); a
+// failed write first writes half its bytes, as a short write would.
+//
+// # Caveats
+//
+// MemFS directories are durable as soon as MkdirAll returns, a crash keeps a
+// durable file's synced data whole (no torn sectors; tests that want those
+// damage bytes themselves with SetBytes), and it copies a file's contents on
+// every Sync, so it is meant for small test data.
+package vfs

@@ -1,0 +1,83 @@
+// Package wal is engram's write-ahead log: every write is appended here,
+// made durable, and only then applied and acknowledged; recovery replays
+// the log from the last checkpoint. The byte format is specified in
+// docs/format/wal.md.
+//
+// # API
+//
+//	l, err := wal.Open(dir, wal.Options{})        // creates dir (0700) if needed
+//	lsn, err := l.Append(payload)                 // durable on return (Always mode)
+//	err = l.Replay(from, func(lsn wal.LSN, rec []byte) error { ... })
+//	err = l.TruncateBefore(checkpointLSN)         // delete whole old segments
+//	err = l.Close()
+//
+// An LSN is (segment number << 32 | byte offset of the record in the
+// segment): it grows with every record, zero is before all records, and
+// Replay(lsn+1, ...) replays everything after the record at lsn. A checkpoint
+// stores the LSN of the last record it covers.
+//
+// # Files
+//
+// dir holds only segments, named with 8-digit zero-padded numbers
+// (00000001, 00000002, ...) so they sort in log order. Open refuses a
+// directory with any other file (ErrNotWAL) and reports a gap in the
+// numbers as a *CorruptionError. A segment starts with a 16-byte header
+// (magic, format version, its own number, checksum) and is cut into 32 KiB
+// pages. A record is a sequence of fragments (full, or first/middle.../last)
+// that never crosses a page boundary; each fragment carries a type byte, a
+// length and a CRC32C over type, length and stored bytes. A record never
+// spans segments. Payloads of 32 bytes or more are compressed with zstd
+// (klauspost/compress, fastest level) and stored raw, with the flag bit
+// clear, when that does not make them smaller.
+//
+// # Durability
+//
+// Appends are framed under a mutex into an in-memory buffer. Whichever
+// appender finds no flush in progress becomes the leader: it takes the
+// buffer, writes it with one write call and, in Always mode, one fdatasync,
+// then wakes everyone whose record it covered. Appenders arriving meanwhile
+// queue into the next buffer, so N concurrent writers share one fdatasync
+// (group commit) while a lone writer pays exactly one per append. Interval(d)
+// hands records to the OS at once and syncs every d; UnsafeNoSync never syncs
+// before Close. A new segment is created only after the previous one is
+// synced, and the directory is synced after creating or deleting segments,
+// so only the newest segment can have a torn tail.
+//
+// After a failed write or sync the log is poisoned (ErrPoisoned): the
+// kernel may already have dropped the dirty pages and marked them clean
+// ("fsyncgate"), so retrying the sync could falsely succeed. Every later
+// append fails until the log is reopened, which re-reads what is on disk.
+//
+// # Recovery
+//
+// Open reads every segment and checks every checksum (without
+// decompressing). Damage in the newest segment with no intact fragment
+// after it (checked at the next fragment and at every later page start) is
+// a torn tail: an append that was never acknowledged. Open truncates it,
+// syncs, and logs a warning to Options.Logger. Any other damage (a bad
+// checksum followed by intact data, a damaged older segment, a missing
+// segment) is returned as a *CorruptionError{Segment, Offset, Err}; nothing
+// is skipped silently. Repair(dir, opts, err) truncates the log at Offset,
+// deletes the later segments, and keeps everything before.
+//
+// All I/O goes through Options.FS (internal/vfs), so tests inject short
+// writes, ENOSPC, fsync failures and power loss (vfs.MemFS.Crash).
+//
+// # Caveats
+//
+//   - A payload is at most MaxRecordSize (16 MiB) and must fit, compressed
+//     and framed, in one segment: a 64 KiB segment holds at most about 63 KiB.
+//   - An Append that returns an error other than ErrRecordTooLarge or
+//     ErrClosed may still have reached the disk: after reopening, its record
+//     may or may not be replayed.
+//   - The slice Replay passes to its callback is reused; copy it to keep it.
+//   - TruncateBefore must not run concurrently with a Replay that reads the
+//     segments it deletes.
+//   - Open reads the whole log; keep it short by truncating after
+//     checkpoints.
+//   - A power loss may persist the sectors of an unsynced write out of order.
+//     If a later sector of a never-acknowledged write survives while an
+//     earlier one is lost, the damage looks like corruption rather than a
+//     torn tail: Open returns a *CorruptionError, and Repair is the remedy
+//     (it drops only what follows the damage).
+package wal

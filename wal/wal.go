@@ -1,0 +1,693 @@
+package wal
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/engramdb/engram/internal/vfs"
+	"github.com/klauspost/compress/zstd"
+)
+
+// FS is the file system the log does all its I/O through.
+type FS = vfs.FS
+
+// File is an open file of an FS.
+type File = vfs.File
+
+// SyncMode says when appended records are made durable.
+type SyncMode struct {
+	kind     syncKind
+	interval time.Duration
+}
+
+type syncKind uint8
+
+const (
+	syncAlways syncKind = iota
+	syncInterval
+	syncNever
+)
+
+var (
+	// Always makes Append return only once the record is durable. Appends
+	// from concurrent goroutines share one fdatasync (group commit). It is
+	// the zero SyncMode, so the default.
+	Always = SyncMode{}
+	// UnsafeNoSync never syncs except in Sync and Close: records survive a
+	// process crash (they are written to the OS at once) but not a power
+	// loss or kernel crash. For tests and bulk loads only.
+	UnsafeNoSync = SyncMode{kind: syncNever}
+)
+
+// Interval makes Append return once the record is handed to the OS and
+// syncs every d in the background: a power loss can lose up to about d of
+// acknowledged appends.
+func Interval(d time.Duration) SyncMode { return SyncMode{kind: syncInterval, interval: d} }
+
+func (m SyncMode) String() string {
+	switch m.kind {
+	case syncAlways:
+		return "Always"
+	case syncInterval:
+		return fmt.Sprintf("Interval(%v)", m.interval)
+	case syncNever:
+		return "UnsafeNoSync"
+	}
+	return "invalid"
+}
+
+// Options configure a Log. The zero value gives the defaults.
+type Options struct {
+	// FS is the file system; nil means the operating system's.
+	FS FS
+	// SegmentSize is the size at which a new segment is started, between
+	// MinSegmentSize and MaxSegmentSize; 0 means DefaultSegmentSize.
+	SegmentSize int64
+	// Sync is the durability mode; the zero value is Always.
+	Sync SyncMode
+	// NoCompression stores every payload raw instead of trying zstd.
+	NoCompression bool
+	// Logger receives a warning for every torn tail Open truncates and for
+	// what Repair drops; nil discards them.
+	Logger *slog.Logger
+}
+
+func (o Options) withDefaults() (Options, error) {
+	if o.FS == nil {
+		o.FS = vfs.OS
+	}
+	if o.SegmentSize == 0 {
+		o.SegmentSize = DefaultSegmentSize
+	}
+	if o.SegmentSize < MinSegmentSize || o.SegmentSize > MaxSegmentSize {
+		return o, fmt.Errorf("wal: SegmentSize %d out of range [%d, %d]", o.SegmentSize, MinSegmentSize, MaxSegmentSize)
+	}
+	if o.Sync.kind > syncNever || (o.Sync.kind == syncInterval) != (o.Sync.interval > 0) {
+		return o, fmt.Errorf("wal: invalid sync mode %v", o.Sync)
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o, nil
+}
+
+// Stats counts what a Log has done since Open.
+type Stats struct {
+	Appends      int64 // records appended
+	PayloadBytes int64 // caller bytes appended
+	StoredBytes  int64 // bytes written to segments, framing included
+	Writes       int64 // write calls (one per group)
+	Syncs        int64 // fdatasync calls
+}
+
+// Log is an open write-ahead log. Its methods are safe for concurrent use.
+type Log struct {
+	dir  string
+	opts Options
+	enc  *zstd.Encoder
+
+	mu   sync.Mutex
+	cond *sync.Cond // broadcast when a flush ends
+
+	// Encoding state: where the next record goes.
+	first   uint32 // oldest segment kept
+	seg     uint32 // segment the next record goes to
+	segOff  int64  // offset in seg of the next record
+	last    LSN    // last record appended
+	pending []chunk
+	free    [][]byte // recycled chunk buffers
+
+	// Flush state.
+	flushing   bool   // a goroutine is writing pending chunks, without mu
+	active     uint32 // segment of f as of the last flush
+	written    LSN    // last record handed to the OS
+	writtenSeg uint32 // end of the data handed to the OS...
+	writtenOff int64  // ...as segment and offset
+	durable    LSN    // last record made durable
+	dirty      bool   // written since the last sync
+	err        error  // sticky: a write or sync failed
+	closed     bool
+	stats      Stats
+
+	f File // the segment being written; owned by the flushing goroutine
+
+	stop, done chan struct{} // the Interval syncer
+}
+
+// chunk is encoded data for one segment; create marks a new segment whose
+// data starts with its header.
+type chunk struct {
+	seg    uint32
+	create bool
+	data   []byte
+}
+
+// Open opens the log in dir, creating dir (0700) and a first segment (0600)
+// if needed. It verifies every segment, truncates a torn tail of the newest
+// one (logged to Options.Logger), and returns a *CorruptionError for any
+// other damage, which Repair can cut off.
+func Open(dir string, opts Options) (*Log, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	fs := opts.FS
+	if err := fs.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("wal: %w", err)
+	}
+	segs, err := listSegments(fs, dir)
+	if err != nil {
+		return nil, err
+	}
+	l := &Log{dir: dir, opts: opts}
+	l.cond = sync.NewCond(&l.mu)
+	if len(segs) == 0 {
+		if err := l.createFirst(); err != nil {
+			return nil, err
+		}
+	} else if err := l.recover(segs); err != nil {
+		return nil, err
+	}
+	l.active, l.written, l.durable = l.seg, l.last, l.last
+	l.writtenSeg, l.writtenOff = l.seg, l.segOff
+	if !opts.NoCompression {
+		l.enc, err = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderCRC(false))
+		if err != nil {
+			_ = l.f.Close()
+			return nil, fmt.Errorf("wal: %w", err)
+		}
+	}
+	if opts.Sync.kind == syncInterval {
+		l.stop, l.done = make(chan struct{}), make(chan struct{})
+		go l.syncer(opts.Sync.interval)
+	}
+	return l, nil
+}
+
+// listSegments returns the segment numbers in dir, refusing foreign files
+// and gaps.
+func listSegments(fs FS, dir string) ([]uint32, error) {
+	names, err := fs.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("wal: %w", err)
+	}
+	segs := make([]uint32, 0, len(names))
+	for _, name := range names {
+		seg, ok := parseSegmentName(name)
+		if !ok {
+			return nil, fmt.Errorf("%w: %s holds %q", ErrNotWAL, dir, name)
+		}
+		segs = append(segs, seg)
+	}
+	for i := 1; i < len(segs); i++ {
+		if segs[i] != segs[i-1]+1 {
+			return segs, &CorruptionError{Segment: segs[i-1] + 1, Err: ErrMissingSegment}
+		}
+	}
+	return segs, nil
+}
+
+func (l *Log) path(seg uint32) string { return filepath.Join(l.dir, segmentName(seg)) }
+
+// createFirst starts an empty log with segment 1.
+func (l *Log) createFirst() error {
+	f, err := l.opts.FS.OpenFile(l.path(1), os.O_RDWR|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("wal: %w", err)
+	}
+	err = writeAll(f, segmentHeader(1))
+	if err == nil {
+		err = f.Sync()
+	}
+	if err == nil {
+		err = l.opts.FS.SyncDir(l.dir)
+	}
+	if err != nil {
+		_ = f.Close()
+		return fmt.Errorf("wal: creating first segment: %w", err)
+	}
+	l.f, l.first, l.seg, l.segOff = f, 1, 1, segHeaderSize
+	return nil
+}
+
+// recover verifies segs and opens the newest for appending, cutting off a
+// torn tail.
+func (l *Log) recover(segs []uint32) error {
+	var end int64
+	for i, seg := range segs {
+		newest := i == len(segs)-1
+		e, last, err := l.scan(seg, newest)
+		if err != nil {
+			return err
+		}
+		if last != 0 {
+			l.last = last
+		}
+		end = e
+	}
+	seg := segs[len(segs)-1]
+	f, err := l.opts.FS.OpenFile(l.path(seg), os.O_RDWR|os.O_APPEND, 0)
+	if err != nil {
+		return fmt.Errorf("wal: %w", err)
+	}
+	if err := l.cutTail(f, seg, end); err != nil {
+		_ = f.Close()
+		return err
+	}
+	l.f, l.first, l.seg, l.segOff = f, segs[0], seg, max(end, segHeaderSize)
+	return nil
+}
+
+// scan reads segment seg through, checksums only, and returns the end of
+// its intact records and the LSN of its last record (0 if none). Damage in
+// the newest segment with nothing intact after it is a torn tail, not an
+// error: the returned end excludes it.
+func (l *Log) scan(seg uint32, newest bool) (int64, LSN, error) {
+	f, err := l.opts.FS.OpenFile(l.path(seg), os.O_RDONLY, 0)
+	if err != nil {
+		return 0, 0, fmt.Errorf("wal: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, 0, fmt.Errorf("wal: %w", err)
+	}
+	r := NewReader(f, fi.Size(), seg)
+	r.raw = true
+	var last LSN
+	for r.Next() {
+		last = r.LSN()
+	}
+	var ce *CorruptionError
+	if err := r.Err(); err != nil && !(errors.As(err, &ce) && newest && !r.dataFollows()) {
+		return 0, 0, err
+	}
+	return r.intactEnd(), last, nil
+}
+
+// cutTail truncates the newest segment to end (rewriting its header if that
+// was torn) and syncs it, so appends continue from intact data.
+func (l *Log) cutTail(f File, seg uint32, end int64) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("wal: %w", err)
+	}
+	size := fi.Size()
+	if size == end {
+		return nil
+	}
+	l.opts.Logger.Warn("wal: truncating torn tail", "segment", segmentName(seg), "offset", end, "dropped_bytes", size-end)
+	if err := truncateSegment(f, seg, end); err != nil {
+		return fmt.Errorf("wal: repairing torn tail of segment %s: %w", segmentName(seg), err)
+	}
+	return nil
+}
+
+// truncateSegment cuts f to end, or to a fresh header if end is inside the
+// header, and syncs it.
+func truncateSegment(f File, seg uint32, end int64) error {
+	if end < segHeaderSize {
+		if err := f.Truncate(0); err != nil {
+			return err
+		}
+		if err := writeAll(f, segmentHeader(seg)); err != nil {
+			return err
+		}
+	} else if err := f.Truncate(end); err != nil {
+		return err
+	}
+	return f.Sync()
+}
+
+func writeAll(f File, b []byte) error {
+	n, err := f.Write(b)
+	if err == nil && n < len(b) {
+		err = io.ErrShortWrite
+	}
+	return err
+}
+
+// Append adds a record and returns its LSN. In Always mode it returns once
+// the record is durable. The payload is copied; it may be empty and may be
+// at most MaxRecordSize bytes. After an error other than
+// ErrRecordTooLarge the record may or may not be in the log after reopening.
+func (l *Log) Append(payload []byte) (LSN, error) {
+	if len(payload) > MaxRecordSize {
+		return 0, fmt.Errorf("%w: %d bytes, limit %d", ErrRecordTooLarge, len(payload), MaxRecordSize)
+	}
+	stored, compressed := l.compress(payload)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.usableLocked(); err != nil {
+		return 0, err
+	}
+	lsn, err := l.encodeLocked(stored, compressed)
+	if err != nil {
+		return 0, err
+	}
+	l.stats.Appends++
+	l.stats.PayloadBytes += int64(len(payload))
+	if l.opts.Sync.kind == syncAlways {
+		return lsn, l.waitDurableLocked(lsn)
+	}
+	l.drainLocked()
+	if l.err != nil && l.written < lsn {
+		return 0, l.err
+	}
+	return lsn, nil
+}
+
+// compress returns the bytes to store for p and whether they are zstd.
+func (l *Log) compress(p []byte) ([]byte, bool) {
+	if l.enc == nil || len(p) < 32 { // too small to gain over the frame header
+		return p, false
+	}
+	c := l.enc.EncodeAll(p, make([]byte, 0, len(p)))
+	if len(c) >= len(p) {
+		return p, false
+	}
+	return c, true
+}
+
+func (l *Log) usableLocked() error {
+	if l.closed {
+		return ErrClosed
+	}
+	return l.err
+}
+
+// encodeLocked frames a record into the pending chunks, starting a new
+// segment when it does not fit in the current one.
+func (l *Log) encodeLocked(stored []byte, compressed bool) (LSN, error) {
+	n := int64(len(stored))
+	if recordEnd(segHeaderSize, n) > l.opts.SegmentSize {
+		return 0, fmt.Errorf("%w: %d stored bytes do not fit a %d-byte segment", ErrRecordTooLarge, n, l.opts.SegmentSize)
+	}
+	if recordEnd(l.segOff, n) > l.opts.SegmentSize {
+		if l.seg >= maxSegment {
+			return 0, fmt.Errorf("wal: segment numbers exhausted")
+		}
+		l.seg++
+		l.segOff = segHeaderSize
+		l.pending = append(l.pending, chunk{seg: l.seg, create: true, data: append(l.buf(), segmentHeader(l.seg)...)})
+	}
+	if len(l.pending) == 0 || l.pending[len(l.pending)-1].seg != l.seg {
+		l.pending = append(l.pending, chunk{seg: l.seg, data: l.buf()})
+	}
+	c := &l.pending[len(l.pending)-1]
+	var start int64
+	c.data, start, l.segOff = appendRecord(c.data, l.segOff, compressed, stored)
+	l.last = makeLSN(l.seg, start)
+	return l.last, nil
+}
+
+// maxSegment is the largest number an 8-digit segment name holds.
+const maxSegment = 99999999
+
+func (l *Log) buf() []byte {
+	if n := len(l.free); n > 0 {
+		b := l.free[n-1]
+		l.free = l.free[:n-1]
+		return b[:0]
+	}
+	return nil
+}
+
+// waitDurableLocked waits until lsn is durable, leading a group flush
+// whenever no other goroutine is flushing: records appended while a flush
+// is in progress queue up and share the next fdatasync.
+func (l *Log) waitDurableLocked(lsn LSN) error {
+	for {
+		switch {
+		case l.durable >= lsn:
+			return nil
+		case l.err != nil:
+			return l.err
+		case !l.flushing:
+			l.flushLocked(true)
+		default:
+			l.cond.Wait()
+		}
+	}
+}
+
+// drainLocked writes out pending chunks unless another goroutine is already
+// flushing (which then writes them too).
+func (l *Log) drainLocked() {
+	for !l.flushing && len(l.pending) > 0 && l.err == nil {
+		l.flushLocked(false)
+	}
+}
+
+// flushLocked writes the pending chunks, and syncs if sync is set, with mu
+// released during the I/O. A failure poisons the log.
+func (l *Log) flushLocked(sync bool) {
+	chunks := l.pending
+	l.pending = nil
+	target, endSeg, endOff := l.last, l.seg, l.segOff
+	needSync := sync && (l.dirty || len(chunks) > 0)
+	l.flushing = true
+	l.mu.Unlock()
+	err := l.write(chunks, needSync)
+	l.mu.Lock()
+	l.flushing = false
+	for _, c := range chunks {
+		l.stats.StoredBytes += int64(len(c.data))
+		if cap(c.data) <= 4<<20 {
+			l.free = append(l.free, c.data)
+		}
+	}
+	if len(chunks) > 0 {
+		l.stats.Writes++
+		l.dirty = true
+		l.active = chunks[len(chunks)-1].seg
+	}
+	if err != nil {
+		if l.err == nil {
+			l.err = fmt.Errorf("%w: %w", ErrPoisoned, err)
+		}
+	} else {
+		l.written, l.writtenSeg, l.writtenOff = target, endSeg, endOff
+		if sync {
+			l.durable, l.dirty = target, false
+		}
+		if needSync {
+			l.stats.Syncs++
+		}
+	}
+	l.cond.Broadcast()
+}
+
+// write hands chunks to the OS and syncs if asked. Only the flushing
+// goroutine calls it. A segment is synced before the next one is created,
+// so only the newest segment can ever have a torn tail.
+func (l *Log) write(chunks []chunk, sync bool) error {
+	created := false
+	for _, c := range chunks {
+		if c.create {
+			if err := l.rollTo(c.seg); err != nil {
+				return err
+			}
+			created = true
+		}
+		if err := writeAll(l.f, c.data); err != nil {
+			return err
+		}
+	}
+	if created && l.opts.Sync.kind != syncNever {
+		if err := l.opts.FS.SyncDir(l.dir); err != nil {
+			return err
+		}
+	}
+	if sync {
+		return l.f.Sync()
+	}
+	return nil
+}
+
+// rollTo closes the current segment (synced, unless syncing is off) and
+// creates segment seg.
+func (l *Log) rollTo(seg uint32) error {
+	if l.f != nil {
+		if l.opts.Sync.kind != syncNever {
+			if err := l.f.Sync(); err != nil {
+				return err
+			}
+		}
+		err := l.f.Close()
+		l.f = nil
+		if err != nil {
+			return err
+		}
+	}
+	f, err := l.opts.FS.OpenFile(l.path(seg), os.O_RDWR|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	l.f = f
+	return nil
+}
+
+// syncer is the Interval mode's background flusher.
+func (l *Log) syncer(d time.Duration) {
+	defer close(l.done)
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-t.C:
+		}
+		l.mu.Lock()
+		for l.flushing {
+			l.cond.Wait()
+		}
+		if !l.closed && l.err == nil && (l.dirty || len(l.pending) > 0) {
+			l.flushLocked(true)
+			l.drainLocked()
+		}
+		l.mu.Unlock()
+	}
+}
+
+// Sync makes every record appended so far durable, whatever the sync mode.
+func (l *Log) Sync() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.usableLocked(); err != nil {
+		return err
+	}
+	return l.waitDurableLocked(l.last)
+}
+
+// LastLSN returns the LSN of the last record appended (acknowledged or
+// not), or 0 if the log holds none.
+func (l *Log) LastLSN() LSN {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.last
+}
+
+// Stats returns counters since Open.
+func (l *Log) Stats() Stats {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.stats
+}
+
+// TruncateBefore deletes the oldest segments whose records all precede
+// lsn, typically the LSN of a checkpoint. Whole segments only: records
+// before lsn in its own segment stay, and the segment being written is
+// never deleted. Call it only after the records are safe elsewhere.
+func (l *Log) TruncateBefore(lsn LSN) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return ErrClosed
+	}
+	limit := min(lsn.Segment(), l.active)
+	removed := false
+	for l.first < limit {
+		// Oldest first, so a failure or crash midway leaves no gap.
+		if err := l.opts.FS.Remove(l.path(l.first)); err != nil {
+			return fmt.Errorf("wal: %w", err)
+		}
+		l.first++
+		removed = true
+	}
+	if removed {
+		if err := l.opts.FS.SyncDir(l.dir); err != nil {
+			return fmt.Errorf("wal: %w", err)
+		}
+	}
+	return nil
+}
+
+// Replay calls fn for every record with an LSN at or after from, in log
+// order, up to the last record handed to the OS when Replay started. The
+// slice passed to fn is valid only during the call. An error from fn stops
+// the replay and is returned; damage is returned as a *CorruptionError.
+// Records in segments removed by TruncateBefore are not replayed; do not
+// truncate concurrently with a replay of the same segments.
+func (l *Log) Replay(from LSN, fn func(LSN, []byte) error) error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return ErrClosed
+	}
+	first, lastSeg, lastOff := l.first, l.writtenSeg, l.writtenOff
+	l.mu.Unlock()
+	for seg := max(first, from.Segment()); seg <= lastSeg; seg++ {
+		if err := l.replaySegment(seg, lastSeg, lastOff, from, fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (l *Log) replaySegment(seg, lastSeg uint32, lastOff int64, from LSN, fn func(LSN, []byte) error) error {
+	f, err := l.opts.FS.OpenFile(l.path(seg), os.O_RDONLY, 0)
+	if err != nil {
+		return fmt.Errorf("wal: %w", err)
+	}
+	defer f.Close()
+	size := lastOff
+	if seg != lastSeg {
+		fi, err := f.Stat()
+		if err != nil {
+			return fmt.Errorf("wal: %w", err)
+		}
+		size = fi.Size()
+	}
+	r := NewReader(f, size, seg)
+	for r.Next() {
+		if r.LSN() < from {
+			continue
+		}
+		if err := fn(r.LSN(), r.Record()); err != nil {
+			return err
+		}
+	}
+	return r.Err()
+}
+
+// Close writes and syncs what is pending (in every sync mode) and closes
+// the log. It returns the error that poisoned the log, if any.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return ErrClosed
+	}
+	l.closed = true
+	if l.stop != nil {
+		l.mu.Unlock()
+		close(l.stop)
+		<-l.done
+		l.mu.Lock()
+	}
+	defer l.mu.Unlock()
+	for l.flushing {
+		l.cond.Wait()
+	}
+	if l.err == nil {
+		l.flushLocked(true)
+	}
+	err := l.err
+	if l.f != nil {
+		err = errors.Join(err, l.f.Close())
+		l.f = nil
+	}
+	if l.enc != nil {
+		_ = l.enc.Close()
+	}
+	l.cond.Broadcast()
+	return err
+}
