@@ -299,7 +299,7 @@ func (l *Log) cutTail(f File, seg uint32, end int64) error {
 		return fmt.Errorf("wal: %w", err)
 	}
 	size := fi.Size()
-	if size == end {
+	if size == end && end >= segHeaderSize {
 		return nil
 	}
 	l.opts.Logger.Warn("wal: truncating torn tail", "segment", segmentName(seg), "offset", end, "dropped_bytes", size-end)

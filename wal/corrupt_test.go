@@ -1,0 +1,263 @@
+package wal
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/engramdb/engram/internal/vfs"
+)
+
+// buildLog writes records over several 64 KiB segments and returns them.
+// The newest segment ends with a small record after a multi-page one.
+func buildLog(t *testing.T, mem *vfs.MemFS) []rec {
+	t.Helper()
+	// Uncompressed so the layout does not depend on the compressor.
+	l := mustOpen(t, "/wal", Options{FS: mem, SegmentSize: MinSegmentSize, NoCompression: true})
+	var recs []rec
+	sz := []int{200, 5001, 40001, 700, 3001}
+	for i := 0; i < 24; i++ {
+		recs = appendAll(t, l, recs, payload(i, sz[i%len(sz)]))
+	}
+	recs = appendAll(t, l, recs, payload(1001, 45001), payload(1002, 300), payload(1004, 400))
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	last := recs[len(recs)-1].lsn.Segment()
+	if recs[len(recs)-3].lsn.Segment() != last || last < 4 {
+		t.Fatalf("layout: last three records not in newest segment %d", last)
+	}
+	return recs
+}
+
+func segPath(seg uint32) string { return filepath.Join("/wal", segmentName(seg)) }
+
+func edit(t *testing.T, mem *vfs.MemFS, seg uint32, f func([]byte) []byte) {
+	t.Helper()
+	b, err := mem.Bytes(segPath(seg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mem.SetBytes(segPath(seg), f(b)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// firstIn returns the index of the first record in segment seg.
+func firstIn(recs []rec, seg uint32) int {
+	for i, r := range recs {
+		if r.lsn.Segment() >= seg {
+			return i
+		}
+	}
+	return len(recs)
+}
+
+func TestCorruption(t *testing.T) {
+	type result struct {
+		keep    int    // records that must survive
+		corrupt uint32 // segment Open must report as corrupt; 0 for a torn tail Open repairs itself
+	}
+	n := func(recs []rec) int { return len(recs) }
+	lastSeg := func(recs []rec) uint32 { return recs[len(recs)-1].lsn.Segment() }
+	cases := []struct {
+		name   string
+		damage func(t *testing.T, mem *vfs.MemFS, recs []rec) result
+	}{
+		{"torn last record", func(t *testing.T, mem *vfs.MemFS, recs []rec) result {
+			r := recs[n(recs)-1]
+			edit(t, mem, r.lsn.Segment(), func(b []byte) []byte { return b[:r.lsn.Offset()+fragHeader+50] })
+			return result{keep: n(recs) - 1}
+		}},
+		{"torn record header", func(t *testing.T, mem *vfs.MemFS, recs []rec) result {
+			r := recs[n(recs)-1]
+			edit(t, mem, r.lsn.Segment(), func(b []byte) []byte { return b[:r.lsn.Offset()+3] })
+			return result{keep: n(recs) - 1}
+		}},
+		{"torn multi-page record", func(t *testing.T, mem *vfs.MemFS, recs []rec) result {
+			r := recs[n(recs)-3] // 45001 random bytes: first, middle, last fragments
+			edit(t, mem, r.lsn.Segment(), func(b []byte) []byte { return b[:(r.lsn.Offset()/PageSize+1)*PageSize+100] })
+			return result{keep: n(recs) - 3}
+		}},
+		{"zero-filled tail", func(t *testing.T, mem *vfs.MemFS, recs []rec) result {
+			edit(t, mem, lastSeg(recs), func(b []byte) []byte { return append(b, make([]byte, 3*PageSize)...) })
+			return result{keep: n(recs)}
+		}},
+		{"zeroed last record", func(t *testing.T, mem *vfs.MemFS, recs []rec) result {
+			r := recs[n(recs)-1]
+			edit(t, mem, r.lsn.Segment(), func(b []byte) []byte {
+				clear(b[r.lsn.Offset():])
+				return b
+			})
+			return result{keep: n(recs) - 1}
+		}},
+		{"bad CRC in last record", func(t *testing.T, mem *vfs.MemFS, recs []rec) result {
+			r := recs[n(recs)-1]
+			edit(t, mem, r.lsn.Segment(), func(b []byte) []byte { b[r.lsn.Offset()+fragHeader+5] ^= 1; return b })
+			return result{keep: n(recs) - 1}
+		}},
+		{"garbage tail", func(t *testing.T, mem *vfs.MemFS, recs []rec) result {
+			edit(t, mem, lastSeg(recs), func(b []byte) []byte { return append(b, payload(7, 3000)...) })
+			return result{keep: n(recs)}
+		}},
+		{"bad CRC before intact records", func(t *testing.T, mem *vfs.MemFS, recs []rec) result {
+			r := recs[n(recs)-2] // followed by an intact record in the same page
+			edit(t, mem, r.lsn.Segment(), func(b []byte) []byte { b[r.lsn.Offset()+fragHeader+5] ^= 0x80; return b })
+			return result{keep: n(recs) - 2, corrupt: r.lsn.Segment()}
+		}},
+		{"bad CRC in older segment", func(t *testing.T, mem *vfs.MemFS, recs []rec) result {
+			i := firstIn(recs, 2) + 1
+			r := recs[i]
+			edit(t, mem, r.lsn.Segment(), func(b []byte) []byte { b[r.lsn.Offset()+fragHeader+20] ^= 0xff; return b })
+			return result{keep: i, corrupt: r.lsn.Segment()}
+		}},
+		{"bad length", func(t *testing.T, mem *vfs.MemFS, recs []rec) result {
+			i := firstIn(recs, 3)
+			r := recs[i]
+			edit(t, mem, r.lsn.Segment(), func(b []byte) []byte {
+				binary.BigEndian.PutUint16(b[r.lsn.Offset()+1:], 0xfff0)
+				return b
+			})
+			return result{keep: i, corrupt: r.lsn.Segment()}
+		}},
+		{"bad type", func(t *testing.T, mem *vfs.MemFS, recs []rec) result {
+			i := firstIn(recs, 2)
+			r := recs[i]
+			edit(t, mem, r.lsn.Segment(), func(b []byte) []byte { b[r.lsn.Offset()] = 0x47; return b })
+			return result{keep: i, corrupt: r.lsn.Segment()}
+		}},
+		{"garbage in the middle", func(t *testing.T, mem *vfs.MemFS, recs []rec) result {
+			i := firstIn(recs, 2) + 1
+			r := recs[i]
+			edit(t, mem, r.lsn.Segment(), func(b []byte) []byte {
+				copy(b[r.lsn.Offset():], payload(9, 500))
+				return b
+			})
+			return result{keep: i, corrupt: r.lsn.Segment()}
+		}},
+		{"zeroed page", func(t *testing.T, mem *vfs.MemFS, recs []rec) result {
+			// Page 1 of segment 2 holds the middle of a record that started in page 0.
+			i := firstIn(recs, 3) - 1
+			for recs[i].lsn.Offset() >= PageSize {
+				i--
+			}
+			r := recs[i]
+			edit(t, mem, r.lsn.Segment(), func(b []byte) []byte {
+				clear(b[PageSize:min(2*PageSize, len(b))])
+				return b
+			})
+			return result{keep: i, corrupt: r.lsn.Segment()}
+		}},
+		{"missing middle segment", func(t *testing.T, mem *vfs.MemFS, recs []rec) result {
+			if err := mem.Remove(segPath(3)); err != nil {
+				t.Fatal(err)
+			}
+			return result{keep: firstIn(recs, 3), corrupt: 3}
+		}},
+		{"truncated header of newest segment", func(t *testing.T, mem *vfs.MemFS, recs []rec) result {
+			s := lastSeg(recs)
+			edit(t, mem, s, func(b []byte) []byte { return b[:5] })
+			return result{keep: firstIn(recs, s)}
+		}},
+		{"empty newest segment", func(t *testing.T, mem *vfs.MemFS, recs []rec) result {
+			s := lastSeg(recs)
+			edit(t, mem, s, func(b []byte) []byte { return nil })
+			return result{keep: firstIn(recs, s)}
+		}},
+		{"truncated header of middle segment", func(t *testing.T, mem *vfs.MemFS, recs []rec) result {
+			edit(t, mem, 2, func(b []byte) []byte { return b[:10] })
+			return result{keep: firstIn(recs, 2), corrupt: 2}
+		}},
+		{"bad header checksum", func(t *testing.T, mem *vfs.MemFS, recs []rec) result {
+			edit(t, mem, 3, func(b []byte) []byte { b[6] = 9; return b })
+			return result{keep: firstIn(recs, 3), corrupt: 3}
+		}},
+		{"segment renamed", func(t *testing.T, mem *vfs.MemFS, recs []rec) result {
+			// Segment 2's content under segment 3's name: the header says 2.
+			b2, _ := mem.Bytes(segPath(2))
+			edit(t, mem, 3, func([]byte) []byte { return b2 })
+			return result{keep: firstIn(recs, 3), corrupt: 3}
+		}},
+		{"truncated older segment", func(t *testing.T, mem *vfs.MemFS, recs []rec) result {
+			i := firstIn(recs, 3) - 1 // last record of segment 2
+			r := recs[i]
+			edit(t, mem, 2, func(b []byte) []byte { return b[:r.lsn.Offset()+fragHeader+10] })
+			return result{keep: i, corrupt: 2}
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			mem := vfs.NewMem()
+			recs := buildLog(t, mem)
+			want := tc.damage(t, mem, recs)
+			var logBuf bytes.Buffer
+			opts := Options{FS: mem, SegmentSize: MinSegmentSize, Logger: slog.New(slog.NewTextHandler(&logBuf, nil))}
+			l, err := Open("/wal", opts)
+			var ce *CorruptionError
+			switch {
+			case want.corrupt == 0 && err != nil:
+				t.Fatalf("Open: %v, want torn tail repaired", err)
+			case want.corrupt != 0 && !errors.As(err, &ce):
+				if l != nil {
+					l.Close()
+				}
+				t.Fatalf("Open: %v, want *CorruptionError", err)
+			case want.corrupt != 0 && ce.Segment != want.corrupt:
+				t.Fatalf("corruption in segment %d, want %d: %v", ce.Segment, want.corrupt, err)
+			case want.corrupt != 0:
+				if l != nil {
+					t.Fatal("Open returned a log with an error")
+				}
+				if err := Repair("/wal", opts, err); err != nil {
+					t.Fatalf("Repair: %v", err)
+				}
+				if l, err = Open("/wal", opts); err != nil {
+					t.Fatalf("Open after Repair: %v", err)
+				}
+			}
+			if want.keep < len(recs) && !strings.Contains(logBuf.String(), "wal:") {
+				t.Errorf("dropped records were not reported: log %q", logBuf.String())
+			}
+			expect := append([]rec(nil), recs[:want.keep]...)
+			checkRecs(t, replayAll(t, l, 0), expect)
+			more := appendAll(t, l, expect, payload(5000, 100), payload(5001, 50000), payload(5002, 10))
+			checkRecs(t, replayAll(t, l, 0), more)
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			// A clean reopen finds nothing to repair.
+			logBuf.Reset()
+			l = mustOpen(t, "/wal", opts)
+			checkRecs(t, replayAll(t, l, 0), more)
+			l.Close()
+			if logBuf.Len() != 0 {
+				t.Errorf("second open repaired again: %s", logBuf.String())
+			}
+		})
+	}
+}
+
+// TestReplayReportsCorruption damages a segment under an open log: Replay
+// must return the *CorruptionError, not skip it.
+func TestReplayReportsCorruption(t *testing.T) {
+	mem := vfs.NewMem()
+	recs := buildLog(t, mem)
+	l := mustOpen(t, "/wal", Options{FS: mem, SegmentSize: MinSegmentSize})
+	defer l.Close()
+	r := recs[3]
+	edit(t, mem, r.lsn.Segment(), func(b []byte) []byte { b[r.lsn.Offset()+fragHeader+1] ^= 4; return b })
+	var seen int
+	err := l.Replay(0, func(LSN, []byte) error { seen++; return nil })
+	var ce *CorruptionError
+	if !errors.As(err, &ce) || ce.Segment != r.lsn.Segment() || seen != 3 {
+		t.Fatalf("Replay: %v after %d records, want corruption after 3", err, seen)
+	}
+	stop := errors.New("stop")
+	if err := l.Replay(0, func(LSN, []byte) error { return stop }); err != stop {
+		t.Fatalf("callback error not returned: %v", err)
+	}
+}
