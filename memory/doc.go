@@ -1,0 +1,76 @@
+// Package memory is engram's product API: long-term memories that an AI application writes
+// (Remember) and reads back (Recall), short-term conversation buffers, and working memory for
+// multi-step tasks, over a pluggable index backend.
+//
+// # Long-term memory
+//
+// Remember chunks a text (package memory/chunk: paragraphs, then sentences, at most
+// Options.ChunkChars characters), embeds the chunks in batches through an Embedder, and writes
+// them to a session as one durable batch. A chunk whose cosine similarity to an existing memory
+// of the same session reaches Options.DedupThreshold (0.85) is merged instead of inserted: the
+// existing memory takes the new text, vector, time and importance and keeps its ID, Created
+// time and access statistics; RememberResult.Merged says which chunks merged. Vectors are
+// L2-normalized before they are stored, so cosine similarity is a dot product.
+//
+// Recall runs, for one query, a vector search and a BM25 keyword search (package keyword: NFKC,
+// CJK unigrams and bigrams, stemmed English words), each fetching RecallOptions.Candidates
+// candidates (default max(10k, 50)) under the session filter, unless AllSessions is set. The
+// session filter is built by Recall itself and always ANDed with the caller's Filter, so no
+// option combination can leak another session's memories. The two lists are fused by reciprocal
+// rank fusion (default; k = 60) or by a weighted sum of the cosine and the max-normalized BM25
+// score, then each candidate is reranked by
+//
+//	Final = Fused × Decay × Weight
+//	Decay  = (1 − PerDay)^age_days  (default PerDay 0.10)  or  0.5^(age / HalfLife)
+//	Weight = SourceWeights[source] × (1 + ImportanceWeight × (importance − 0.5))
+//
+// where age runs from the last access (default; the last write for never-recalled memories) or
+// from the last write. Every Result carries these parts in Score, so a caller can see why a
+// memory came back. Unless NoTouch is set, the returned memories' access counts and last-access
+// times are updated durably in one backend call (Collection.Touch: one WAL record in the engine).
+// Time comes from Options.Clock, so tests inject a fixed clock instead of sleeping.
+//
+// Forget and ForgetWhere delete. Cleanup moves stale memories (default: not written for 180 days
+// and never recalled) into a cold archive kept in the backend's KV namespace as zstd-compressed
+// JSON Lines (docs/format/archive.md); it writes the archive durably before it deletes, so a
+// crash between the two leaves the memories both live and archived, never lost, and Restore
+// skips live copies. Restore is idempotent and re-embeds archived memories when the store has
+// changed models since.
+//
+// BuildPrompt renders recalled memories between PromptOpen and PromptClose within a token
+// budget, estimated by EstimateTokens (one token per CJK character, one per four other
+// characters).
+//
+// # Model lock and re-embedding
+//
+// A collection records the fingerprint and dimension of the embedder that filled it. New fails
+// with a *ModelMismatchError (matching ErrModelMismatch) naming both fingerprints when they
+// differ. Reembed migrates: it re-embeds every memory's stored text into a new collection
+// (collection names base, base.1, base.2, ...), keeps IDs, metadata and statistics, then switches
+// by one durable KV write of the live collection's name, and drops the old collection. Its state
+// is kept in the KV namespace, so after a crash a second Reembed with the same model resumes
+// and embeds only what is missing; after a crash past the switch, New finishes the cleanup.
+//
+// # Short-term and working memory
+//
+// AddTurn appends to a session's conversation buffer; past Options.ShortTermTokens the oldest
+// turns go through a Summarizer (ExtractiveSummarizer by default; model-backed ones live with the
+// service) into a running summary, and Context returns summary plus recent turns. Tasks
+// (StartTask, UpdateStep, FinishTask, Task, Tasks, DeleteTask) keep steps with status, JSON
+// results, the next step and timestamps. Both are JSON values in the KV namespace, written
+// whole on every change, so after a crash they read back exactly as last acknowledged.
+//
+// # Backends
+//
+// Backend and Collection are the index store's contract: upsert with vectors and metadata,
+// get, delete (by ID and by Filter), vector and keyword candidates under a Filter, Touch for
+// access statistics, Scan and Count, plus a durable KV namespace. NewMemBackend keeps
+// everything in memory (exact search; tests and ephemeral stores).
+//
+// # Caveats
+//
+//   - Writes to long-term memory (Remember, Forget, Cleanup, Restore, Reembed) are serialized by
+//     one lock per Store; recalls run concurrently with them and with each other.
+//   - The session "" is a session like any other; RecallOptions{} recalls from it.
+//   - A Store does not own a Backend passed to New.
+package memory

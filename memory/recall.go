@@ -1,0 +1,357 @@
+package memory
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Mode selects the candidate sources of Recall.
+type Mode int
+
+// Recall modes.
+const (
+	ModeHybrid  Mode = iota // vector and keyword candidates, fused (default)
+	ModeVector              // vector similarity only; Fused = cosine similarity
+	ModeKeyword             // BM25 only; Fused = BM25 score
+)
+
+// Fusion selects how hybrid recall combines the two candidate lists.
+type Fusion int
+
+// Fusion methods.
+const (
+	// FusionRRF: reciprocal rank fusion, Fused = wv/(RRFK+rank_v) + wk/(RRFK+rank_k), ranks from 1;
+	// a memory missing from one list gets nothing from it. Robust to the lists' score scales.
+	FusionRRF Fusion = iota
+	// FusionWeighted: Fused = (wv*cos + wk*bm25/max_bm25) / (wv+wk), with the cosine clamped to
+	// [0, 1] and BM25 divided by the best BM25 score of the query's candidates.
+	FusionWeighted
+)
+
+// DecayBasis selects the age that time decay is computed from.
+type DecayBasis int
+
+// Decay bases.
+const (
+	// DecayLastAccess: age since the memory was last recalled, or since it was last written
+	// (Updated) when it never was (default).
+	DecayLastAccess DecayBasis = iota
+	// DecayCreated: age since the memory's text was written (Updated, which equals Created unless
+	// a near-duplicate merge refreshed it).
+	DecayCreated
+)
+
+// Decay configures exponential time decay: Decay factor = (1-PerDay)^age_days, or
+// 0.5^(age/HalfLife) when HalfLife is set. Ages below zero count as zero.
+type Decay struct {
+	Off bool
+	// PerDay is the fraction of score lost per day, in [0, 1); 0 means 0.10.
+	PerDay float64
+	// HalfLife, when positive, replaces PerDay.
+	HalfLife time.Duration
+	Basis    DecayBasis
+}
+
+// Limits and defaults of RecallOptions.
+const (
+	DefaultK                = 5
+	MaxK                    = 1000
+	MaxCandidates           = 10000
+	DefaultRRFK             = 60
+	DefaultDecayPerDay      = 0.10
+	DefaultImportanceWeight = 0.5
+)
+
+// RecallOptions tune one Recall. The zero value recalls the 5 best memories of session "" by
+// hybrid search with RRF, 10%/day decay on last access and importance weighting.
+type RecallOptions struct {
+	// Session scopes the recall; a session with no memories gives an empty result.
+	Session string
+	// AllSessions searches every session; Session is then ignored.
+	AllSessions bool
+	// K is how many results to return (DefaultK), at most MaxK.
+	K      int
+	Mode   Mode
+	Fusion Fusion
+	// VectorWeight and KeywordWeight weigh the two lists in fusion; both 0 means 1 and 1.
+	// Negative weights are rejected.
+	VectorWeight, KeywordWeight float64
+	// RRFK is the RRF rank constant (DefaultRRFK).
+	RRFK float64
+	// Candidates is how many candidates each list fetches before reranking; 0 means
+	// max(10*K, 50), at most MaxCandidates.
+	Candidates int
+	Decay      Decay
+	// SourceWeights multiply the score of memories by source; a source not listed weighs 1.
+	SourceWeights map[string]float64
+	// ImportanceWeight w scales scores by 1 + w*(importance-0.5); 0 means
+	// DefaultImportanceWeight, negative turns importance off; at most 2.
+	ImportanceWeight float64
+	// MinScore drops results whose Final score is below it.
+	MinScore float64
+	// Filter further restricts the candidates (the session filter is always added).
+	Filter *Filter
+	// NoTouch leaves access statistics alone (previews, benchmarks).
+	NoTouch bool
+}
+
+// Score explains a result: the raw list scores (0 when the memory was not in that list), the
+// fused score, the decay and weight factors, and Final = Fused * Decay * Weight.
+type Score struct {
+	Vector, Keyword float64
+	Fused           float64
+	Decay           float64
+	// Weight is the product of the source weight and the importance factor.
+	Weight float64
+	Final  float64
+}
+
+// Result is one recalled memory (without its vector) and why it came back. Its LastAccess and
+// AccessCount are the values before this recall.
+type Result struct {
+	Memory
+	Score Score
+}
+
+type recallPlan struct {
+	RecallOptions
+	filter *Filter
+	now    time.Time
+}
+
+func (s *Store) plan(query string, o RecallOptions) (recallPlan, error) {
+	p := recallPlan{RecallOptions: o, now: s.opts.Clock()}
+	if strings.TrimSpace(query) == "" {
+		return p, errorf(ErrInvalidInput, "empty or whitespace-only query")
+	}
+	if len(query) > s.opts.MaxTextBytes || !utf8.ValidString(query) {
+		return p, errorf(ErrInvalidInput, "query must be valid UTF-8 of at most %d bytes", s.opts.MaxTextBytes)
+	}
+	if err := checkSession(o.Session); err != nil {
+		return p, err
+	}
+	if p.K == 0 {
+		p.K = DefaultK
+	}
+	if p.Candidates == 0 {
+		p.Candidates = max(10*p.K, 50)
+	}
+	if p.VectorWeight == 0 && p.KeywordWeight == 0 {
+		p.VectorWeight, p.KeywordWeight = 1, 1
+	}
+	if p.RRFK == 0 {
+		p.RRFK = DefaultRRFK
+	}
+	if p.Decay.PerDay == 0 {
+		p.Decay.PerDay = DefaultDecayPerDay
+	}
+	if p.ImportanceWeight == 0 {
+		p.ImportanceWeight = DefaultImportanceWeight
+	}
+	bad := func(x float64) bool { return math.IsNaN(x) || math.IsInf(x, 0) }
+	switch {
+	case p.K < 1 || p.K > MaxK:
+		return p, errorf(ErrInvalidInput, "K = %d, must be in [1, %d]", o.K, MaxK)
+	case p.Candidates < p.K || p.Candidates > MaxCandidates:
+		return p, errorf(ErrInvalidInput, "Candidates = %d, must be in [K, %d]", o.Candidates, MaxCandidates)
+	case p.Mode < ModeHybrid || p.Mode > ModeKeyword:
+		return p, errorf(ErrInvalidInput, "unknown mode %d", p.Mode)
+	case p.Fusion < FusionRRF || p.Fusion > FusionWeighted:
+		return p, errorf(ErrInvalidInput, "unknown fusion %d", p.Fusion)
+	case bad(p.VectorWeight) || bad(p.KeywordWeight) || p.VectorWeight < 0 || p.KeywordWeight < 0:
+		return p, errorf(ErrInvalidInput, "fusion weights %v, %v must be finite and non-negative", o.VectorWeight, o.KeywordWeight)
+	case bad(p.RRFK) || p.RRFK <= 0:
+		return p, errorf(ErrInvalidInput, "RRFK %v must be positive", o.RRFK)
+	case bad(p.Decay.PerDay) || p.Decay.PerDay < 0 || p.Decay.PerDay >= 1:
+		return p, errorf(ErrInvalidInput, "decay per day %v must be in [0, 1)", o.Decay.PerDay)
+	case p.Decay.HalfLife < 0:
+		return p, errorf(ErrInvalidInput, "negative decay half-life %v", p.Decay.HalfLife)
+	case p.Decay.Basis < DecayLastAccess || p.Decay.Basis > DecayCreated:
+		return p, errorf(ErrInvalidInput, "unknown decay basis %d", p.Decay.Basis)
+	case bad(p.ImportanceWeight) || p.ImportanceWeight > 2:
+		return p, errorf(ErrInvalidInput, "importance weight %v must be at most 2", o.ImportanceWeight)
+	case bad(p.MinScore):
+		return p, errorf(ErrInvalidInput, "MinScore %v", o.MinScore)
+	}
+	for src, w := range p.SourceWeights {
+		if bad(w) || w < 0 {
+			return p, errorf(ErrInvalidInput, "source weight %v for %q must be finite and non-negative", w, src)
+		}
+	}
+	if err := o.Filter.Validate(); err != nil {
+		return p, err
+	}
+	p.filter = o.Filter
+	if !o.AllSessions {
+		p.filter = Eq(FieldSession, o.Session)
+		if o.Filter != nil {
+			p.filter = And(p.filter, o.Filter)
+		}
+	}
+	return p, nil
+}
+
+// Recall returns the memories most relevant to query, best first: candidates from vector and/or
+// keyword search (session-scoped unless AllSessions), fused, multiplied by time decay and
+// source/importance weights, cut to K. Unless NoTouch, the returned memories' access counts and
+// last access times are updated durably in one batch. Invalid options give ErrInvalidInput.
+func (s *Store) Recall(ctx context.Context, query string, opts RecallOptions) ([]Result, error) {
+	return s.recall(ctx, query, nil, opts)
+}
+
+// RecallWithVector is Recall with the query's embedding computed by the caller (for instance
+// cached, or to measure recall without the embedder). vec must have the embedder's dimension;
+// it is normalized on a copy.
+func (s *Store) RecallWithVector(ctx context.Context, query string, vec []float32, opts RecallOptions) ([]Result, error) {
+	if vec == nil {
+		return nil, errorf(ErrInvalidInput, "nil query vector")
+	}
+	return s.recall(ctx, query, slices.Clone(vec), opts)
+}
+
+type candidate struct {
+	hit          Hit
+	vec, kw      float64
+	vRank, kRank int // 1-based; 0 = not in that list
+}
+
+func (s *Store) recall(ctx context.Context, query string, vec []float32, opts RecallOptions) ([]Result, error) {
+	p, err := s.plan(query, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	coll, emb, err := s.current()
+	if err != nil {
+		return nil, err
+	}
+	byID := map[string]*candidate{}
+	get := func(h Hit) *candidate {
+		c := byID[h.Memory.ID]
+		if c == nil {
+			c = &candidate{hit: h}
+			byID[h.Memory.ID] = c
+		}
+		return c
+	}
+	if p.Mode != ModeKeyword {
+		if vec == nil {
+			vs, err := s.embed(ctx, emb, []string{query})
+			if err != nil {
+				return nil, err
+			}
+			vec = vs[0]
+		} else if err := normalize(vec, emb.Dim()); err != nil {
+			return nil, errorf(ErrInvalidInput, "query vector: %v", err)
+		}
+		hits, err := coll.SearchVector(ctx, vec, p.Candidates, p.filter)
+		if err != nil {
+			return nil, fmt.Errorf("memory: vector search: %w", err)
+		}
+		for i, h := range hits {
+			c := get(h)
+			c.vec, c.vRank = h.Score, i+1
+		}
+	}
+	var maxKW float64
+	if p.Mode != ModeVector {
+		hits, err := coll.SearchText(ctx, query, p.Candidates, p.filter)
+		if err != nil {
+			return nil, fmt.Errorf("memory: keyword search: %w", err)
+		}
+		for i, h := range hits {
+			c := get(h)
+			c.kw, c.kRank = h.Score, i+1
+			maxKW = max(maxKW, h.Score)
+		}
+	}
+	results := make([]Result, 0, len(byID))
+	for _, c := range byID {
+		sc := Score{Vector: c.vec, Keyword: c.kw, Fused: p.fuse(c, maxKW)}
+		sc.Decay = p.decay(&c.hit.Memory)
+		sc.Weight = p.weight(&c.hit.Memory)
+		sc.Final = sc.Fused * sc.Decay * sc.Weight
+		if sc.Final >= p.MinScore {
+			results = append(results, Result{Memory: c.hit.Memory, Score: sc})
+		}
+	}
+	slices.SortFunc(results, func(a, b Result) int {
+		if c := cmp.Compare(b.Score.Final, a.Score.Final); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	results = results[:min(p.K, len(results))]
+	if !p.NoTouch && len(results) > 0 {
+		ids := make([]string, len(results))
+		for i := range results {
+			ids[i] = results[i].ID
+		}
+		if err := coll.Touch(ctx, ids, p.now); err != nil {
+			return nil, fmt.Errorf("memory: recording access: %w", err)
+		}
+	}
+	return results, nil
+}
+
+func (p *recallPlan) fuse(c *candidate, maxKW float64) float64 {
+	switch {
+	case p.Mode == ModeVector:
+		return c.vec
+	case p.Mode == ModeKeyword:
+		return c.kw
+	case p.Fusion == FusionRRF:
+		f := 0.0
+		if c.vRank > 0 {
+			f += p.VectorWeight / (p.RRFK + float64(c.vRank))
+		}
+		if c.kRank > 0 {
+			f += p.KeywordWeight / (p.RRFK + float64(c.kRank))
+		}
+		return f
+	}
+	kw := 0.0
+	if maxKW > 0 {
+		kw = c.kw / maxKW
+	}
+	return (p.VectorWeight*max(0, min(1, c.vec)) + p.KeywordWeight*kw) / (p.VectorWeight + p.KeywordWeight)
+}
+
+// decay returns the time-decay factor of m at p.now.
+func (p *recallPlan) decay(m *Memory) float64 {
+	if p.Decay.Off {
+		return 1
+	}
+	t := m.Updated
+	if p.Decay.Basis == DecayLastAccess && m.LastAccess.After(t) {
+		t = m.LastAccess
+	}
+	age := p.now.Sub(t)
+	if age <= 0 {
+		return 1
+	}
+	if p.Decay.HalfLife > 0 {
+		return math.Exp2(-float64(age) / float64(p.Decay.HalfLife))
+	}
+	return math.Pow(1-p.Decay.PerDay, age.Hours()/24)
+}
+
+// weight returns the source weight times the importance factor of m.
+func (p *recallPlan) weight(m *Memory) float64 {
+	w := 1.0
+	if sw, ok := p.SourceWeights[m.Source]; ok {
+		w = sw
+	}
+	if p.ImportanceWeight > 0 {
+		w *= 1 + p.ImportanceWeight*(m.Importance-0.5)
+	}
+	return w
+}

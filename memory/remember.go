@@ -1,0 +1,233 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/engramdb/engram/quant"
+)
+
+// RememberOptions describe the memories one Remember call writes.
+type RememberOptions struct {
+	// Source says where the text came from ("chat", "doc:handbook.pdf"); Recall can weight by it.
+	Source string
+	// Tags are free-form labels (at most MaxTags of at most MaxTagBytes each), filterable by FieldTag.
+	Tags []string
+	// Importance in [0, 1]; 0 means DefaultImportance.
+	Importance float64
+	// Time is when the memory was formed; the zero time means the store's clock.
+	Time time.Time
+}
+
+// RememberResult reports what one Remember call did, one entry per chunk in text order.
+type RememberResult struct {
+	// IDs of the memories written; a merged chunk carries the ID of the memory it updated.
+	IDs []string
+	// Merged[i] is true when chunk i was a near-duplicate of an existing memory of the same
+	// session, whose text, vector, time and importance it replaced instead of inserting.
+	Merged []bool
+}
+
+// Remember splits text into chunks, embeds them in batches and writes them to session as one
+// durable batch. A chunk whose cosine similarity to an existing memory of the same session (or to
+// an earlier chunk of the same call) reaches Options.DedupThreshold updates that memory instead
+// of adding one. Empty or whitespace-only text, invalid UTF-8, text over Options.MaxTextBytes and
+// invalid options are rejected with ErrInvalidInput, and nothing is written.
+func (s *Store) Remember(ctx context.Context, session, text string, opts RememberOptions) (RememberResult, error) {
+	var res RememberResult
+	if err := s.checkRemember(session, text, &opts); err != nil {
+		return res, err
+	}
+	chunks := s.split(text)
+	_, emb, err := s.current()
+	if err != nil {
+		return res, err
+	}
+	// Embed outside the write lock (it is the slow part) ...
+	vecs, err := s.embed(ctx, emb, chunks)
+	if err != nil {
+		return res, err
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	coll, emb2, err := s.current()
+	if err != nil {
+		return res, err
+	}
+	if emb2 != emb { // ... unless a Reembed switched models meanwhile.
+		if vecs, err = s.embed(ctx, emb2, chunks); err != nil {
+			return res, err
+		}
+	}
+	at := opts.Time
+	if at.IsZero() {
+		at = s.opts.Clock()
+	}
+	var batch []Memory // what will be upserted, one entry per distinct ID
+	sessionFilter := Eq(FieldSession, session)
+	for i, text := range chunks {
+		m, merged, err := s.nearDuplicate(ctx, coll, sessionFilter, vecs[i], batch)
+		if err != nil {
+			return RememberResult{}, err
+		}
+		if merged {
+			m.Text, m.Vector, m.Updated, m.Importance = text, vecs[i], at, opts.Importance
+			if opts.Source != "" {
+				m.Source = opts.Source
+			}
+			for _, t := range opts.Tags {
+				if !slices.Contains(m.Tags, t) {
+					m.Tags = append(m.Tags, t)
+				}
+			}
+		} else {
+			m = &Memory{ID: newID(), Session: session, Text: text, Source: opts.Source, Tags: slices.Clone(opts.Tags),
+				Importance: opts.Importance, Created: at, Updated: at, Vector: vecs[i]}
+		}
+		if j := slices.IndexFunc(batch, func(b Memory) bool { return b.ID == m.ID }); j >= 0 {
+			batch[j] = *m
+		} else {
+			batch = append(batch, *m)
+		}
+		res.IDs = append(res.IDs, m.ID)
+		res.Merged = append(res.Merged, merged)
+	}
+	if err := coll.Upsert(ctx, batch); err != nil {
+		return RememberResult{}, fmt.Errorf("memory: writing %d memories: %w", len(batch), err)
+	}
+	return res, nil
+}
+
+func (s *Store) checkRemember(session, text string, opts *RememberOptions) error {
+	if err := checkSession(session); err != nil {
+		return err
+	}
+	switch {
+	case strings.TrimSpace(text) == "":
+		return errorf(ErrInvalidInput, "empty or whitespace-only text")
+	case len(text) > s.opts.MaxTextBytes:
+		return errorf(ErrInvalidInput, "text of %d bytes exceeds the limit of %d", len(text), s.opts.MaxTextBytes)
+	case !utf8.ValidString(text):
+		return errorf(ErrInvalidInput, "text is not valid UTF-8")
+	case math.IsNaN(opts.Importance) || opts.Importance < 0 || opts.Importance > 1:
+		return errorf(ErrInvalidInput, "importance %v outside [0, 1]", opts.Importance)
+	case len(opts.Tags) > MaxTags:
+		return errorf(ErrInvalidInput, "%d tags, at most %d", len(opts.Tags), MaxTags)
+	case len(opts.Source) > MaxTagBytes || !utf8.ValidString(opts.Source):
+		return errorf(ErrInvalidInput, "source must be valid UTF-8 of at most %d bytes", MaxTagBytes)
+	}
+	for _, t := range opts.Tags {
+		if t == "" || len(t) > MaxTagBytes || !utf8.ValidString(t) {
+			return errorf(ErrInvalidInput, "tag %q: must be non-empty valid UTF-8 of at most %d bytes", t, MaxTagBytes)
+		}
+	}
+	if opts.Importance == 0 {
+		opts.Importance = DefaultImportance
+	}
+	return nil
+}
+
+// split chunks text (see package chunk), or keeps it whole when chunking is off.
+func (s *Store) split(text string) []string {
+	if s.opts.ChunkChars < 0 {
+		return []string{strings.TrimSpace(text)}
+	}
+	var out []string
+	for _, c := range chunkSplit(text, chunkOptions{MaxChars: s.opts.ChunkChars}) {
+		if c = strings.TrimSpace(c); c != "" {
+			out = append(out, c)
+		}
+	}
+	if len(out) == 0 { // cannot happen for non-blank text; keep Remember total anyway
+		out = []string{strings.TrimSpace(text)}
+	}
+	return out
+}
+
+// embed embeds texts in batches of Options.EmbedBatch and L2-normalizes the vectors, so that
+// stored vectors compare by dot product. It rejects vectors of the wrong dimension or with NaN.
+func (s *Store) embed(ctx context.Context, emb Embedder, texts []string) ([][]float32, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	out := make([][]float32, 0, len(texts))
+	for len(texts) > 0 {
+		n := min(len(texts), s.opts.EmbedBatch)
+		vs, err := emb.Embed(ctx, texts[:n])
+		if err != nil {
+			return nil, fmt.Errorf("memory: embedding: %w", err)
+		}
+		if len(vs) != n {
+			return nil, fmt.Errorf("memory: embedder returned %d vectors for %d texts", len(vs), n)
+		}
+		for _, v := range vs {
+			if err := normalize(v, emb.Dim()); err != nil {
+				return nil, err
+			}
+			out = append(out, v)
+		}
+		texts = texts[n:]
+	}
+	return out, nil
+}
+
+func normalize(v []float32, dim int) error {
+	if len(v) != dim {
+		return fmt.Errorf("memory: embedder returned a vector of %d dimensions, expected %d", len(v), dim)
+	}
+	n := math.Sqrt(float64(quant.DotFloat32(v, v)))
+	if math.IsNaN(n) || math.IsInf(n, 0) {
+		return fmt.Errorf("memory: embedder returned a vector with NaN or Inf")
+	}
+	if n == 0 {
+		return nil // an all-zero vector (text without features) stays zero: similar to nothing
+	}
+	for i := range v {
+		v[i] = float32(float64(v[i]) / n)
+	}
+	return nil
+}
+
+// nearDuplicate finds the memory a new chunk vector should merge into: the most similar of the
+// session's stored memories and of the chunks already in this batch, if it reaches the threshold.
+// It returns a copy to modify.
+func (s *Store) nearDuplicate(ctx context.Context, coll Collection, session *Filter, v []float32, batch []Memory) (*Memory, bool, error) {
+	if s.opts.DedupThreshold < 0 {
+		return nil, false, nil
+	}
+	bestScore, best := math.Inf(-1), -1
+	for i := range batch {
+		if sc := float64(quant.DotFloat32(v, batch[i].Vector)); sc > bestScore {
+			bestScore, best = sc, i
+		}
+	}
+	hits, err := coll.SearchVector(ctx, v, 1, session)
+	if err != nil {
+		return nil, false, fmt.Errorf("memory: near-duplicate search: %w", err)
+	}
+	if len(hits) == 1 && hits[0].Score > bestScore {
+		if hits[0].Score < s.opts.DedupThreshold {
+			return nil, false, nil
+		}
+		// The batch may already hold a newer version of this memory.
+		if j := slices.IndexFunc(batch, func(b Memory) bool { return b.ID == hits[0].Memory.ID }); j >= 0 {
+			m := batch[j].clone()
+			return &m, true, nil
+		}
+		ms, err := coll.Get(ctx, []string{hits[0].Memory.ID})
+		if err != nil || len(ms) != 1 {
+			return nil, false, fmt.Errorf("memory: reading near-duplicate %q: %v", hits[0].Memory.ID, err)
+		}
+		return &ms[0], true, nil
+	}
+	if best >= 0 && bestScore >= s.opts.DedupThreshold {
+		m := batch[best].clone()
+		return &m, true, nil
+	}
+	return nil, false, nil
+}

@@ -1,0 +1,223 @@
+package memory
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+	"unicode/utf8"
+)
+
+// Embedder turns texts into vectors. Embed returns one vector of Dim() dimensions per text, in
+// order. Fingerprint identifies the model (weights, tokenizer, dimension, pooling): two embedders
+// with the same fingerprint must produce the same vectors. Implementations must be safe for
+// concurrent use.
+type Embedder interface {
+	Embed(ctx context.Context, texts []string) ([][]float32, error)
+	Dim() int
+	Fingerprint() string
+}
+
+// Defaults for Options and RecallOptions.
+const (
+	DefaultCollection     = "memories"
+	DefaultChunkChars     = 300
+	DefaultDedupThreshold = 0.85
+	DefaultMaxTextBytes   = 256 << 10
+	DefaultEmbedBatch     = 64
+	DefaultImportance     = 0.5
+	// MaxSessionBytes bounds a session name; MaxTags and MaxTagBytes bound RememberOptions.Tags.
+	MaxSessionBytes = 256
+	MaxTags         = 64
+	MaxTagBytes     = 256
+)
+
+// Options configure a Store. The zero value means the documented defaults.
+type Options struct {
+	// Embedder embeds memories and queries. Open defaults to the lexical embedder; New requires one.
+	Embedder Embedder
+	// Collection is the base name of the collection memories live in (DefaultCollection).
+	Collection string
+	// ChunkChars is the most characters of one chunk (DefaultChunkChars); negative stores each
+	// Remember call as one memory, unsplit.
+	ChunkChars int
+	// DedupThreshold is the cosine similarity at or above which a new chunk is merged into an
+	// existing memory of the same session (DefaultDedupThreshold); negative disables merging.
+	DedupThreshold float64
+	// MaxTextBytes bounds the text of one Remember call (DefaultMaxTextBytes).
+	MaxTextBytes int
+	// EmbedBatch is how many texts go to the embedder in one call (DefaultEmbedBatch).
+	EmbedBatch int
+	// Clock returns the current time (time.Now); tests inject a fixed one.
+	Clock func() time.Time
+	// ShortTermTokens is the token budget of a session's conversation buffer (DefaultShortTermTokens).
+	ShortTermTokens int
+	// Summarizer compresses overflowing conversation turns (an ExtractiveSummarizer by default).
+	Summarizer Summarizer
+}
+
+func (o Options) withDefaults() (Options, error) {
+	if o.Collection == "" {
+		o.Collection = DefaultCollection
+	}
+	if o.ChunkChars == 0 {
+		o.ChunkChars = DefaultChunkChars
+	}
+	if o.DedupThreshold == 0 {
+		o.DedupThreshold = DefaultDedupThreshold
+	}
+	if o.MaxTextBytes == 0 {
+		o.MaxTextBytes = DefaultMaxTextBytes
+	}
+	if o.EmbedBatch == 0 {
+		o.EmbedBatch = DefaultEmbedBatch
+	}
+	if o.Clock == nil {
+		o.Clock = time.Now
+	}
+	if o.ShortTermTokens == 0 {
+		o.ShortTermTokens = DefaultShortTermTokens
+	}
+	if o.Summarizer == nil {
+		o.Summarizer = ExtractiveSummarizer{}
+	}
+	switch {
+	case o.Embedder == nil:
+		return o, errorf(ErrInvalidInput, "no embedder")
+	case o.Embedder.Dim() < 1:
+		return o, errorf(ErrInvalidInput, "embedder dimension %d", o.Embedder.Dim())
+	case o.DedupThreshold > 1:
+		return o, errorf(ErrInvalidInput, "dedup threshold %v above 1", o.DedupThreshold)
+	case o.MaxTextBytes < 0 || o.EmbedBatch < 0 || o.ShortTermTokens < 0:
+		return o, errorf(ErrInvalidInput, "negative MaxTextBytes, EmbedBatch or ShortTermTokens")
+	}
+	return o, nil
+}
+
+// Store is the memory API over a Backend: long-term memories (Remember, Recall, Forget, Cleanup,
+// Reembed), short-term conversation buffers and working memory. It is safe for concurrent use;
+// writes to long-term memory are serialized.
+type Store struct {
+	b    Backend
+	opts Options
+	kv   KV
+
+	// wmu serializes long-term writes: the near-duplicate check and the write it decides must not
+	// interleave with another write, and Reembed must see a quiet collection.
+	wmu sync.Mutex
+	// mu guards coll, emb and closed.
+	mu     sync.RWMutex
+	coll   Collection
+	emb    Embedder
+	closed bool
+
+	stmu sync.Mutex // serializes short-term and working-memory read-modify-write cycles
+}
+
+// KV keys the memory layer uses; everything it keeps outside collections lives under "memory/".
+const (
+	keyActive  = "memory/active"  // name of the live collection
+	keyReembed = "memory/reembed" // state of an unfinished Reembed
+)
+
+// New returns a Store over b. It opens the live collection (creating it on first use) and fails
+// with a *ModelMismatchError when the collection was built with another embedding model. An
+// unfinished Reembed that had already switched collections is completed here. The Store does not
+// own b: Close leaves it open.
+func New(ctx context.Context, b Backend, opts Options) (*Store, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{b: b, opts: opts, kv: b.KV(), emb: opts.Embedder}
+	name := opts.Collection
+	if v, ok, err := s.kv.Get(keyActive); err != nil {
+		return nil, fmt.Errorf("memory: reading the live collection name: %w", err)
+	} else if ok {
+		name = string(v)
+	}
+	if err := s.finishReembed(ctx, name); err != nil {
+		return nil, err
+	}
+	c, err := b.Collection(ctx, name)
+	if errors.Is(err, ErrNoCollection) {
+		c, err = b.CreateCollection(ctx, CollectionSpec{Name: name, Dim: opts.Embedder.Dim(), Fingerprint: opts.Embedder.Fingerprint()})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("memory: opening collection %q: %w", name, err)
+	}
+	if err := checkModel(c.Spec(), opts.Embedder); err != nil {
+		return nil, err
+	}
+	s.coll = c
+	return s, nil
+}
+
+func checkModel(spec CollectionSpec, e Embedder) error {
+	if spec.Fingerprint != e.Fingerprint() || spec.Dim != e.Dim() {
+		return &ModelMismatchError{Collection: spec.Name, Stored: spec.Fingerprint, StoredDim: spec.Dim,
+			Embedder: e.Fingerprint(), Dim: e.Dim()}
+	}
+	return nil
+}
+
+// Close marks the store closed; later calls fail with ErrClosed. It does not close the backend
+// passed to New (a Store from Open closes its engine).
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	return nil
+}
+
+// current returns the live collection and embedder.
+func (s *Store) current() (Collection, Embedder, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return nil, nil, ErrClosed
+	}
+	return s.coll, s.emb, nil
+}
+
+// Embedder returns the embedder the live collection was built with.
+func (s *Store) Embedder() Embedder {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.emb
+}
+
+// Count returns how many memories match f (nil: all).
+func (s *Store) Count(ctx context.Context, f *Filter) (int, error) {
+	c, _, err := s.current()
+	if err != nil {
+		return 0, err
+	}
+	return c.Count(ctx, f)
+}
+
+// Get returns the memories with the given IDs that exist, vectors included.
+func (s *Store) Get(ctx context.Context, ids ...string) ([]Memory, error) {
+	c, _, err := s.current()
+	if err != nil {
+		return nil, err
+	}
+	return c.Get(ctx, ids)
+}
+
+func checkSession(session string) error {
+	if len(session) > MaxSessionBytes || !utf8.ValidString(session) {
+		return errorf(ErrInvalidInput, "session must be valid UTF-8 of at most %d bytes", MaxSessionBytes)
+	}
+	return nil
+}
+
+// newID returns a random 128-bit identifier in hex.
+func newID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
+	return hex.EncodeToString(b[:])
+}
