@@ -1,0 +1,195 @@
+package engine
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+// Check verifies the store: every segment's section checksums, id map
+// (sorted, valid, unique across the collection), metadata, texts and
+// vectors, the BM25 sections, and the manifest on disk against the files
+// (each named file exists with the recorded size). It returns the first
+// problem, a *CorruptionError naming the file where one is damaged. It
+// holds the write lock, so writers wait while it runs.
+func (d *DB) Check() error {
+	d.writeMu.Lock()
+	defer d.writeMu.Unlock()
+	if d.closed {
+		return ErrClosed
+	}
+	m, err := readManifest(d.dir)
+	if err != nil {
+		return err
+	}
+	for _, mc := range m.colls {
+		for _, ms := range mc.segs {
+			path := d.segPath(ms.file)
+			st, err := os.Stat(path)
+			if err != nil {
+				return &CorruptionError{File: path, Err: fmt.Errorf("named by the manifest: %w", err)}
+			}
+			if uint64(st.Size()) != ms.size {
+				return &CorruptionError{File: path, Err: fmt.Errorf("size %d, manifest says %d", st.Size(), ms.size)}
+			}
+		}
+	}
+	for _, name := range sortedKeys(d.colls) {
+		c := d.colls[name]
+		if c.broken != nil {
+			return c.broken
+		}
+		if err := c.check(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *Collection) check() error {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	seen := map[string]bool{}
+	for id, node := range c.mem.byID {
+		if c.mem.recs[node].dead || c.mem.recs[node].rec.ID != id {
+			return fmt.Errorf("engine: collection %q: memtable id map broken at %q", c.cfg.Name, id)
+		}
+		seen[id] = true
+	}
+	for _, s := range c.segs {
+		if err := s.check(); err != nil {
+			return err
+		}
+		for node := uint32(0); node < uint32(s.n); node++ {
+			if s.isDeleted(node) {
+				continue
+			}
+			id := s.id(node)
+			if seen[id] {
+				return &CorruptionError{File: s.sf.path, Err: fmt.Errorf("record %q is live in two places", id)}
+			}
+			seen[id] = true
+			if got, ok := s.find(id); !ok || got != node {
+				return &CorruptionError{File: s.sf.path, Err: fmt.Errorf("id map does not find %q at node %d", id, node)}
+			}
+		}
+	}
+	return nil
+}
+
+// Backup writes a consistent copy of the store into dir, which must not
+// exist or be empty: it flushes, then copies the segment files and writes a
+// manifest for them (with an empty WAL). Writers wait while it runs;
+// readers do not.
+func (d *DB) Backup(dir string) error {
+	if fresh, err := inspectDir(dir); err != nil {
+		return err
+	} else if !fresh {
+		return fmt.Errorf("%w: backup target %s already holds a store", ErrExists, dir)
+	}
+	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
+		return fmt.Errorf("%w: backup target %s is not empty", ErrExists, dir)
+	}
+	d.writeMu.Lock()
+	defer d.writeMu.Unlock()
+	if err := d.flushLocked(nil); err != nil {
+		return err
+	}
+	fsys := d.opts.FS
+	if err := fsys.MkdirAll(filepath.Join(dir, "seg"), 0o700); err != nil {
+		return fmt.Errorf("engine: backup: %w", err)
+	}
+	m := d.manifestLocked(nil, nil)
+	m.checkpoint = 0 // the copy starts a new WAL
+	for _, mc := range m.colls {
+		for _, ms := range mc.segs {
+			if err := copyFile(fsys, d.segPath(ms.file), filepath.Join(dir, "seg"), segName(ms.file)); err != nil {
+				return fmt.Errorf("engine: backup: %w", err)
+			}
+		}
+	}
+	if err := fsys.SyncDir(filepath.Join(dir, "seg")); err != nil {
+		return fmt.Errorf("engine: backup: %w", err)
+	}
+	if err := writeFileAtomic(fsys, dir, manifestName, encodeManifest(m)); err != nil {
+		return fmt.Errorf("engine: backup: %w", err)
+	}
+	return nil
+}
+
+func copyFile(fsys FS, src, dir, name string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	return writeAtomic(fsys, dir, name, func(w io.Writer) error {
+		_, err := io.Copy(w, in)
+		return err
+	})
+}
+
+// Stats describes the store.
+type Stats struct {
+	Collections []CollectionStats
+	WALBytes    int64
+	// MemBytes estimates the mutable parts' size (the flush threshold).
+	MemBytes int64
+	// BackgroundError is the last error of background flush/compaction.
+	BackgroundError error
+}
+
+// CollectionStats describes one collection.
+type CollectionStats struct {
+	Name        string
+	Records     int   // live records
+	Mutable     int   // live records not yet flushed
+	Segments    int   // segment files
+	Deleted     int   // deleted or overwritten records still in segments
+	DiskBytes   int64 // segment file bytes
+	Overrides   int   // access statistics held in the manifest
+	Broken      error
+	Fingerprint string
+}
+
+// Stats reports counts and sizes.
+func (d *DB) Stats() Stats {
+	var st Stats
+	d.mu.RLock()
+	colls := make([]*Collection, 0, len(d.colls))
+	for _, name := range sortedKeys(d.colls) {
+		colls = append(colls, d.colls[name])
+	}
+	d.mu.RUnlock()
+	for _, c := range colls {
+		c.mu.RLock()
+		cs := CollectionStats{Name: c.cfg.Name, Broken: c.broken, Fingerprint: c.cfg.Fingerprint, Overrides: len(c.overrides)}
+		if !c.dropped {
+			cs.Mutable = c.mem.live
+			cs.Records = c.mem.live
+			for _, s := range c.segs {
+				cs.Segments++
+				cs.Records += s.live()
+				cs.Deleted += s.ndel
+				cs.DiskBytes += int64(len(s.sf.data))
+			}
+		}
+		c.mu.RUnlock()
+		st.Collections = append(st.Collections, cs)
+	}
+	if names, err := os.ReadDir(filepath.Join(d.dir, "wal")); err == nil {
+		for _, e := range names {
+			if info, err := e.Info(); err == nil {
+				st.WALBytes += info.Size()
+			}
+		}
+	}
+	d.writeMu.Lock()
+	st.MemBytes = d.memBytes
+	d.writeMu.Unlock()
+	if p := d.bgErr.Load(); p != nil {
+		st.BackgroundError = *p
+	}
+	return st
+}

@@ -1,0 +1,202 @@
+package engine
+
+import (
+	"errors"
+	"io"
+	"sort"
+	"time"
+)
+
+var errStopping = errors.New("engine: store is closing")
+
+// Compact merges every collection's segments into one, dropping deleted and
+// overwritten records, and flushes the mutable parts. Readers and writers
+// keep going while the new segments are built; writers wait only for the
+// install (a flush plus a manifest write).
+func (d *DB) Compact() error { return d.compact(true) }
+
+// Background policy: a segment with more than compactDeletedFraction of its
+// records deleted is rewritten, and the smallest segments are merged while a
+// collection has more than compactMaxSegments.
+const (
+	compactDeletedFraction = 0.3
+	compactMaxSegments     = 4
+)
+
+func (d *DB) compact(all bool) error {
+	d.compactMu.Lock()
+	defer d.compactMu.Unlock()
+	if d.stopping.Load() {
+		return errStopping
+	}
+	d.mu.RLock()
+	colls := make([]*Collection, 0, len(d.colls))
+	for _, name := range sortedKeys(d.colls) {
+		colls = append(colls, d.colls[name])
+	}
+	d.mu.RUnlock()
+	var reps []*replacement
+	defer func() {
+		for _, r := range reps {
+			if r.seg != nil && r.seg.sf.data != nil && !r.installed {
+				r.seg.close()
+				_ = d.opts.FS.Remove(d.segPath(r.seg.file))
+			}
+		}
+	}()
+	for _, c := range colls {
+		r, err := d.buildReplacement(c, all)
+		if err != nil {
+			return err
+		}
+		if r != nil {
+			reps = append(reps, r)
+		}
+	}
+	d.writeMu.Lock()
+	defer d.writeMu.Unlock()
+	if err := d.flushLocked(reps); err != nil {
+		return err
+	}
+	for _, r := range reps {
+		r.installed = true
+	}
+	return nil
+}
+
+// pick chooses the segments of c to merge (c.mu held for reading).
+func (c *Collection) pick(all bool) []*segment {
+	segs := c.segs
+	if all {
+		dirty := len(segs) > 1
+		for _, s := range segs {
+			dirty = dirty || s.ndel > 0
+		}
+		if !dirty {
+			return nil
+		}
+		return segs
+	}
+	var chosen, rest []*segment
+	for _, s := range segs {
+		if float64(s.ndel) > compactDeletedFraction*float64(s.n) {
+			chosen = append(chosen, s)
+		} else {
+			rest = append(rest, s)
+		}
+	}
+	sort.SliceStable(rest, func(i, j int) bool { return rest[i].n < rest[j].n })
+	for len(rest) > 0 && len(segs)-len(chosen)+1 > compactMaxSegments {
+		chosen = append(chosen, rest[0])
+		rest = rest[1:]
+	}
+	if len(chosen) == 1 && chosen[0].ndel == 0 {
+		return nil
+	}
+	return chosen
+}
+
+// buildReplacement writes the merged segment for c (nil when there is
+// nothing to do). It holds no lock while building: the segments it reads
+// stay mapped because only an install (which needs compactMu's holder, us)
+// or Close and Drop (which wait for compactMu) close them.
+func (d *DB) buildReplacement(c *Collection, all bool) (*replacement, error) {
+	c.mu.RLock()
+	if c.usable() != nil {
+		c.mu.RUnlock()
+		return nil, nil
+	}
+	old := c.pick(all)
+	if len(old) == 0 {
+		c.mu.RUnlock()
+		return nil, nil
+	}
+	old = append([]*segment(nil), old...)
+	deleted := make([][]uint64, len(old))
+	for i, s := range old {
+		deleted[i] = append([]uint64(nil), s.deleted...)
+	}
+	ov := make(map[string]access, len(c.overrides))
+	for k, v := range c.overrides {
+		ov[k] = v
+	}
+	c.mu.RUnlock()
+
+	r := &replacement{c: c, old: old, folded: map[string]access{}}
+	mem, err := newMemtable(c.cfg, &d.opts)
+	if err != nil {
+		return nil, err
+	}
+	for i, s := range old {
+		for node := uint32(0); node < uint32(s.n); node++ {
+			if w := int(node >> 6); w < len(deleted[i]) && deleted[i][w]&(1<<(node&63)) != 0 {
+				continue
+			}
+			if node%1024 == 0 && (d.stopping.Load() || c.abort.Load()) {
+				return nil, errStopping
+			}
+			rec, err := s.record(node, ov, true)
+			if err != nil {
+				return nil, err
+			}
+			if a, ok := ov[rec.ID]; ok {
+				r.folded[rec.ID] = a
+			}
+			vec := rec.Vector
+			if err := mem.insert(rec, vec); err != nil {
+				return nil, err
+			}
+			r.src = append(r.src, srcRef{seg: i, node: node})
+		}
+	}
+	if mem.live == 0 {
+		return r, nil
+	}
+	d.writeMu.Lock()
+	file := d.nextFile
+	d.nextFile++
+	d.writeMu.Unlock()
+	path := d.segPath(file)
+	secs := buildSections(c.cfg, mem, d.opts.NamespaceField)
+	if _, err := writeSegmentFileLimited(d.opts.FS, d.segDir(), segName(file), secs, d.opts.CompactBytesPerSec); err != nil {
+		_ = d.opts.FS.Remove(path)
+		return nil, err
+	}
+	r.seg, err = openSegment(path, file, c.cfg, uint32(len(mem.recs)), false)
+	if err != nil {
+		_ = d.opts.FS.Remove(path)
+		return nil, err
+	}
+	return r, nil
+}
+
+// throttle delays writes to about bytesPerSec.
+type throttle struct {
+	w           io.Writer
+	bytesPerSec int64
+	start       time.Time
+	n           int64
+}
+
+func (t *throttle) Write(p []byte) (int, error) {
+	n, err := t.w.Write(p)
+	t.n += int64(n)
+	due := t.start.Add(time.Duration(float64(t.n) / float64(t.bytesPerSec) * float64(time.Second)))
+	if wait := time.Until(due); wait > 0 {
+		time.Sleep(wait)
+	}
+	return n, err
+}
+
+func writeSegmentFileLimited(fsys FS, dir, name string, sections []section, bytesPerSec int64) (int64, error) {
+	var size int64
+	err := writeAtomic(fsys, dir, name, func(w io.Writer) error {
+		if bytesPerSec > 0 {
+			w = &throttle{w: w, bytesPerSec: bytesPerSec, start: time.Now()}
+		}
+		var err error
+		size, err = streamSegment(w, sections)
+		return err
+	})
+	return size, err
+}

@@ -1,0 +1,586 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/engramdb/engram/internal/vfs"
+	"github.com/engramdb/engram/wal"
+)
+
+// Options configure Open. The zero value means the documented defaults.
+type Options struct {
+	// FS is the file system writes go through; nil means the OS. See FS.
+	FS FS
+	// UnsafeNoSync acknowledges writes once they are handed to the OS,
+	// without fsync: they survive a process crash, not a power loss or
+	// kernel crash. For tests and bulk loads.
+	UnsafeNoSync bool
+	// NamespaceField is the metadata field whose equality filters are
+	// served by per-segment postings. Default "session".
+	NamespaceField string
+	// FlushBytes is the estimated size of the mutable parts (all
+	// collections) at which a background flush starts. Default 64 MiB;
+	// negative: only explicit Flush calls.
+	FlushBytes int64
+	// CompactInterval is how often the background loop looks for
+	// segments worth compacting. Default 30s; negative disables it.
+	CompactInterval time.Duration
+	// CompactBytesPerSec caps the write rate of background compaction.
+	// Default 64 MiB/s; negative: unlimited.
+	CompactBytesPerSec int64
+	// VerifyOnOpen checks every segment section's checksum at Open (a full
+	// read of the data) instead of only in Check.
+	VerifyOnOpen bool
+	// M and EfConstruction tune the HNSW graphs (0: hnsw defaults).
+	M, EfConstruction int
+}
+
+func (o Options) withDefaults() Options {
+	if o.FS == nil {
+		o.FS = vfs.OS
+	}
+	if o.NamespaceField == "" {
+		o.NamespaceField = "session"
+	}
+	if o.FlushBytes == 0 {
+		o.FlushBytes = 64 << 20
+	}
+	if o.CompactInterval == 0 {
+		o.CompactInterval = 30 * time.Second
+	}
+	if o.CompactBytesPerSec == 0 {
+		o.CompactBytesPerSec = 64 << 20
+	}
+	return o
+}
+
+// DB is an open store. Its methods are safe for concurrent use.
+type DB struct {
+	dir  string
+	opts Options
+	lock *dirLock
+	log  *wal.Log
+
+	// writeMu serializes every mutation, flush and the install step of
+	// compaction; readers never take it.
+	writeMu       sync.Mutex
+	closed        bool
+	nextFile      uint64
+	lastLSN       wal.LSN
+	checkpoint    wal.LSN
+	memBytes      int64
+	pendingRemove []string // files superseded in memory, removed after the next manifest
+
+	// mu guards colls and kv for readers; writers change them holding both.
+	mu    sync.RWMutex
+	colls map[string]*Collection
+	kv    map[string][]byte
+
+	compactMu   sync.Mutex // one compaction at a time; Close waits for it
+	stopping    atomic.Bool
+	flushSignal chan struct{}
+	bgDone      chan struct{}
+	bgErr       atomic.Pointer[error]
+}
+
+func (d *DB) segDir() string             { return filepath.Join(d.dir, "seg") }
+func (d *DB) segPath(file uint64) string { return filepath.Join(d.segDir(), segName(file)) }
+
+// Open opens the store in dir, creating it (mode 0700) if dir does not
+// exist or is empty. A directory holding anything else fails with
+// ErrNotStore, a store written by a newer version with ErrVersion, a store
+// held by another handle with ErrLocked; none of these write anything.
+func Open(dir string, opts Options) (*DB, error) {
+	opts = opts.withDefaults()
+	if opts.FlushBytes < 0 && opts.FlushBytes != -1 {
+		opts.FlushBytes = -1
+	}
+	dir = filepath.Clean(dir)
+	fresh, err := inspectDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := opts.FS.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("engine: create %s: %w", dir, err)
+	}
+	lock, err := lockDir(filepath.Join(dir, "LOCK"))
+	if err != nil {
+		return nil, err
+	}
+	d := &DB{dir: dir, opts: opts, lock: lock, colls: map[string]*Collection{}, kv: map[string][]byte{},
+		flushSignal: make(chan struct{}, 1), bgDone: make(chan struct{})}
+	if err := d.open(fresh); err != nil {
+		d.closeFiles()
+		lock.unlock()
+		return nil, err
+	}
+	go d.background()
+	return d, nil
+}
+
+// inspectDir reports whether dir is a new store (absent, empty, or holding
+// only what a crashed creation leaves) and refuses foreign directories.
+func inspectDir(dir string) (fresh bool, err error) {
+	st, err := os.Stat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("engine: %w", err)
+	}
+	if !st.IsDir() {
+		return false, fmt.Errorf("%w: %s is not a directory", ErrNotStore, dir)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return false, fmt.Errorf("engine: %w", err)
+	}
+	hasManifest := false
+	var foreign []string
+	for _, e := range entries {
+		switch e.Name() {
+		case manifestName:
+			hasManifest = true
+		case "LOCK", "seg", "wal", manifestName + ".tmp":
+		default:
+			foreign = append(foreign, e.Name())
+		}
+	}
+	if !hasManifest && len(foreign) > 0 {
+		return false, fmt.Errorf("%w: %s has no MANIFEST and holds %q", ErrNotStore, dir, foreign[0])
+	}
+	return !hasManifest, nil
+}
+
+func (d *DB) open(fresh bool) error {
+	fsys := d.opts.FS
+	if fresh {
+		m := &manifest{nextFile: 1, kv: map[string][]byte{}}
+		if err := writeFileAtomic(fsys, d.dir, manifestName, encodeManifest(m)); err != nil {
+			return fmt.Errorf("engine: write manifest: %w", err)
+		}
+	}
+	m, err := readManifest(d.dir)
+	if err != nil {
+		return err
+	}
+	d.nextFile, d.checkpoint, d.lastLSN, d.kv = m.nextFile, wal.LSN(m.checkpoint), wal.LSN(m.checkpoint), m.kv
+	if err := fsys.MkdirAll(d.segDir(), 0o700); err != nil {
+		return fmt.Errorf("engine: %w", err)
+	}
+	if err := d.removeUnreferenced(m); err != nil {
+		return err
+	}
+	for _, mc := range m.colls {
+		c, err := newCollection(d, mc.cfg)
+		if err != nil {
+			return err
+		}
+		c.overrides = mc.overrides
+		for _, ms := range mc.segs {
+			s, err := openSegment(d.segPath(ms.file), ms.file, mc.cfg, ms.count, d.opts.VerifyOnOpen)
+			if err != nil {
+				c.broken = err
+				break
+			}
+			for _, node := range ms.deleted {
+				s.markDeleted(node)
+			}
+			c.segs = append(c.segs, s)
+		}
+		if c.broken != nil {
+			// Keep the collection's files and manifest entry (so the
+			// data can be restored) but serve nothing from it.
+			c.brokenMan = mc
+			for _, s := range c.segs {
+				s.close()
+			}
+			c.segs = nil
+		}
+		d.colls[mc.cfg.Name] = c
+	}
+	syncMode := wal.Always
+	if d.opts.UnsafeNoSync {
+		syncMode = wal.UnsafeNoSync
+	}
+	d.log, err = wal.Open(filepath.Join(d.dir, "wal"), wal.Options{FS: fsys, Sync: syncMode})
+	if err != nil {
+		return fmt.Errorf("engine: open WAL: %w", err)
+	}
+	err = d.log.Replay(d.checkpoint+1, func(lsn wal.LSN, rec []byte) error {
+		o, err := decodeOp(rec)
+		if err != nil {
+			return fmt.Errorf("WAL record %v: %w", lsn, err)
+		}
+		if err := d.apply(o); err != nil {
+			return fmt.Errorf("WAL record %v: %w", lsn, err)
+		}
+		d.lastLSN = lsn
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("engine: replay: %w", err)
+	}
+	return nil
+}
+
+// removeUnreferenced deletes segment files the manifest does not name:
+// temporaries and files of a flush or compaction that crashed before its
+// manifest, or superseded before a crash.
+func (d *DB) removeUnreferenced(m *manifest) error {
+	keep := map[string]bool{}
+	for _, c := range m.colls {
+		for _, s := range c.segs {
+			keep[segName(s.file)] = true
+		}
+	}
+	names, err := d.opts.FS.ReadDir(d.segDir())
+	if err != nil {
+		return fmt.Errorf("engine: %w", err)
+	}
+	removed := false
+	for _, n := range names {
+		if !keep[n] {
+			if err := d.opts.FS.Remove(filepath.Join(d.segDir(), n)); err != nil {
+				return fmt.Errorf("engine: remove stale %s: %w", n, err)
+			}
+			removed = true
+		}
+	}
+	_ = d.opts.FS.Remove(filepath.Join(d.dir, manifestName+".tmp"))
+	if removed {
+		return d.opts.FS.SyncDir(d.segDir())
+	}
+	return nil
+}
+
+// logAndApply makes o durable in the WAL, then applies it. The caller
+// holds writeMu and has validated o completely.
+func (d *DB) logAndApply(o *walOp) error {
+	if d.closed {
+		return ErrClosed
+	}
+	payload := encodeOp(o)
+	if len(payload) > wal.MaxRecordSize {
+		return fmt.Errorf("%w: batch encodes to %d bytes, limit %d; split it", ErrInvalid, len(payload), wal.MaxRecordSize)
+	}
+	lsn, err := d.log.Append(payload)
+	if err != nil {
+		return fmt.Errorf("engine: write-ahead log: %w", err)
+	}
+	d.lastLSN = lsn
+	if err := d.apply(o); err != nil {
+		return fmt.Errorf("engine: apply logged op: %w", err)
+	}
+	if d.opts.FlushBytes > 0 && d.memBytes >= d.opts.FlushBytes {
+		select {
+		case d.flushSignal <- struct{}{}:
+		default:
+		}
+	}
+	return nil
+}
+
+// CreateCollection creates a collection. If one with the same name exists
+// with an identical config it is returned; with another config the error
+// wraps ErrExists.
+func (d *DB) CreateCollection(cfg CollectionConfig) (*Collection, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	d.writeMu.Lock()
+	defer d.writeMu.Unlock()
+	if c, ok := d.colls[cfg.Name]; ok {
+		if c.cfg != cfg {
+			return nil, fmt.Errorf("%w: collection %q has dim %d, %v, fingerprint %q", ErrExists, cfg.Name, c.cfg.Dim, c.cfg.Metric, c.cfg.Fingerprint)
+		}
+		return c, c.usable()
+	}
+	if err := d.logAndApply(&walOp{op: walCreate, cfg: cfg}); err != nil {
+		return nil, err
+	}
+	return d.colls[cfg.Name], nil
+}
+
+// Collection returns the named collection: ErrNotFound when there is none,
+// a *CorruptionError when its segment files are damaged.
+func (d *DB) Collection(name string) (*Collection, error) {
+	d.mu.RLock()
+	c, ok := d.colls[name]
+	d.mu.RUnlock()
+	if !ok {
+		return nil, fmt.Errorf("%w: collection %q", ErrNotFound, name)
+	}
+	if c.broken != nil {
+		return nil, c.broken
+	}
+	return c, nil
+}
+
+// Collections returns the configs of all collections, sorted by name.
+func (d *DB) Collections() []CollectionConfig {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	out := make([]CollectionConfig, 0, len(d.colls))
+	for _, c := range d.colls {
+		out = append(out, c.cfg)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// DropCollection deletes a collection and, after the next flush, its files.
+// It also works on a collection whose files are damaged.
+func (d *DB) DropCollection(name string) error {
+	// A running compaction may be reading the collection's segments:
+	// ask it to stop and wait for it before they are closed.
+	d.mu.RLock()
+	c, ok := d.colls[name]
+	d.mu.RUnlock()
+	if !ok {
+		return fmt.Errorf("%w: collection %q", ErrNotFound, name)
+	}
+	c.abort.Store(true)
+	d.compactMu.Lock()
+	defer d.compactMu.Unlock()
+	d.writeMu.Lock()
+	defer d.writeMu.Unlock()
+	if cur, ok := d.colls[name]; !ok || cur != c {
+		return fmt.Errorf("%w: collection %q", ErrNotFound, name)
+	}
+	return d.logAndApply(&walOp{op: walDrop, coll: name})
+}
+
+// Flush writes the mutable parts of every collection as segment files,
+// writes the manifest and truncates the WAL.
+func (d *DB) Flush() error {
+	d.writeMu.Lock()
+	defer d.writeMu.Unlock()
+	return d.flushLocked(nil)
+}
+
+// replacement is a compaction result to install: old segments of c are
+// replaced by seg (nil when nothing survived); src maps seg's nodes to
+// their origin, to carry over deletes made while it was built.
+type replacement struct {
+	c         *Collection
+	old       []*segment
+	seg       *segment
+	src       []srcRef
+	folded    map[string]access // overrides folded into seg
+	overrides map[string]access // computed at install
+	installed bool
+}
+
+type srcRef struct {
+	seg  int // index into old
+	node uint32
+}
+
+// flushLocked flushes every mutable part and installs reps, with one
+// manifest. On error nothing changes in memory and the files it wrote are
+// removed.
+func (d *DB) flushLocked(reps []*replacement) (err error) {
+	if d.closed {
+		return ErrClosed
+	}
+	for _, c := range d.colls {
+		if c.broken != nil {
+			return fmt.Errorf("engine: flush refused while collection %q is damaged (drop it or restore the file): %w", c.cfg.Name, c.broken)
+		}
+	}
+	fresh := map[*Collection]*segment{}
+	defer func() {
+		if err != nil {
+			for _, s := range fresh {
+				s.close()
+				_ = d.opts.FS.Remove(d.segPath(s.file))
+			}
+		}
+	}()
+	names := sortedKeys(d.colls)
+	for _, name := range names {
+		c := d.colls[name]
+		if c.mem.live == 0 {
+			continue
+		}
+		file := d.nextFile
+		d.nextFile++
+		path := d.segPath(file)
+		if _, err := writeSegmentFile(d.opts.FS, d.segDir(), segName(file), buildSections(c.cfg, c.mem, d.opts.NamespaceField)); err != nil {
+			_ = d.opts.FS.Remove(path)
+			return fmt.Errorf("engine: flush %q: %w", name, err)
+		}
+		s, err := openSegment(path, file, c.cfg, uint32(len(c.mem.recs)), false)
+		if err != nil {
+			_ = d.opts.FS.Remove(path)
+			return fmt.Errorf("engine: flush %q: reopen: %w", name, err)
+		}
+		for node := range c.mem.recs {
+			if c.mem.recs[node].dead {
+				s.markDeleted(uint32(node))
+			}
+		}
+		fresh[c] = s
+	}
+	for _, r := range reps {
+		if cur, ok := d.colls[r.c.cfg.Name]; !ok || cur != r.c || !r.c.hasSegments(r.old) {
+			return errCompactionStale
+		}
+		if r.seg != nil {
+			for i, ref := range r.src {
+				if r.old[ref.seg].isDeleted(ref.node) {
+					r.seg.markDeleted(uint32(i))
+				}
+			}
+		}
+		r.overrides = make(map[string]access, len(r.c.overrides))
+		for id, a := range r.c.overrides {
+			if f, ok := r.folded[id]; !ok || f != a {
+				r.overrides[id] = a
+			}
+		}
+	}
+	m := d.manifestLocked(fresh, reps)
+	if err := writeFileAtomic(d.opts.FS, d.dir, manifestName, encodeManifest(m)); err != nil {
+		return fmt.Errorf("engine: write manifest: %w", err)
+	}
+	// The manifest is durable: install in memory.
+	for c, s := range fresh {
+		c.mu.Lock()
+		c.segs = append(c.segs, s)
+		d.memBytes -= c.mem.size
+		c.mem, _ = newMemtable(c.cfg, &d.opts) // cannot fail: cfg was validated
+		c.mu.Unlock()
+	}
+	for _, r := range reps {
+		r.c.mu.Lock()
+		r.c.segs = r.c.replaceSegments(r.old, r.seg)
+		r.c.overrides = r.overrides
+		for _, s := range r.old {
+			d.pendingRemove = append(d.pendingRemove, d.segPath(s.file))
+			s.close()
+		}
+		r.c.mu.Unlock()
+	}
+	d.checkpoint = wal.LSN(m.checkpoint)
+	var errs []error
+	if d.checkpoint > 0 {
+		if err := d.log.TruncateBefore(d.checkpoint); err != nil {
+			errs = append(errs, fmt.Errorf("engine: truncate WAL: %w", err))
+		}
+	}
+	for _, p := range d.pendingRemove {
+		if err := d.opts.FS.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	if len(d.pendingRemove) > 0 {
+		d.pendingRemove = nil
+		errs = append(errs, d.opts.FS.SyncDir(d.segDir()))
+	}
+	// Cleanup errors leave garbage that the next Open removes; the data is safe.
+	return errors.Join(errs...)
+}
+
+var errCompactionStale = errors.New("engine: compaction superseded (collection dropped or segments changed)")
+
+// manifestLocked describes the state after installing fresh and reps.
+func (d *DB) manifestLocked(fresh map[*Collection]*segment, reps []*replacement) *manifest {
+	m := &manifest{nextFile: d.nextFile, checkpoint: uint64(d.lastLSN), kv: d.kv}
+	repOf := map[*Collection]*replacement{}
+	for _, r := range reps {
+		repOf[r.c] = r
+	}
+	for _, name := range sortedKeys(d.colls) {
+		c := d.colls[name]
+		segs, ov := c.segs, c.overrides
+		if r := repOf[c]; r != nil {
+			segs, ov = c.replaceSegments(r.old, r.seg), r.overrides
+		}
+		if s := fresh[c]; s != nil {
+			segs = append(segs[:len(segs):len(segs)], s)
+		}
+		mc := manifestColl{cfg: c.cfg, overrides: ov}
+		for _, s := range segs {
+			mc.segs = append(mc.segs, manifestSeg{file: s.file, count: uint32(s.n), size: uint64(len(s.sf.data)), deleted: s.deletedList()})
+		}
+		m.colls = append(m.colls, mc)
+	}
+	return m
+}
+
+// Close flushes nothing (the WAL holds every acknowledged write), stops the
+// background work, and releases the files and the lock.
+func (d *DB) Close() error {
+	d.stopping.Store(true)
+	d.writeMu.Lock()
+	if d.closed {
+		d.writeMu.Unlock()
+		return ErrClosed
+	}
+	d.closed = true
+	d.writeMu.Unlock()
+	close(d.flushSignal)
+	<-d.bgDone
+	d.compactMu.Lock()
+	defer d.compactMu.Unlock()
+	d.writeMu.Lock()
+	defer d.writeMu.Unlock()
+	err := d.closeFiles()
+	return errors.Join(err, d.lock.unlock())
+}
+
+func (d *DB) closeFiles() error {
+	var errs []error
+	d.mu.Lock()
+	for _, c := range d.colls {
+		c.mu.Lock()
+		for _, s := range c.segs {
+			errs = append(errs, s.close())
+		}
+		c.segs = nil
+		c.dropped = true
+		c.mu.Unlock()
+	}
+	d.mu.Unlock()
+	if d.log != nil {
+		errs = append(errs, d.log.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// background runs automatic flushes and periodic compaction until Close.
+func (d *DB) background() {
+	defer close(d.bgDone)
+	var tick <-chan time.Time
+	if d.opts.CompactInterval > 0 {
+		t := time.NewTicker(d.opts.CompactInterval)
+		defer t.Stop()
+		tick = t.C
+	}
+	report := func(err error) {
+		if err != nil && !errors.Is(err, ErrClosed) && !errors.Is(err, errCompactionStale) && !errors.Is(err, errStopping) {
+			d.bgErr.Store(&err)
+		}
+	}
+	for {
+		select {
+		case _, ok := <-d.flushSignal:
+			if !ok {
+				return
+			}
+			report(d.Flush())
+		case <-tick:
+			report(d.compact(false))
+		}
+	}
+}

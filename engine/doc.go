@@ -1,0 +1,103 @@
+// Package engine is engram's storage engine: one crash-safe directory
+// holding collections of records (string ID, vector, text, typed metadata,
+// timestamps, access statistics), searched by vector (HNSW over int8 codes,
+// rescored with float32 vectors) and by keyword (BM25), with one filter
+// language.
+//
+//	db, err := engine.Open(dir, engine.Options{})
+//	coll, err := db.CreateCollection(engine.CollectionConfig{Name: "notes", Dim: 384, Metric: quant.Cosine, Fingerprint: fp})
+//	err = coll.Upsert(ctx, []engine.Record{{ID: "a", Vector: v, Text: "...", Meta: engine.Metadata{"session": engine.String("s1")}}})
+//	hits, err := coll.Search(ctx, engine.SearchRequest{Vector: q, K: 5, Filter: engine.Eq("session", engine.String("s1"))})
+//	err = db.Close()
+//
+// # Directory
+//
+//	LOCK        flock'ed by the open handle; holds its pid (for ErrLocked)
+//	MANIFEST    live segments, per-record state, KV namespace, WAL checkpoint
+//	wal/        the write-ahead log (package wal)
+//	seg/NNNNNNNN.seg   immutable segment files (docs/format/segment.md)
+//
+// Files are created 0600 and directories 0700.
+//
+// # Write path
+//
+// Every mutation (Upsert batch, Delete, Touch, KV Put/Delete, collection
+// create/drop) is validated completely, encoded as one WAL record, appended
+// (fsynced unless Options.UnsafeNoSync), then applied to the in-memory
+// state, and only then acknowledged. Invalid input returns an error and
+// writes nothing. Writers are serialized by one mutex; readers never take it.
+//
+// # Mutable index and segments
+//
+// Each collection has a mutable part (an hnsw.Index, a keyword.Index and the
+// records, indexed by dense node id) and a list of immutable segments. Flush
+// writes every non-empty mutable part as a segment file (tmp, fsync,
+// rename, fsync dir), then the MANIFEST the same way, then truncates the WAL
+// behind the checkpoint. A segment holds the hnsw layout searched in place
+// from the mmap (codes, vectors, graph), the id map (by node and sorted for
+// binary search), encoded metadata, zstd-compressed texts, the BM25 index,
+// the timestamps and the postings of the namespace field. Segments never
+// change. State that changes after a flush lives outside them, in the
+// manifest (and the WAL until the next flush): the set of deleted or
+// overwritten nodes per segment, and access statistics newer than the
+// segment's copy ("overrides", keyed by record ID).
+//
+// The manifest is only written with every mutable part empty, so it always
+// describes exactly the state at its WAL checkpoint; replay of the WAL tail
+// then reproduces every acknowledged write. Touch is logged with the
+// resulting absolute counts so that replay is deterministic.
+//
+// Open = lock + manifest + mmap of each segment (trailer and section table
+// only) + WAL tail replay. Nothing is rebuilt and segment bodies are not
+// read, so open time does not grow with the data beyond the mapping.
+//
+// # Search
+//
+// Search fans out over the mutable index and every segment, each searched
+// with the filter applied during traversal (deleted nodes and filtered-out
+// records never enter the result heap), takes the k best of each rescored
+// with float32 vectors, and merges them by distance (ties by ID). An
+// equality on Options.NamespaceField (default "session") is served by the
+// segment's postings: the candidate set becomes a bitset, which lets hnsw
+// scan it exactly when it is small. Exact: true scans every live record
+// with float32 distances (the oracle the tests compare against).
+// SearchText runs BM25 over the mutable keyword index and every segment's
+// with collection-wide statistics.
+//
+// # Compaction
+//
+// Compact (and the background loop, when a collection has many segments or
+// many deleted records) merges segments: it reads the live records of the
+// chosen segments, builds a new graph and segment file without holding the
+// write lock, then, under the write lock, flushes the mutable parts,
+// carries over deletes that happened meanwhile, swaps the segment list and
+// writes the manifest. Old files are removed only after a manifest that no
+// longer names them is durable. Background compaction writes through a
+// rate limiter (Options.CompactBytesPerSec).
+//
+// # Crash safety
+//
+// A crash at any point leaves the previous MANIFEST (or the new one) and the
+// files it names; files it does not name (temporaries, half-written or
+// superseded segments) are deleted at the next Open. Acknowledged writes
+// are in the WAL behind the checkpoint or in a named segment.
+//
+// # Caveats
+//
+//   - One process, one handle: a second Open of the same directory fails
+//     with ErrLocked naming the holder's pid (flock; Unix only).
+//   - Writes are serialized; Flush and the install step of compaction block
+//     writers (not readers) while segment files are written.
+//   - Open verifies each segment's trailer and section table; section
+//     checksums are verified by Check (a full read) or at Open with
+//     Options.VerifyOnOpen. A segment that fails to open makes its
+//     collection unavailable (calls return the *CorruptionError naming the
+//     file) without affecting other collections; Flush and Compact are
+//     refused until that collection is dropped or the file restored.
+//   - Deleted records' space is reclaimed by compaction only; the manifest
+//     grows with deletes and Touch'ed segment records until then.
+//   - Records returned by Get, Scan and Search are copies; vectors of a
+//     Cosine collection come back L2-normalized.
+//   - Limits: MaxIDLen, MaxTextLen, MaxMetaKeys, MaxMetaKeyLen,
+//     MaxMetaBytes, MaxDim, MaxBatchRecords.
+package engine

@@ -1,0 +1,40 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors; match them with errors.Is.
+var (
+	// ErrLocked: another handle (in this or another process) holds the store.
+	// The wrapping error names the holder's pid.
+	ErrLocked = errors.New("engine: store is locked by another handle")
+	// ErrNotFound: no such collection, record or key.
+	ErrNotFound = errors.New("engine: not found")
+	// ErrExists: a collection with that name already exists with another config.
+	ErrExists = errors.New("engine: already exists")
+	// ErrInvalid: caller input breaks a documented rule or limit.
+	ErrInvalid = errors.New("engine: invalid argument")
+	// ErrDimension: a vector has the wrong dimension for its collection.
+	ErrDimension = errors.New("engine: wrong vector dimension")
+	// ErrClosed: the store or collection has been closed or dropped.
+	ErrClosed = errors.New("engine: closed")
+	// ErrNotStore: the directory exists, is not empty and is not a store.
+	ErrNotStore = errors.New("engine: directory is not an engram store")
+	// ErrVersion: the store was written by a newer format version.
+	ErrVersion = errors.New("engine: unsupported format version")
+)
+
+// CorruptionError reports a file whose contents fail a checksum or a
+// structural check. File is the path of the damaged file.
+type CorruptionError struct {
+	File string
+	Err  error
+}
+
+func (e *CorruptionError) Error() string {
+	return fmt.Sprintf("engine: corrupt file %s: %v", e.File, e.Err)
+}
+
+func (e *CorruptionError) Unwrap() error { return e.Err }

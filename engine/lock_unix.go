@@ -1,0 +1,45 @@
+//go:build unix
+
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// dirLock is an exclusive flock on dir/LOCK. flock locks belong to the open
+// file description, so a second Open in the same process conflicts too.
+type dirLock struct{ f *os.File }
+
+func lockDir(path string) (*dirLock, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("engine: open lock file: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		holder := "unknown"
+		if b, rerr := os.ReadFile(path); rerr == nil && len(b) > 0 {
+			holder = strings.TrimSpace(string(b))
+		}
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("%w: %s is held by pid %s", ErrLocked, path, holder)
+		}
+		return nil, fmt.Errorf("engine: lock %s: %w", path, err)
+	}
+	// The pid is informational (for the ErrLocked message); the flock is
+	// what excludes.
+	if err := f.Truncate(0); err == nil {
+		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	}
+	return &dirLock{f: f}, nil
+}
+
+func (l *dirLock) unlock() error {
+	_ = syscall.Flock(int(l.f.Fd()), syscall.LOCK_UN)
+	return l.f.Close()
+}

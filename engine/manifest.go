@@ -1,0 +1,233 @@
+package engine
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"slices"
+	"sort"
+
+	"github.com/engramdb/engram/quant"
+)
+
+// The manifest names every live segment and carries the per-record state
+// that segments never hold (deletes, access statistics), the key-value
+// namespace and the WAL checkpoint. It is rewritten whole, atomically, at
+// each flush and compaction. Format: docs/format/manifest.md.
+
+const (
+	manifestName    = "MANIFEST"
+	manifestMagic   = "ENGMANIF"
+	manifestVersion = 1
+	maxManifestSize = 1 << 30
+)
+
+type manifest struct {
+	nextFile   uint64 // number of the next segment file
+	checkpoint uint64 // WAL records with LSN <= checkpoint are reflected here
+	kv         map[string][]byte
+	colls      []manifestColl
+}
+
+type manifestColl struct {
+	cfg       CollectionConfig
+	segs      []manifestSeg
+	overrides map[string]access // access stats newer than the segment copy
+}
+
+type manifestSeg struct {
+	file    uint64
+	count   uint32   // records (nodes) in the file
+	size    uint64   // file size in bytes
+	deleted []uint32 // sorted nodes that are deleted or overwritten
+}
+
+type access struct {
+	count uint64
+	last  int64 // Unix ns
+}
+
+func encodeManifest(m *manifest) []byte {
+	var e enc
+	e.uvarint(m.nextFile)
+	e.u64(m.checkpoint)
+	keys := sortedKeys(m.kv)
+	e.uvarint(uint64(len(keys)))
+	for _, k := range keys {
+		e.str(k)
+		e.bytes(m.kv[k])
+	}
+	e.uvarint(uint64(len(m.colls)))
+	for _, c := range m.colls {
+		e.str(c.cfg.Name)
+		e.uvarint(uint64(c.cfg.Dim))
+		e.u8(byte(c.cfg.Metric))
+		e.str(c.cfg.Fingerprint)
+		e.uvarint(uint64(len(c.segs)))
+		for _, s := range c.segs {
+			e.uvarint(s.file)
+			e.uvarint(uint64(s.count))
+			e.uvarint(s.size)
+			e.uvarint(uint64(len(s.deleted)))
+			prev := uint32(0)
+			for i, n := range s.deleted {
+				if i == 0 {
+					e.uvarint(uint64(n))
+				} else {
+					e.uvarint(uint64(n - prev))
+				}
+				prev = n
+			}
+		}
+		ids := sortedKeys(c.overrides)
+		e.uvarint(uint64(len(ids)))
+		for _, id := range ids {
+			a := c.overrides[id]
+			e.str(id)
+			e.uvarint(a.count)
+			e.varint(a.last)
+		}
+	}
+	var h enc
+	h.b = append(h.b, manifestMagic...)
+	h.u32(manifestVersion)
+	h.u32(uint32(len(e.b)))
+	h.u32(crc(e.b))
+	return append(h.b, e.b...)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// decodeManifest parses and validates a manifest. Errors wrap ErrVersion
+// for a newer format and errShort or a description for damaged bytes.
+func decodeManifest(b []byte) (*manifest, error) {
+	if len(b) < 20 || string(b[:8]) != manifestMagic {
+		return nil, errors.New("bad magic")
+	}
+	h := dec{b: b[8:20]}
+	ver, size, sum := h.u32(), h.u32(), h.u32()
+	if ver > manifestVersion || ver == 0 {
+		return nil, fmt.Errorf("%w: manifest version %d, this build reads %d", ErrVersion, ver, manifestVersion)
+	}
+	if uint64(size) != uint64(len(b)-20) {
+		return nil, fmt.Errorf("length %d, header says %d", len(b)-20, size)
+	}
+	body := b[20:]
+	if crc(body) != sum {
+		return nil, errors.New("checksum mismatch")
+	}
+	d := dec{b: body}
+	m := &manifest{nextFile: d.uvarint(), checkpoint: d.u64(), kv: map[string][]byte{}}
+	nkv := d.count(math.MaxInt32, 2)
+	for range nkv {
+		k := d.str()
+		m.kv[k] = d.bytes()
+	}
+	ncoll := d.count(1<<20, 4)
+	names := map[string]bool{}
+	files := map[uint64]bool{}
+	for range ncoll {
+		var c manifestColl
+		c.cfg.Name = d.str()
+		c.cfg.Dim = int(d.count(MaxDim, 0))
+		c.cfg.Metric = quant.Metric(d.u8())
+		c.cfg.Fingerprint = d.str()
+		nseg := d.count(1<<20, 4)
+		for range nseg {
+			s := manifestSeg{file: d.uvarint(), count: uint32(d.count(math.MaxUint32, 0)), size: d.uvarint()}
+			ndel := d.count(int(s.count), 1)
+			s.deleted = make([]uint32, ndel)
+			var prev uint64
+			for i := range s.deleted {
+				delta := d.uvarint()
+				if i > 0 && delta == 0 {
+					d.fail()
+				}
+				prev += delta
+				if prev >= uint64(s.count) {
+					d.fail()
+				}
+				s.deleted[i] = uint32(prev)
+			}
+			if d.err != nil {
+				return nil, d.err
+			}
+			if files[s.file] || s.file >= m.nextFile {
+				return nil, fmt.Errorf("segment file %d listed twice or beyond next file %d", s.file, m.nextFile)
+			}
+			files[s.file] = true
+			c.segs = append(c.segs, s)
+		}
+		nov := d.count(math.MaxInt32, 3)
+		c.overrides = make(map[string]access, nov)
+		for range nov {
+			id := d.str()
+			c.overrides[id] = access{count: d.uvarint(), last: d.varint()}
+		}
+		if d.err != nil {
+			return nil, d.err
+		}
+		if err := c.cfg.validate(); err != nil {
+			return nil, fmt.Errorf("collection config: %v", err)
+		}
+		if names[c.cfg.Name] {
+			return nil, fmt.Errorf("collection %q listed twice", c.cfg.Name)
+		}
+		names[c.cfg.Name] = true
+		m.colls = append(m.colls, c)
+	}
+	if d.err != nil {
+		return nil, d.err
+	}
+	if len(d.b) != 0 {
+		return nil, fmt.Errorf("%d trailing bytes", len(d.b))
+	}
+	return m, nil
+}
+
+func readManifest(dir string) (*manifest, error) {
+	path := dir + "/" + manifestName
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxManifestSize {
+		return nil, &CorruptionError{File: path, Err: errors.New("manifest larger than 1 GiB")}
+	}
+	m, err := decodeManifest(b)
+	if err != nil {
+		if errors.Is(err, ErrVersion) {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		return nil, &CorruptionError{File: path, Err: err}
+	}
+	return m, nil
+}
+
+func (m *manifest) clone() *manifest {
+	c := &manifest{nextFile: m.nextFile, checkpoint: m.checkpoint, kv: make(map[string][]byte, len(m.kv))}
+	for k, v := range m.kv {
+		c.kv[k] = bytes.Clone(v)
+	}
+	for _, mc := range m.colls {
+		nc := manifestColl{cfg: mc.cfg, overrides: make(map[string]access, len(mc.overrides))}
+		for k, v := range mc.overrides {
+			nc.overrides[k] = v
+		}
+		for _, s := range mc.segs {
+			s.deleted = slices.Clone(s.deleted)
+			nc.segs = append(nc.segs, s)
+		}
+		c.colls = append(c.colls, nc)
+	}
+	return c
+}

@@ -1,0 +1,96 @@
+package engine
+
+import (
+	"fmt"
+
+	"github.com/engramdb/engram/hnsw"
+	"github.com/engramdb/engram/keyword"
+)
+
+// memtable is a collection's mutable part: records by dense node id, the
+// graph over their vectors and the BM25 index over their texts. Nodes of
+// overwritten or deleted records stay (dead) until the flush writes them into
+// the segment's deleted set, so a flush serializes the graph as it is.
+//
+// Mutations happen under the DB write mutex plus the collection's write
+// lock; reads hold the collection's read lock.
+type memtable struct {
+	idx  *hnsw.Index
+	kw   *keyword.Index
+	recs []memRec // by node; Vector is nil (the graph holds it)
+	byID map[string]uint32
+	live int
+	// size estimates the bytes held, for the automatic flush threshold.
+	size int64
+}
+
+type memRec struct {
+	rec  Record
+	dead bool
+}
+
+func newMemtable(cfg CollectionConfig, opts *Options) (*memtable, error) {
+	idx, err := hnsw.New(hnsw.Config{Dim: cfg.Dim, Metric: cfg.Metric, M: opts.M, EfConstruction: opts.EfConstruction})
+	if err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	return &memtable{idx: idx, kw: keyword.NewIndex(), byID: map[string]uint32{}}, nil
+}
+
+// insert adds r (already validated; vec is the stored form) as a new node.
+func (m *memtable) insert(r Record, vec []float32) error {
+	node, err := m.idx.Insert(vec)
+	if err != nil {
+		return fmt.Errorf("engine: index insert %q: %w", r.ID, err)
+	}
+	if int(node) != len(m.recs) {
+		return fmt.Errorf("engine: index assigned node %d, expected %d", node, len(m.recs))
+	}
+	if err := m.kw.Add(node, r.Text); err != nil {
+		return fmt.Errorf("engine: keyword insert %q: %w", r.ID, err)
+	}
+	r.Vector = nil
+	m.recs = append(m.recs, memRec{rec: r})
+	m.byID[r.ID] = node
+	m.live++
+	m.size += int64(len(r.Text)+len(r.ID)+4*len(vec)) + 256
+	return nil
+}
+
+// remove marks id's node dead; it reports whether id was live here.
+func (m *memtable) remove(id string) bool {
+	node, ok := m.byID[id]
+	if !ok {
+		return false
+	}
+	delete(m.byID, id)
+	m.recs[node].dead = true
+	m.live--
+	_ = m.idx.Delete(node) // cannot fail: node exists and was live
+	return true
+}
+
+func (m *memtable) get(id string) (*memRec, uint32, bool) {
+	node, ok := m.byID[id]
+	if !ok {
+		return nil, 0, false
+	}
+	return &m.recs[node], node, true
+}
+
+// record returns a copy of node's record, with the vector when withVec.
+func (m *memtable) record(node uint32, withVec bool) Record {
+	r := m.recs[node].rec.Clone()
+	if withVec {
+		r.Vector = m.idx.Vector(node)
+	}
+	return r
+}
+
+func (m *memtable) getter(node uint32) getter {
+	meta := m.recs[node].rec.Meta
+	return func(field string) (Value, bool) {
+		v, ok := meta[field]
+		return v, ok
+	}
+}

@@ -1,0 +1,300 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"github.com/engramdb/engram/hnsw"
+	"github.com/engramdb/engram/keyword"
+	"github.com/engramdb/engram/quant"
+)
+
+// MaxK is the largest K a search accepts.
+const MaxK = 10000
+
+// SearchRequest is one vector search.
+type SearchRequest struct {
+	Vector []float32
+	K      int
+	Filter *Filter
+	// Ef is the HNSW beam width per part (0: hnsw's default, at least K).
+	Ef int
+	// Exact scans every live record with float32 distances instead of
+	// walking the graphs.
+	Exact bool
+	// WithVectors fills Hit.Record.Vector.
+	WithVectors bool
+}
+
+// Hit is one search result. Score is higher for closer records: the cosine
+// similarity for Cosine, the inner product for Dot, the negated squared
+// distance for L2; for SearchText the BM25 score. Distance is the metric's
+// distance (smaller is closer; 0 for SearchText). Record is a copy, without
+// the vector unless asked for.
+type Hit struct {
+	ID       string
+	Score    float64
+	Distance float32
+	Record   Record
+}
+
+// candidate is a hit before its record is materialized.
+type candidate struct {
+	part  int // -1: memtable; else index into segs
+	node  uint32
+	dist  float32
+	score float64
+	id    string
+}
+
+// Search returns the K records closest to req.Vector that req.Filter
+// matches, closest first (ties by ID).
+func (c *Collection) Search(ctx context.Context, req SearchRequest) ([]Hit, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if req.K < 1 || req.K > MaxK {
+		return nil, fmt.Errorf("%w: K %d outside 1..%d", ErrInvalid, req.K, MaxK)
+	}
+	if req.Ef < 0 || (req.Ef > 0 && req.Ef < req.K) || req.Ef > 1<<16 {
+		return nil, fmt.Errorf("%w: Ef %d must be 0 or in K..65536", ErrInvalid, req.Ef)
+	}
+	if err := req.Filter.Validate(); err != nil {
+		return nil, err
+	}
+	q, err := validateRecord(c.cfg, &Record{ID: "query", Vector: req.Vector})
+	if err != nil {
+		return nil, err
+	}
+	var hits []Hit
+	err = c.read(func() error {
+		var cands []candidate
+		var err error
+		if req.Exact {
+			cands = c.exactLocked(q, req.K, req.Filter)
+		} else {
+			cands, err = c.approxLocked(q, req)
+		}
+		if err != nil {
+			return err
+		}
+		for i := range cands {
+			cands[i].score = scoreOf(c.cfg.Metric, cands[i].dist)
+			if cands[i].id == "" {
+				cands[i].id = c.idOf(cands[i])
+			}
+		}
+		sort.Slice(cands, func(i, j int) bool { return less(cands[i], cands[j]) })
+		hits, err = c.materializeLocked(cands[:min(len(cands), req.K)], req.WithVectors)
+		return err
+	})
+	return hits, err
+}
+
+func scoreOf(m quant.Metric, dist float32) float64 {
+	if m == quant.Cosine {
+		return 1 - float64(dist)
+	}
+	return -float64(dist)
+}
+
+// parts returns the memtable and segments as hnsw searchers with the
+// allow-filter of each.
+func (c *Collection) partFilter(part int, f *Filter) (hnsw.Filter, error) {
+	ns, useNS := f.namespaceValue(c.db.opts.NamespaceField)
+	if part < 0 {
+		m := c.mem
+		if useNS {
+			bs := hnsw.NewBitset(len(m.recs))
+			for node := range m.recs {
+				if !m.recs[node].dead && f.match(m.getter(uint32(node))) {
+					_ = bs.Set(uint32(node))
+				}
+			}
+			return bs, nil
+		}
+		return hnsw.FilterFunc(func(node uint32) bool {
+			return int(node) < len(m.recs) && !m.recs[node].dead && f.match(m.getter(node))
+		}), nil
+	}
+	s := c.segs[part]
+	if useNS {
+		nodes, err := s.namespace(c.db.opts.NamespaceField, ns)
+		if err == nil {
+			bs := hnsw.NewBitset(s.n)
+			for _, node := range nodes {
+				if !s.isDeleted(node) && f.match(s.getter(node)) {
+					_ = bs.Set(node)
+				}
+			}
+			return bs, nil
+		}
+		if err != errNoNamespace {
+			return nil, err
+		}
+	}
+	if f == nil && s.ndel == 0 {
+		return nil, nil
+	}
+	return hnsw.FilterFunc(func(node uint32) bool {
+		return !s.isDeleted(node) && f.match(s.getter(node))
+	}), nil
+}
+
+func (c *Collection) approxLocked(q []float32, req SearchRequest) ([]candidate, error) {
+	var out []candidate
+	search := func(part int, sr hnsw.Searcher) error {
+		if sr.Len() == 0 {
+			return nil
+		}
+		filt, err := c.partFilter(part, req.Filter)
+		if err != nil {
+			return err
+		}
+		if part < 0 && filt == nil {
+			filt = hnsw.FilterFunc(func(uint32) bool { return true })
+		}
+		opts := hnsw.SearchOptions{Ef: req.Ef, Filter: filt}
+		if filt == nil {
+			opts.Filter = nil
+		}
+		res, err := sr.Search(q, req.K, opts)
+		if err != nil {
+			return fmt.Errorf("engine: search: %w", err)
+		}
+		for _, r := range res {
+			out = append(out, candidate{part: part, node: r.ID, dist: r.Distance})
+		}
+		return nil
+	}
+	if err := search(-1, c.mem.idx); err != nil {
+		return nil, err
+	}
+	for i, s := range c.segs {
+		if s.live() == 0 {
+			continue
+		}
+		if err := search(i, s.view); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// exactLocked scans every live record with float32 distances.
+func (c *Collection) exactLocked(q []float32, k int, f *Filter) []candidate {
+	h := &topK{k: k}
+	m := c.mem
+	for node := range m.recs {
+		if m.recs[node].dead || !f.match(m.getter(uint32(node))) {
+			continue
+		}
+		h.push(candidate{part: -1, node: uint32(node), dist: quant.FloatDistance(c.cfg.Metric, q, m.idx.Vector(uint32(node))), id: m.recs[node].rec.ID})
+	}
+	for i, s := range c.segs {
+		for node := uint32(0); node < uint32(s.n); node++ {
+			if s.isDeleted(node) || !f.match(s.getter(node)) {
+				continue
+			}
+			h.push(candidate{part: i, node: node, dist: quant.FloatDistance(c.cfg.Metric, q, s.view.Vector(node)), id: s.id(node)})
+		}
+	}
+	return h.items
+}
+
+// topK keeps the k smallest candidates by (dist, id); k is small, so a
+// sorted slice with binary insertion is enough.
+type topK struct {
+	k     int
+	items []candidate
+}
+
+func less(a, b candidate) bool {
+	if a.dist != b.dist {
+		return a.dist < b.dist
+	}
+	return a.id < b.id
+}
+
+func (t *topK) push(cd candidate) {
+	if len(t.items) == t.k && !less(cd, t.items[t.k-1]) {
+		return
+	}
+	i := sort.Search(len(t.items), func(i int) bool { return less(cd, t.items[i]) })
+	if len(t.items) < t.k {
+		t.items = append(t.items, candidate{})
+	}
+	copy(t.items[i+1:], t.items[i:len(t.items)-1])
+	t.items[i] = cd
+}
+
+func (c *Collection) idOf(cd candidate) string {
+	if cd.part < 0 {
+		return c.mem.recs[cd.node].rec.ID
+	}
+	return c.segs[cd.part].id(cd.node)
+}
+
+// materializeLocked builds the hits of cands, in order.
+func (c *Collection) materializeLocked(cands []candidate, withVec bool) ([]Hit, error) {
+	hits := make([]Hit, 0, len(cands))
+	for _, cd := range cands {
+		w := where{node: cd.node}
+		if cd.part >= 0 {
+			w.seg = c.segs[cd.part]
+		}
+		r, err := c.recordAt(w, withVec)
+		if err != nil {
+			return nil, err
+		}
+		hits = append(hits, Hit{ID: r.ID, Score: cd.score, Distance: cd.dist, Record: r})
+	}
+	return hits, nil
+}
+
+// SearchText returns the k records best matching query by BM25 (statistics
+// over the whole collection) that f matches, best first.
+func (c *Collection) SearchText(ctx context.Context, query string, k int, f *Filter) ([]Hit, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if k < 1 || k > MaxK {
+		return nil, fmt.Errorf("%w: k %d outside 1..%d", ErrInvalid, k, MaxK)
+	}
+	if err := f.Validate(); err != nil {
+		return nil, err
+	}
+	if len(query) > MaxTextLen {
+		return nil, fmt.Errorf("%w: query of %d bytes, limit %d", ErrInvalid, len(query), MaxTextLen)
+	}
+	var hits []Hit
+	err := c.read(func() error {
+		parts := []keyword.Part{c.mem.kw}
+		for _, s := range c.segs {
+			kw, err := s.keyword()
+			if err != nil {
+				return err
+			}
+			parts = append(parts, kw)
+		}
+		allow := func(part int, doc uint32) bool {
+			if part == 0 {
+				return int(doc) < len(c.mem.recs) && !c.mem.recs[doc].dead && f.match(c.mem.getter(doc))
+			}
+			s := c.segs[part-1]
+			return doc < uint32(s.n) && !s.isDeleted(doc) && f.match(s.getter(doc))
+		}
+		res, err := keyword.Search(parts, query, k, allow)
+		if err != nil {
+			return fmt.Errorf("engine: %w", err)
+		}
+		cands := make([]candidate, len(res))
+		for i, r := range res {
+			cands[i] = candidate{part: r.Part - 1, node: r.Doc, score: r.Score}
+		}
+		hits, err = c.materializeLocked(cands, false)
+		return err
+	})
+	return hits, err
+}

@@ -1,0 +1,245 @@
+package engine
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash"
+	"hash/crc32"
+	"io"
+	"os"
+
+	"github.com/edsrzf/mmap-go"
+)
+
+// The segment container: a fixed header, sections at 64-byte aligned
+// offsets, then a section table and a trailer that locates it. The table
+// comes last so a writer streams each section once, checksumming as it
+// goes. Format: docs/format/segment.md.
+
+const (
+	segMagic     = "ENGRMSEG"
+	segVersion   = 1
+	segAlign     = 64
+	segTrailer   = 24 // table offset u64, table length u32, table CRC u32, magic
+	segEntrySize = 32
+	maxSections  = 64
+)
+
+type sectionKind uint32
+
+const (
+	secInfo      sectionKind = iota + 1 // collection, dim, metric, count
+	secGraph                            // hnsw serialized index (codes, vectors, graph)
+	secIDs                              // external ids: offsets, bytes, sorted order
+	secMeta                             // encoded metadata per record
+	secText                             // zstd-compressed text blocks
+	secTimes                            // created, updated, last access, access count
+	secKeyword                          // keyword (BM25) serialized index
+	secNamespace                        // postings per namespace-field value
+)
+
+type sectionEntry struct {
+	kind sectionKind
+	off  uint64
+	len  uint64
+	crc  uint32
+}
+
+// section is one section to write: its kind and a function streaming its
+// bytes (which may be large, such as the vectors).
+type section struct {
+	kind  sectionKind
+	write func(w io.Writer) error
+}
+
+type countingWriter struct {
+	w io.Writer
+	h hash.Hash32
+	n uint64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.h.Write(p[:n])
+	c.n += uint64(n)
+	return n, err
+}
+
+// writeSegmentFile streams sections into dir/name atomically (see
+// writeAtomic) and returns the file's size.
+func writeSegmentFile(fsys FS, dir, name string, sections []section) (int64, error) {
+	return writeSegmentFileLimited(fsys, dir, name, sections, 0)
+}
+
+func streamSegment(f io.Writer, sections []section) (int64, error) {
+	bw := bufio.NewWriterSize(f, 1<<20)
+	var off uint64
+	pad := func(to uint64) error {
+		var zero [segAlign]byte
+		for off < to {
+			n := min(to-off, segAlign)
+			if _, err := bw.Write(zero[:n]); err != nil {
+				return err
+			}
+			off += n
+		}
+		return nil
+	}
+	var hdr enc
+	hdr.b = append(hdr.b, segMagic...)
+	hdr.u32(segVersion)
+	if _, err := bw.Write(hdr.b); err != nil {
+		return 0, err
+	}
+	off = uint64(len(hdr.b))
+	entries := make([]sectionEntry, 0, len(sections))
+	for _, s := range sections {
+		if err := pad((off + segAlign - 1) / segAlign * segAlign); err != nil {
+			return 0, err
+		}
+		cw := &countingWriter{w: bw, h: crc32.New(castagnoli)}
+		if err := s.write(cw); err != nil {
+			return 0, err
+		}
+		entries = append(entries, sectionEntry{kind: s.kind, off: off, len: cw.n, crc: cw.h.Sum32()})
+		off += cw.n
+	}
+	if err := pad((off + 7) / 8 * 8); err != nil {
+		return 0, err
+	}
+	var t enc
+	t.u32(uint32(len(entries)))
+	for _, e := range entries {
+		t.u32(uint32(e.kind))
+		t.u32(0)
+		t.u64(e.off)
+		t.u64(e.len)
+		t.u32(e.crc)
+		t.u32(0)
+	}
+	tableOff := off
+	t.u64(tableOff)
+	t.u32(uint32(len(t.b) - 8))
+	t.u32(crc(t.b[:len(t.b)-12]))
+	t.b = append(t.b, segMagic...)
+	if _, err := bw.Write(t.b); err != nil {
+		return 0, err
+	}
+	off += uint64(len(t.b))
+	return int64(off), bw.Flush()
+}
+
+// segFile is a mapped segment file with its section table parsed. Opening
+// reads only the trailer and the table; section checksums are verified by
+// verify (Check, or Options.VerifyOnOpen).
+type segFile struct {
+	path     string
+	data     mmap.MMap
+	sections map[sectionKind][]byte
+	entries  []sectionEntry
+}
+
+func openSegFile(path string) (*segFile, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if st.Size() < 12+segTrailer+4 {
+		return nil, &CorruptionError{File: path, Err: fmt.Errorf("file of %d bytes is too short", st.Size())}
+	}
+	m, err := mmap.Map(f, mmap.RDONLY, 0)
+	if err != nil {
+		return nil, fmt.Errorf("engine: map %s: %w", path, err)
+	}
+	sf := &segFile{path: path, data: m}
+	if err := sf.parse(); err != nil {
+		_ = m.Unmap()
+		return nil, &CorruptionError{File: path, Err: err}
+	}
+	return sf, nil
+}
+
+// parse validates the header, trailer and table of b; every offset is
+// checked against the file size before use.
+func parseSegment(b []byte) (map[sectionKind][]byte, []sectionEntry, error) {
+	if len(b) < 12+segTrailer+4 || string(b[:8]) != segMagic {
+		return nil, nil, errors.New("bad segment magic")
+	}
+	if v := binary.LittleEndian.Uint32(b[8:]); v != segVersion {
+		return nil, nil, fmt.Errorf("%w: segment version %d, this build reads %d", ErrVersion, v, segVersion)
+	}
+	tr := b[len(b)-segTrailer:]
+	if string(tr[16:]) != segMagic {
+		return nil, nil, errors.New("bad trailer magic (torn or truncated file)")
+	}
+	tableOff := binary.LittleEndian.Uint64(tr)
+	tableLen := uint64(binary.LittleEndian.Uint32(tr[8:]))
+	tableCRC := binary.LittleEndian.Uint32(tr[12:])
+	end := uint64(len(b) - segTrailer)
+	if tableOff < 12 || tableOff > end || end-tableOff < 4 || end-tableOff > 4+maxSections*segEntrySize {
+		return nil, nil, fmt.Errorf("section table at %d out of range", tableOff)
+	}
+	table := b[tableOff:end]
+	if uint64(len(table)) != tableLen || crc(table) != tableCRC {
+		return nil, nil, errors.New("section table checksum mismatch")
+	}
+	n := binary.LittleEndian.Uint32(table)
+	if uint64(n)*segEntrySize != uint64(len(table)-4) {
+		return nil, nil, fmt.Errorf("section table of %d bytes does not hold %d entries", len(table), n)
+	}
+	secs := make(map[sectionKind][]byte, n)
+	entries := make([]sectionEntry, n)
+	for i := range entries {
+		p := table[4+i*segEntrySize:]
+		e := sectionEntry{
+			kind: sectionKind(binary.LittleEndian.Uint32(p)),
+			off:  binary.LittleEndian.Uint64(p[8:]),
+			len:  binary.LittleEndian.Uint64(p[16:]),
+			crc:  binary.LittleEndian.Uint32(p[24:]),
+		}
+		if e.off < 12 || e.off%segAlign != 0 || e.off > tableOff || e.len > tableOff-e.off {
+			return nil, nil, fmt.Errorf("section %d (kind %d) at %d+%d out of range", i, e.kind, e.off, e.len)
+		}
+		if _, dup := secs[e.kind]; dup {
+			return nil, nil, fmt.Errorf("section kind %d appears twice", e.kind)
+		}
+		secs[e.kind] = b[e.off : e.off+e.len : e.off+e.len]
+		entries[i] = e
+	}
+	return secs, entries, nil
+}
+
+func (s *segFile) parse() error {
+	secs, entries, err := parseSegment(s.data)
+	if err != nil {
+		return err
+	}
+	s.sections, s.entries = secs, entries
+	return nil
+}
+
+// verify checks every section's CRC32C (a full read of the file).
+func (s *segFile) verify() error {
+	for _, e := range s.entries {
+		if crc(s.sections[e.kind]) != e.crc {
+			return &CorruptionError{File: s.path, Err: fmt.Errorf("section kind %d checksum mismatch", e.kind)}
+		}
+	}
+	return nil
+}
+
+func (s *segFile) close() error {
+	if s.data == nil {
+		return nil
+	}
+	err := s.data.Unmap()
+	s.data = nil
+	return err
+}

@@ -1,0 +1,544 @@
+package engine
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/bits"
+	"sort"
+	"sync"
+
+	"github.com/engramdb/engram/hnsw"
+	"github.com/engramdb/engram/keyword"
+	"github.com/engramdb/engram/quant"
+	"github.com/klauspost/compress/zstd"
+)
+
+// textBlockSize is the uncompressed size at which a text block is closed:
+// small enough that fetching one text decompresses a few KiB, large enough
+// for zstd to find redundancy across records.
+const textBlockSize = 8 << 10
+
+// segment is an open, immutable segment file plus the mutable deleted set
+// the manifest keeps for it.
+type segment struct {
+	file uint64
+	sf   *segFile
+	n    int
+	cfg  CollectionConfig
+	view *hnsw.View
+
+	ids, meta, text, times []byte
+
+	kwOnce sync.Once
+	kw     *keyword.Segment
+	kwErr  error
+	nsOnce sync.Once
+	ns     map[string][]uint32
+	nsErr  error
+
+	deleted []uint64 // bitset over nodes; nil while none
+	ndel    int
+}
+
+func segName(file uint64) string { return fmt.Sprintf("%08d.seg", file) }
+
+var le = binary.LittleEndian
+
+// buildSections returns the sections of a segment holding every node of m
+// (dead nodes included: the caller records them as deleted).
+func buildSections(cfg CollectionConfig, m *memtable, nsField string) []section {
+	n := len(m.recs)
+	info := func(w io.Writer) error {
+		var e enc
+		e.str(cfg.Name)
+		e.uvarint(uint64(cfg.Dim))
+		e.u8(byte(cfg.Metric))
+		e.uvarint(uint64(n))
+		e.str(cfg.Fingerprint)
+		_, err := w.Write(e.b)
+		return err
+	}
+	graph := func(w io.Writer) error { _, err := m.idx.WriteTo(w); return err }
+	ids := func(w io.Writer) error {
+		live := make([]uint32, 0, m.live)
+		for i := range m.recs {
+			if !m.recs[i].dead {
+				live = append(live, uint32(i))
+			}
+		}
+		sort.Slice(live, func(a, b int) bool { return m.recs[live[a]].rec.ID < m.recs[live[b]].rec.ID })
+		var e enc
+		e.u64(uint64(n))
+		e.u64(uint64(len(live)))
+		off := uint64(0)
+		for i := range m.recs {
+			e.u64(off)
+			off += uint64(len(m.recs[i].rec.ID))
+		}
+		e.u64(off)
+		for _, node := range live {
+			e.u32(node)
+		}
+		if len(live)%2 == 1 {
+			e.u32(0)
+		}
+		for i := range m.recs {
+			e.b = append(e.b, m.recs[i].rec.ID...)
+		}
+		_, err := w.Write(e.b)
+		return err
+	}
+	meta := func(w io.Writer) error {
+		var blob enc
+		var e enc
+		e.u64(uint64(n))
+		for i := range m.recs {
+			e.u64(uint64(len(blob.b)))
+			if len(m.recs[i].rec.Meta) > 0 {
+				appendMeta(&blob, m.recs[i].rec.Meta)
+			}
+		}
+		e.u64(uint64(len(blob.b)))
+		if _, err := w.Write(e.b); err != nil {
+			return err
+		}
+		_, err := w.Write(blob.b)
+		return err
+	}
+	text := func(w io.Writer) error { return writeTexts(w, m) }
+	times := func(w io.Writer) error {
+		var e enc
+		e.u64(uint64(n))
+		for _, f := range []func(r *Record) uint64{
+			func(r *Record) uint64 { return uint64(unixNano(r.Created)) },
+			func(r *Record) uint64 { return uint64(unixNano(r.Updated)) },
+			func(r *Record) uint64 { return uint64(unixNano(r.LastAccess)) },
+			func(r *Record) uint64 { return r.AccessCount },
+		} {
+			for i := range m.recs {
+				e.u64(f(&m.recs[i].rec))
+			}
+		}
+		_, err := w.Write(e.b)
+		return err
+	}
+	kw := func(w io.Writer) error { _, err := m.kw.WriteTo(w); return err }
+	ns := func(w io.Writer) error {
+		post := map[string][]uint32{}
+		if nsField != "" {
+			for i := range m.recs {
+				if v, ok := m.recs[i].rec.Meta[nsField]; ok && v.kind == KindString && !m.recs[i].dead {
+					post[v.s] = append(post[v.s], uint32(i))
+				}
+			}
+		}
+		var e enc
+		e.str(nsField)
+		keys := sortedKeys(post)
+		e.uvarint(uint64(len(keys)))
+		for _, k := range keys {
+			e.str(k)
+			e.uvarint(uint64(len(post[k])))
+			prev := uint32(0)
+			for _, node := range post[k] {
+				e.uvarint(uint64(node - prev))
+				prev = node
+			}
+		}
+		_, err := w.Write(e.b)
+		return err
+	}
+	return []section{
+		{secInfo, info}, {secGraph, graph}, {secIDs, ids}, {secMeta, meta},
+		{secText, text}, {secTimes, times}, {secKeyword, kw}, {secNamespace, ns},
+	}
+}
+
+var zstdEncoder = sync.OnceValue(func() *zstd.Encoder {
+	e, _ := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderConcurrency(1))
+	return e
+})
+
+var zstdDecoder = sync.OnceValue(func() *zstd.Decoder {
+	d, _ := zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.WithDecoderMaxMemory(4*MaxTextLen))
+	return d
+})
+
+// writeTexts: n u64, nblocks u64, block offsets (nblocks+1) u64, per record
+// (block u32, offset u32, length u32), padding to 8, compressed blocks.
+func writeTexts(w io.Writer, m *memtable) error {
+	n := len(m.recs)
+	var blocks [][]byte
+	var cur []byte
+	loc := make([]uint32, 0, 3*n)
+	for i := range m.recs {
+		t := m.recs[i].rec.Text
+		if m.recs[i].dead {
+			t = ""
+		}
+		loc = append(loc, uint32(len(blocks)), uint32(len(cur)), uint32(len(t)))
+		cur = append(cur, t...)
+		if len(cur) >= textBlockSize {
+			blocks = append(blocks, zstdEncoder().EncodeAll(cur, nil))
+			cur = cur[:0]
+		}
+	}
+	if len(cur) > 0 {
+		blocks = append(blocks, zstdEncoder().EncodeAll(cur, nil))
+	}
+	var e enc
+	e.u64(uint64(n))
+	e.u64(uint64(len(blocks)))
+	off := uint64(0)
+	for _, b := range blocks {
+		e.u64(off)
+		off += uint64(len(b))
+	}
+	e.u64(off)
+	for _, x := range loc {
+		e.u32(x)
+	}
+	if len(loc)%2 == 1 {
+		e.u32(0)
+	}
+	if _, err := w.Write(e.b); err != nil {
+		return err
+	}
+	for _, b := range blocks {
+		if _, err := w.Write(b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// openSegment maps a segment file and checks the sizes of its sections
+// against the record count (no full read unless verify).
+func openSegment(path string, file uint64, cfg CollectionConfig, count uint32, verify bool) (*segment, error) {
+	sf, err := openSegFile(path)
+	if err != nil {
+		return nil, err
+	}
+	s := &segment{file: file, sf: sf, cfg: cfg}
+	if err := s.init(count, verify); err != nil {
+		sf.close()
+		var ce *CorruptionError
+		if errors.As(err, &ce) {
+			return nil, err
+		}
+		return nil, &CorruptionError{File: path, Err: err}
+	}
+	return s, nil
+}
+
+func (s *segment) init(count uint32, verify bool) error {
+	if verify {
+		if err := s.sf.verify(); err != nil {
+			return err
+		}
+	}
+	secs := s.sf.sections
+	for k := secInfo; k <= secNamespace; k++ {
+		if _, ok := secs[k]; !ok {
+			return fmt.Errorf("section kind %d missing", k)
+		}
+	}
+	d := dec{b: secs[secInfo]}
+	name, dim, metric, n, fp := d.str(), d.uvarint(), quant.Metric(d.u8()), d.uvarint(), d.str()
+	if d.err != nil {
+		return fmt.Errorf("info section: %w", d.err)
+	}
+	if name != s.cfg.Name || dim != uint64(s.cfg.Dim) || metric != s.cfg.Metric || fp != s.cfg.Fingerprint || n != uint64(count) {
+		return fmt.Errorf("segment describes %q dim %d %v n=%d; manifest says %q dim %d %v n=%d",
+			name, dim, metric, n, s.cfg.Name, s.cfg.Dim, s.cfg.Metric, count)
+	}
+	s.n = int(n)
+	view, err := hnsw.OpenView(secs[secGraph])
+	if err != nil {
+		return fmt.Errorf("graph section: %w", err)
+	}
+	if view.Len() != s.n || view.Dim() != s.cfg.Dim || view.Metric() != s.cfg.Metric {
+		return fmt.Errorf("graph holds %d nodes of dim %d, want %d of dim %d", view.Len(), view.Dim(), s.n, s.cfg.Dim)
+	}
+	s.view = view
+	s.ids, s.meta, s.text, s.times = secs[secIDs], secs[secMeta], secs[secText], secs[secTimes]
+	nn := uint64(s.n)
+	if len(s.ids) < 16 || le.Uint64(s.ids) != nn {
+		return errors.New("id section header")
+	}
+	live := le.Uint64(s.ids[8:])
+	if live > nn || uint64(len(s.ids)) < 16+8*(nn+1)+4*live {
+		return errors.New("id section too short")
+	}
+	if uint64(len(s.meta)) < 8+8*(nn+1) || le.Uint64(s.meta) != nn {
+		return errors.New("metadata section too short")
+	}
+	if uint64(len(s.times)) != 8+32*nn || le.Uint64(s.times) != nn {
+		return errors.New("times section size")
+	}
+	if len(s.text) < 16 || le.Uint64(s.text) != nn {
+		return errors.New("text section header")
+	}
+	nb := le.Uint64(s.text[8:])
+	if nb > nn || uint64(len(s.text)) < 16+8*(nb+1)+12*nn {
+		return errors.New("text section too short")
+	}
+	return nil
+}
+
+// u64at reads the i-th u64 after a base offset, 0 when out of range.
+func u64at(b []byte, base, i uint64) uint64 {
+	off := base + 8*i
+	if off+8 > uint64(len(b)) || off < base {
+		return 0
+	}
+	return le.Uint64(b[off:])
+}
+
+// slice returns b[lo:hi] or nil when the range is invalid (damaged bytes).
+func slice(b []byte, lo, hi uint64) []byte {
+	if lo > hi || hi > uint64(len(b)) {
+		return nil
+	}
+	return b[lo:hi]
+}
+
+func (s *segment) idBytes(node uint32) []byte {
+	nn := uint64(s.n)
+	live := le.Uint64(s.ids[8:])
+	blob := 16 + 8*(nn+1) + 4*live
+	blob += 4 * (live % 2)
+	return slice(s.ids, blob+u64at(s.ids, 16, uint64(node)), blob+u64at(s.ids, 16, uint64(node)+1))
+}
+
+func (s *segment) id(node uint32) string { return string(s.idBytes(node)) }
+
+// find binary-searches the sorted id table for a live node with that ID.
+func (s *segment) find(id string) (uint32, bool) {
+	nn := uint64(s.n)
+	live := int(le.Uint64(s.ids[8:]))
+	base := 16 + 8*(nn+1)
+	at := func(i int) uint32 { return le.Uint32(s.ids[base+4*uint64(i):]) }
+	i := sort.Search(live, func(i int) bool {
+		node := at(i)
+		return node >= uint32(s.n) || string(s.idBytes(node)) >= id
+	})
+	if i < live {
+		if node := at(i); node < uint32(s.n) && string(s.idBytes(node)) == id && !s.isDeleted(node) {
+			return node, true
+		}
+	}
+	return 0, false
+}
+
+func (s *segment) metaBytes(node uint32) []byte {
+	blob := 8 + 8*(uint64(s.n)+1)
+	return slice(s.meta, blob+u64at(s.meta, 8, uint64(node)), blob+u64at(s.meta, 8, uint64(node)+1))
+}
+
+func (s *segment) getter(node uint32) getter {
+	b := s.metaBytes(node)
+	return func(field string) (Value, bool) { return lookupMeta(b, field) }
+}
+
+func (s *segment) timeAt(col int, node uint32) uint64 {
+	return u64at(s.times, 8, uint64(col)*uint64(s.n)+uint64(node))
+}
+
+func (s *segment) textOf(node uint32) (string, error) {
+	nn := uint64(s.n)
+	nb := le.Uint64(s.text[8:])
+	locBase := 16 + 8*(nb+1)
+	p := locBase + 12*uint64(node)
+	if p+12 > uint64(len(s.text)) {
+		return "", errShort
+	}
+	blk, off, ln := uint64(le.Uint32(s.text[p:])), uint64(le.Uint32(s.text[p+4:])), uint64(le.Uint32(s.text[p+8:]))
+	if ln == 0 {
+		return "", nil
+	}
+	data := locBase + 12*nn
+	data += 4 * ((3 * nn) % 2)
+	comp := slice(s.text, data+u64at(s.text, 16, blk), data+u64at(s.text, 16, blk+1))
+	if comp == nil || blk >= nb {
+		return "", errShort
+	}
+	raw, err := zstdDecoder().DecodeAll(comp, nil)
+	if err != nil {
+		return "", err
+	}
+	t := slice(raw, off, off+ln)
+	if t == nil {
+		return "", errShort
+	}
+	return string(t), nil
+}
+
+// record assembles node's record; access stats come from override when set.
+func (s *segment) record(node uint32, ov map[string]access, withVec bool) (Record, error) {
+	r := Record{ID: s.id(node)}
+	text, err := s.textOf(node)
+	if err != nil {
+		return Record{}, &CorruptionError{File: s.sf.path, Err: fmt.Errorf("text of node %d: %v", node, err)}
+	}
+	r.Text = text
+	if mb := s.metaBytes(node); len(mb) > 0 {
+		d := dec{b: mb}
+		r.Meta = readMeta(&d)
+		if d.err != nil {
+			return Record{}, &CorruptionError{File: s.sf.path, Err: fmt.Errorf("metadata of node %d: %v", node, d.err)}
+		}
+	}
+	r.Created = fromUnixNano(int64(s.timeAt(0, node)))
+	r.Updated = fromUnixNano(int64(s.timeAt(1, node)))
+	r.LastAccess = fromUnixNano(int64(s.timeAt(2, node)))
+	r.AccessCount = s.timeAt(3, node)
+	if a, ok := ov[r.ID]; ok {
+		r.AccessCount, r.LastAccess = a.count, fromUnixNano(a.last)
+	}
+	if withVec {
+		r.Vector = append([]float32(nil), s.view.Vector(node)...)
+	}
+	return r, nil
+}
+
+func (s *segment) isDeleted(node uint32) bool {
+	w := int(node >> 6)
+	return w < len(s.deleted) && s.deleted[w]&(1<<(node&63)) != 0
+}
+
+func (s *segment) markDeleted(node uint32) {
+	if s.deleted == nil {
+		s.deleted = make([]uint64, (s.n+63)/64)
+	}
+	w := int(node >> 6)
+	if w < len(s.deleted) && s.deleted[w]&(1<<(node&63)) == 0 {
+		s.deleted[w] |= 1 << (node & 63)
+		s.ndel++
+	}
+}
+
+func (s *segment) deletedList() []uint32 {
+	out := make([]uint32, 0, s.ndel)
+	for w, word := range s.deleted {
+		for word != 0 {
+			b := uint32(w*64) + uint32(bits.TrailingZeros64(word))
+			out = append(out, b)
+			word &= word - 1
+		}
+	}
+	return out
+}
+
+func (s *segment) live() int { return s.n - s.ndel }
+
+// keyword opens the BM25 section on first use (it checksums the section).
+func (s *segment) keyword() (*keyword.Segment, error) {
+	s.kwOnce.Do(func() {
+		s.kw, s.kwErr = keyword.Open(s.sf.sections[secKeyword])
+		if s.kwErr != nil {
+			s.kwErr = &CorruptionError{File: s.sf.path, Err: s.kwErr}
+		}
+	})
+	return s.kw, s.kwErr
+}
+
+// namespace returns the nodes whose namespace field equals v (parsed on
+// first use).
+func (s *segment) namespace(field, v string) ([]uint32, error) {
+	s.nsOnce.Do(func() {
+		d := dec{b: s.sf.sections[secNamespace]}
+		f := d.str()
+		nv := d.count(s.n, 2)
+		s.ns = make(map[string][]uint32, nv)
+		for range nv {
+			k := d.str()
+			c := d.count(s.n, 1)
+			list := make([]uint32, c)
+			prev := uint64(0)
+			for i := range list {
+				prev += d.uvarint()
+				if prev >= uint64(s.n) {
+					d.fail()
+				}
+				list[i] = uint32(prev)
+			}
+			s.ns[k] = list
+		}
+		if d.err != nil {
+			s.nsErr = &CorruptionError{File: s.sf.path, Err: fmt.Errorf("namespace section: %v", d.err)}
+		}
+		if f != field {
+			s.ns = nil // written for another field: not usable
+		}
+	})
+	if s.nsErr != nil {
+		return nil, s.nsErr
+	}
+	if s.ns == nil {
+		return nil, errNoNamespace
+	}
+	return s.ns[v], nil
+}
+
+var errNoNamespace = errors.New("no namespace postings for this field")
+
+// check verifies checksums and the structure of every section.
+func (s *segment) check() error {
+	fail := func(format string, a ...any) error {
+		return &CorruptionError{File: s.sf.path, Err: fmt.Errorf(format, a...)}
+	}
+	if err := s.sf.verify(); err != nil {
+		return err
+	}
+	if _, err := s.keyword(); err != nil {
+		return err
+	}
+	if kw, _ := s.keyword(); kw != nil {
+		if err := kw.Check(); err != nil {
+			return fail("keyword section: %v", err)
+		}
+	}
+	live := int(le.Uint64(s.ids[8:]))
+	base := 16 + 8*(uint64(s.n)+1)
+	prev := ""
+	for i := range live {
+		node := le.Uint32(s.ids[base+4*uint64(i):])
+		if node >= uint32(s.n) {
+			return fail("sorted id %d names node %d of %d", i, node, s.n)
+		}
+		id := s.idBytes(node)
+		if i > 0 && string(id) <= prev {
+			return fail("sorted ids out of order at %d", i)
+		}
+		prev = string(id)
+		if err := validateID(prev); err != nil {
+			return fail("node %d: %v", node, err)
+		}
+	}
+	for node := uint32(0); node < uint32(s.n); node++ {
+		if s.isDeleted(node) {
+			continue
+		}
+		if _, err := s.record(node, nil, false); err != nil {
+			return err
+		}
+		if v := s.view.Vector(node); len(v) != s.cfg.Dim {
+			return fail("node %d has no vector", node)
+		}
+		for _, x := range s.view.Vector(node) {
+			if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+				return fail("node %d vector is not finite", node)
+			}
+		}
+	}
+	if _, err := s.namespace("", ""); err != nil && !errors.Is(err, errNoNamespace) {
+		return err
+	}
+	return nil
+}
+
+func (s *segment) close() error { return s.sf.close() }
