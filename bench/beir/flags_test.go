@@ -1,0 +1,5 @@
+package beir
+
+import "flag"
+
+var sweep = flag.Bool("sweep", false, "run the parameter sweeps (measurements, slow)")
