@@ -1,0 +1,148 @@
+// hnswlib_bench: the C++ hnswlib side of the peer comparison. Same inputs,
+// sweep and JSON lines as `go run ./bench/cmd/ann`.
+//
+//   g++ -O3 -march=native -std=c++17 -pthread -o hnswlib_bench hnswlib_bench.cpp
+//   ./hnswlib_bench BASE.fvecs QUERY.fvecs GT.ivecs METRIC M EFC EFLIST THREADS DATASET
+//
+// METRIC is cosine (vectors normalized, inner-product space, as hnswlib's
+// Python "cosine" does), dot or l2. Files must be uncompressed.
+// bytes_per_vector is the growth of resident memory during the build / n.
+#include <hnswlib/hnswlib.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+template <typename T>
+static std::vector<T> read_vecs(const std::string &path, int &dim, size_t &n) {
+    std::ifstream f(path, std::ios::binary);
+    if (!f) throw std::runtime_error("cannot open " + path);
+    std::vector<T> data;
+    dim = 0;
+    n = 0;
+    int32_t d;
+    while (f.read(reinterpret_cast<char *>(&d), 4)) {
+        if (d <= 0 || d > 65536 || (dim && d != dim)) throw std::runtime_error("bad dimension in " + path);
+        dim = d;
+        size_t off = data.size();
+        data.resize(off + d);
+        if (!f.read(reinterpret_cast<char *>(data.data() + off), 4 * size_t(d)))
+            throw std::runtime_error("truncated " + path);
+        n++;
+    }
+    return data;
+}
+
+static long rss_bytes() {
+    std::ifstream f("/proc/self/statm");
+    long size = 0, rss = 0;
+    f >> size >> rss;
+    return rss * sysconf(_SC_PAGESIZE);
+}
+
+static void normalize(std::vector<float> &v, int dim) {
+    for (size_t i = 0; i < v.size(); i += dim) {
+        double s = 0;
+        for (int j = 0; j < dim; j++) s += double(v[i + j]) * v[i + j];
+        if (s > 0) {
+            float inv = float(1 / std::sqrt(s));
+            for (int j = 0; j < dim; j++) v[i + j] *= inv;
+        }
+    }
+}
+
+int main(int argc, char **argv) {
+    if (argc != 10) {
+        fprintf(stderr, "usage: %s BASE QUERY GT METRIC M EFC EFLIST THREADS DATASET\n", argv[0]);
+        return 2;
+    }
+    try {
+        int dim, qdim, gdim;
+        size_t n, nq, ng;
+        std::vector<float> base = read_vecs<float>(argv[1], dim, n);
+        std::vector<float> queries = read_vecs<float>(argv[2], qdim, nq);
+        std::vector<int32_t> gt = read_vecs<int32_t>(argv[3], gdim, ng);
+        if (qdim != dim || ng != nq || gdim < 10) throw std::runtime_error("inputs disagree");
+        std::string metric = argv[4];
+        int M = atoi(argv[5]), efc = atoi(argv[6]), threads = atoi(argv[8]);
+        std::string dataset = argv[9];
+        std::vector<int> efs;
+        std::stringstream ss(argv[7]);
+        for (std::string tok; std::getline(ss, tok, ',');) efs.push_back(atoi(tok.c_str()));
+
+        hnswlib::SpaceInterface<float> *space;
+        if (metric == "l2") {
+            space = new hnswlib::L2Space(dim);
+        } else if (metric == "cosine" || metric == "dot") {
+            if (metric == "cosine") {
+                normalize(base, dim);
+                normalize(queries, dim);
+            }
+            space = new hnswlib::InnerProductSpace(dim);
+        } else {
+            throw std::runtime_error("unknown metric " + metric);
+        }
+
+        long rss0 = rss_bytes();
+        auto t0 = std::chrono::steady_clock::now();
+        auto *index = new hnswlib::HierarchicalNSW<float>(space, n, M, efc, 100);
+        std::atomic<size_t> next{0};
+        std::vector<std::thread> pool;
+        for (int t = 0; t < threads; t++) {
+            pool.emplace_back([&] {
+                for (size_t i; (i = next.fetch_add(1)) < n;) index->addPoint(base.data() + i * dim, i);
+            });
+        }
+        for (auto &th : pool) th.join();
+        double build_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        double bytes_per_vector = double(rss_bytes() - rss0) / n;
+
+        const int k = 10;
+        std::vector<double> lat(nq);
+        for (int ef : efs) {
+            index->setEf(std::max(ef, k));
+            for (size_t q = 0; q < std::min<size_t>(100, nq); q++) index->searchKnn(queries.data() + q * dim, k);
+            double recall = 0;
+            auto start = std::chrono::steady_clock::now();
+            for (size_t q = 0; q < nq; q++) {
+                auto a = std::chrono::steady_clock::now();
+                auto res = index->searchKnn(queries.data() + q * dim, k);
+                lat[q] = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - a).count();
+                const int32_t *truth = gt.data() + q * gdim;
+                while (!res.empty()) {
+                    size_t label = res.top().second;
+                    res.pop();
+                    for (int j = 0; j < k; j++)
+                        if (size_t(truth[j]) == label) {
+                            recall++;
+                            break;
+                        }
+                }
+            }
+            double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+            std::sort(lat.begin(), lat.end());
+            printf("{\"impl\":\"hnswlib-cpp\",\"dataset\":\"%s\",\"n\":%zu,\"dim\":%d,\"m\":%d,\"efc\":%d,"
+                   "\"threads\":%d,\"ef\":%d,\"recall10\":%.4f,\"qps\":%.1f,\"p50_us\":%.1f,\"p99_us\":%.1f,"
+                   "\"build_s\":%.2f,\"bytes_per_vector\":%.1f}\n",
+                   dataset.c_str(), n, dim, M, efc, threads, ef, recall / (k * double(nq)), nq / elapsed,
+                   lat[nq / 2], lat[nq * 99 / 100], build_s, bytes_per_vector);
+            fflush(stdout);
+        }
+        delete index;
+        delete space;
+    } catch (const std::exception &e) {
+        fprintf(stderr, "hnswlib_bench: %s\n", e.what());
+        return 1;
+    }
+    return 0;
+}

@@ -1,0 +1,105 @@
+#!/usr/bin/python3
+"""Turns the JSON lines of one comparison run into a side-by-side markdown
+table (ratios against hnswlib-cpp) and a recall-vs-QPS plot.
+
+  /usr/bin/python3 report.py RESULTS.jsonl OUT.md OUT.png HEADER.txt
+"""
+import json
+import sys
+from collections import defaultdict
+
+REF = "hnswlib-cpp"
+
+
+def best_at(rows, target):
+    """Highest-QPS row with recall10 >= target, or None."""
+    ok = [r for r in rows if r["recall10"] >= target]
+    return max(ok, key=lambda r: r["qps"]) if ok else None
+
+
+def main():
+    src, out_md, out_png, header = sys.argv[1:5]
+    by = defaultdict(list)
+    with open(src) as f:
+        for line in f:
+            line = line.strip()
+            if line.startswith("{"):
+                r = json.loads(line)
+                by[r["impl"]].append(r)
+    impls = sorted(by, key=lambda i: (i != "engram", i != REF, i))
+    lines = [open(header).read().rstrip(), ""]
+
+    lines += ["## Summary", "",
+              "Best single-thread QPS reaching the recall target (ratio vs hnswlib-cpp), build time and memory.", "",
+              "| impl | QPS @ recall>=0.90 | QPS @ recall>=0.95 | ef @0.95 | p99 us @0.95 | build s | bytes/vector |",
+              "|---|---|---|---|---|---|---|"]
+    ref = by.get(REF, [])
+    for impl in impls:
+        rows = by[impl]
+        cells = [impl]
+        for t in (0.90, 0.95):
+            b, rb = best_at(rows, t), best_at(ref, t)
+            if b is None:
+                cells.append("not reached")
+            elif rb is None:
+                cells.append(f"{b['qps']:.0f}")
+            else:
+                cells.append(f"{b['qps']:.0f} ({b['qps'] / rb['qps']:.2f}x)")
+        b = best_at(rows, 0.95)
+        cells += [str(b["ef"]) if b else "-", f"{b['p99_us']:.0f}" if b else "-"]
+        cells.append(f"{rows[0]['build_s']:.1f}")
+        mem = f"{rows[0]['bytes_per_vector']:.0f}"
+        if "heap_bytes_per_vector" in rows[0]:
+            mem += f" (codes+graph; heap incl. floats {rows[0]['heap_bytes_per_vector']:.0f})"
+        cells.append(mem)
+        lines.append("| " + " | ".join(cells) + " |")
+
+    efs = sorted({r["ef"] for rows in by.values() for r in rows})
+    lines += ["", "## Per ef", "", "recall@10 / QPS (QPS ratio vs hnswlib-cpp at the same ef)", "",
+              "| ef | " + " | ".join(impls) + " |", "|---" * (len(impls) + 1) + "|"]
+    for ef in efs:
+        cells = [str(ef)]
+        refrow = next((r for r in ref if r["ef"] == ef), None)
+        for impl in impls:
+            r = next((r for r in by[impl] if r["ef"] == ef), None)
+            if r is None:
+                cells.append("-")
+                continue
+            c = f"{r['recall10']:.3f} / {r['qps']:.0f}"
+            if refrow and impl != REF:
+                c += f" ({r['qps'] / refrow['qps']:.2f}x)"
+            cells.append(c)
+        lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", "Latency p50 / p99 in microseconds:", "",
+              "| ef | " + " | ".join(impls) + " |", "|---" * (len(impls) + 1) + "|"]
+    for ef in efs:
+        cells = [str(ef)]
+        for impl in impls:
+            r = next((r for r in by[impl] if r["ef"] == ef), None)
+            cells.append(f"{r['p50_us']:.0f} / {r['p99_us']:.0f}" if r else "-")
+        lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", f"Raw JSON lines: `{src.split('/')[-1]}`. Plot: `{out_png.split('/')[-1]}`.", ""]
+    with open(out_md, "w") as f:
+        f.write("\n".join(lines))
+
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for impl in impls:
+        rows = sorted(by[impl], key=lambda r: r["ef"])
+        ax.plot([r["recall10"] for r in rows], [r["qps"] for r in rows], marker="o", label=impl)
+    ds = next(iter(by.values()))[0]
+    ax.set_yscale("log")
+    ax.set_xlabel("recall@10")
+    ax.set_ylabel("queries per second (1 thread, log)")
+    ax.set_title(f"{ds['dataset']} (n={ds['n']}, dim={ds['dim']}, M={ds['m']}, efC={ds['efc']})")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(out_png, dpi=110)
+
+
+if __name__ == "__main__":
+    main()
