@@ -115,11 +115,11 @@ func (ix *Index) WriteTo(w io.Writer) (int64, error) {
 		return total, err
 	}
 	var pad [sectionAlign]byte
-	for _, s := range secs {
+	for i, s := range secs {
 		if err := write(s); err != nil {
 			return total, err
 		}
-		if p := int(alignUp(uint64(total)) - uint64(total)); p > 0 {
+		if p := int(alignUp(uint64(total)) - uint64(total)); p > 0 && i < numSections-1 {
 			if err := write(pad[:p]); err != nil {
 				return total, err
 			}
@@ -212,6 +212,9 @@ func OpenView(b []byte) (*View, error) {
 			return nil, corrupt("section %d checksum mismatch", i)
 		}
 		prevEnd = off + size
+	}
+	if prevEnd != uint64(len(b)) {
+		return nil, corrupt("%d bytes after the last section", uint64(len(b))-prevEnd)
 	}
 	v := &View{n: int(n), g: graph{
 		dim: int(dim), m: int(m), metric: q.Metric, quant: q,
