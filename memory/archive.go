@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"time"
 
@@ -19,10 +21,12 @@ import (
 // archivePart memories, its first line a header (docs/format/archive.md).
 
 const (
-	archivePrefix  = "memory/archive/"
-	archivePart    = 256
-	archiveFormat  = "engram-memory-archive"
-	archiveVersion = 1
+	archivePrefix = "memory/archive/"
+	archivePart   = 256
+	// maxArchiveValue keeps a part under the engine's KV value limit (1 MiB).
+	maxArchiveValue = 900 << 10
+	archiveFormat   = "engram-memory-archive"
+	archiveVersion  = 1
 	// maxArchivePart bounds the decompressed size of one part (a defence against corrupt or
 	// hostile values, well above archivePart memories of 4096-d vectors).
 	maxArchivePart = 256 << 20
@@ -50,7 +54,34 @@ type archivedMemory struct {
 	Updated     time.Time `json:"updated"`
 	LastAccess  time.Time `json:"last_access,omitzero"`
 	AccessCount uint64    `json:"access_count,omitempty"`
-	Vector      []float32 `json:"vector"`
+	Vector      f32le     `json:"vector"`
+}
+
+// f32le is a vector in JSON as base64 of its little-endian float32 bytes: exact, and about a
+// third the size of decimal text.
+type f32le []float32
+
+func (v f32le) MarshalJSON() ([]byte, error) {
+	b := make([]byte, 4*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
+	}
+	return json.Marshal(b)
+}
+
+func (v *f32le) UnmarshalJSON(data []byte) error {
+	var b []byte
+	if err := json.Unmarshal(data, &b); err != nil {
+		return err
+	}
+	if len(b)%4 != 0 {
+		return fmt.Errorf("vector of %d bytes is not a whole number of float32", len(b))
+	}
+	*v = make(f32le, len(b)/4)
+	for i := range *v {
+		(*v)[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return nil
 }
 
 func toArchived(m *Memory) archivedMemory {
@@ -192,17 +223,13 @@ func (s *Store) Cleanup(ctx context.Context, p CleanupPolicy) (CleanupResult, er
 	}
 	res.Batch = fmt.Sprintf("%020d-%s", now.UnixNano(), newID()[:8])
 	h := archiveHeader{Fingerprint: emb.Fingerprint(), Dim: emb.Dim(), Archived: now.UTC()}
-	ids := make([]string, len(ms))
+	part := 0
 	for i := 0; i < len(ms); i += archivePart {
-		part := ms[i:min(i+archivePart, len(ms))]
-		b, err := encodeArchive(h, part)
-		if err != nil {
-			return CleanupResult{}, err
-		}
-		if err := s.kv.Put(fmt.Sprintf("%s%s/%06d", archivePrefix, res.Batch, i/archivePart), b); err != nil {
+		if err := s.writeArchive(res.Batch, &part, h, ms[i:min(i+archivePart, len(ms))]); err != nil {
 			return CleanupResult{}, fmt.Errorf("memory: writing archive: %w", err)
 		}
 	}
+	ids := make([]string, len(ms))
 	for i := range ms {
 		ids[i] = ms[i].ID
 	}
@@ -210,6 +237,22 @@ func (s *Store) Cleanup(ctx context.Context, p CleanupPolicy) (CleanupResult, er
 		return CleanupResult{}, fmt.Errorf("memory: archived batch %s, deleting its memories: %w (they are safe; run Cleanup again)", res.Batch, err)
 	}
 	return stripped(res), nil
+}
+
+// writeArchive stores ms as the next part(s) of a batch, halving until each fits a KV value.
+func (s *Store) writeArchive(batch string, part *int, h archiveHeader, ms []Memory) error {
+	b, err := encodeArchive(h, ms)
+	if err != nil {
+		return err
+	}
+	if len(b) > maxArchiveValue && len(ms) > 1 {
+		if err := s.writeArchive(batch, part, h, ms[:len(ms)/2]); err != nil {
+			return err
+		}
+		return s.writeArchive(batch, part, h, ms[len(ms)/2:])
+	}
+	*part++
+	return s.kv.Put(fmt.Sprintf("%s%s/%06d", archivePrefix, batch, *part), b)
 }
 
 func stripped(r CleanupResult) CleanupResult {

@@ -57,102 +57,106 @@ func TestEstimateTokens(t *testing.T) {
 }
 
 func TestShortTermOverflowSummarizes(t *testing.T) {
-	s, clk := newTestStore(t, Options{ShortTermTokens: 60})
-	var conv Conversation
-	var err error
-	for i := range 12 {
-		clk.Advance(time.Minute)
-		role := []string{"user", "assistant"}[i%2]
-		conv, err = s.AddTurn(ctx, "chat1", Turn{Role: role, Text: fmt.Sprintf("message number %d with some words", i)})
-		if err != nil {
+	eachBackend(t, func(t *testing.T, mk backendMaker) {
+		s, clk := newTestStoreOn(t, mk(t), Options{ShortTermTokens: 60})
+		var conv Conversation
+		var err error
+		for i := range 12 {
+			clk.Advance(time.Minute)
+			role := []string{"user", "assistant"}[i%2]
+			conv, err = s.AddTurn(ctx, "chat1", Turn{Role: role, Text: fmt.Sprintf("message number %d with some words", i)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if conv.Tokens() > 60 {
+				t.Fatalf("after turn %d the buffer holds %d tokens", i, conv.Tokens())
+			}
+		}
+		if conv.Compressed == 0 || conv.Summary == "" {
+			t.Fatal("no turn was compressed")
+		}
+		if conv.Compressed+len(conv.Turns) != 12 {
+			t.Fatalf("%d compressed + %d recent != 12", conv.Compressed, len(conv.Turns))
+		}
+		last := conv.Turns[len(conv.Turns)-1]
+		if last.Text != "message number 11 with some words" || !last.Time.Equal(clk.Now()) {
+			t.Fatalf("newest turn %+v", last)
+		}
+		// The extractive summary carries the newest compressed turn verbatim.
+		newestCompressed := fmt.Sprintf("message number %d with some words", conv.Compressed-1)
+		if !strings.Contains(conv.Summary, newestCompressed) {
+			t.Fatalf("summary %q lacks %q", conv.Summary, newestCompressed)
+		}
+		got, err := s.Context(ctx, "chat1")
+		if err != nil || got.Summary != conv.Summary || len(got.Turns) != len(conv.Turns) {
+			t.Fatalf("Context differs from the last AddTurn result: %v", err)
+		}
+		if other, _ := s.Context(ctx, "chat2"); other.Summary != "" || len(other.Turns) != 0 {
+			t.Fatal("another session sees this conversation")
+		}
+		if _, err := s.AddTurn(ctx, "chat1", Turn{Role: "user", Text: "  "}); !errors.Is(err, ErrInvalidInput) {
+			t.Fatalf("blank turn: %v", err)
+		}
+		if err := s.ClearConversation(ctx, "chat1"); err != nil {
 			t.Fatal(err)
 		}
-		if conv.Tokens() > 60 {
-			t.Fatalf("after turn %d the buffer holds %d tokens", i, conv.Tokens())
+		if got, _ := s.Context(ctx, "chat1"); len(got.Turns) != 0 || got.Summary != "" {
+			t.Fatal("ClearConversation left data")
 		}
-	}
-	if conv.Compressed == 0 || conv.Summary == "" {
-		t.Fatal("no turn was compressed")
-	}
-	if conv.Compressed+len(conv.Turns) != 12 {
-		t.Fatalf("%d compressed + %d recent != 12", conv.Compressed, len(conv.Turns))
-	}
-	last := conv.Turns[len(conv.Turns)-1]
-	if last.Text != "message number 11 with some words" || !last.Time.Equal(clk.Now()) {
-		t.Fatalf("newest turn %+v", last)
-	}
-	// The extractive summary carries the newest compressed turn verbatim.
-	newestCompressed := fmt.Sprintf("message number %d with some words", conv.Compressed-1)
-	if !strings.Contains(conv.Summary, newestCompressed) {
-		t.Fatalf("summary %q lacks %q", conv.Summary, newestCompressed)
-	}
-	got, err := s.Context(ctx, "chat1")
-	if err != nil || got.Summary != conv.Summary || len(got.Turns) != len(conv.Turns) {
-		t.Fatalf("Context differs from the last AddTurn result: %v", err)
-	}
-	if other, _ := s.Context(ctx, "chat2"); other.Summary != "" || len(other.Turns) != 0 {
-		t.Fatal("another session sees this conversation")
-	}
-	if _, err := s.AddTurn(ctx, "chat1", Turn{Role: "user", Text: "  "}); !errors.Is(err, ErrInvalidInput) {
-		t.Fatalf("blank turn: %v", err)
-	}
-	if err := s.ClearConversation(ctx, "chat1"); err != nil {
-		t.Fatal(err)
-	}
-	if got, _ := s.Context(ctx, "chat1"); len(got.Turns) != 0 || got.Summary != "" {
-		t.Fatal("ClearConversation left data")
-	}
+	})
 }
 
 func TestWorkingMemory(t *testing.T) {
-	s, clk := newTestStore(t, Options{})
-	task, err := s.StartTask(ctx, "t1", "write the quarterly report")
-	if err != nil || task.Status != TaskActive {
-		t.Fatal(err)
-	}
-	if _, err := s.StartTask(ctx, "t1", "again"); !errors.Is(err, ErrInvalidInput) {
-		t.Fatalf("duplicate task: %v", err)
-	}
-	started := clk.Now()
-	if _, err := s.UpdateStep(ctx, "t1", Step{Name: "gather", Status: StepRunning}, "gather"); err != nil {
-		t.Fatal(err)
-	}
-	clk.Advance(time.Minute)
-	task, err = s.UpdateStep(ctx, "t1", Step{Name: "gather", Status: StepDone, Result: json.RawMessage(`{"rows":42}`)}, "draft")
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, ok := task.Step("gather")
-	if !ok || st.Status != StepDone || string(st.Result) != `{"rows":42}` || !st.Started.Equal(started) || !st.Updated.Equal(clk.Now()) || task.Next != "draft" {
-		t.Fatalf("step %+v next %q", st, task.Next)
-	}
-	if _, err := s.UpdateStep(ctx, "t1", Step{Name: "x", Result: json.RawMessage(`{bad`)}, ""); !errors.Is(err, ErrInvalidInput) {
-		t.Fatalf("bad JSON: %v", err)
-	}
-	if _, err := s.UpdateStep(ctx, "nope", Step{Name: "x"}, ""); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("unknown task: %v", err)
-	}
-	if _, err := s.StartTask(ctx, "t2", "other"); err != nil {
-		t.Fatal(err)
-	}
-	tasks, err := s.Tasks(ctx)
-	if err != nil || len(tasks) != 2 || tasks[0].ID != "t1" {
-		t.Fatalf("Tasks: %v %d", err, len(tasks))
-	}
-	task, err = s.FinishTask(ctx, "t1", TaskDone)
-	if err != nil || task.Status != TaskDone || task.Next != "" || task.Finished.IsZero() {
-		t.Fatalf("finish: %v %+v", err, task)
-	}
-	if _, err := s.UpdateStep(ctx, "t1", Step{Name: "late"}, ""); !errors.Is(err, ErrInvalidInput) {
-		t.Fatalf("update after finish: %v", err)
-	}
-	if err := s.DeleteTask(ctx, "t1"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Task(ctx, "t1"); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("deleted task: %v", err)
-	}
-	if err := s.DeleteTask(ctx, "t1"); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("delete twice: %v", err)
-	}
+	eachBackend(t, func(t *testing.T, mk backendMaker) {
+		s, clk := newTestStoreOn(t, mk(t), Options{})
+		task, err := s.StartTask(ctx, "t1", "write the quarterly report")
+		if err != nil || task.Status != TaskActive {
+			t.Fatal(err)
+		}
+		if _, err := s.StartTask(ctx, "t1", "again"); !errors.Is(err, ErrInvalidInput) {
+			t.Fatalf("duplicate task: %v", err)
+		}
+		started := clk.Now()
+		if _, err := s.UpdateStep(ctx, "t1", Step{Name: "gather", Status: StepRunning}, "gather"); err != nil {
+			t.Fatal(err)
+		}
+		clk.Advance(time.Minute)
+		task, err = s.UpdateStep(ctx, "t1", Step{Name: "gather", Status: StepDone, Result: json.RawMessage(`{"rows":42}`)}, "draft")
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, ok := task.Step("gather")
+		if !ok || st.Status != StepDone || string(st.Result) != `{"rows":42}` || !st.Started.Equal(started) || !st.Updated.Equal(clk.Now()) || task.Next != "draft" {
+			t.Fatalf("step %+v next %q", st, task.Next)
+		}
+		if _, err := s.UpdateStep(ctx, "t1", Step{Name: "x", Result: json.RawMessage(`{bad`)}, ""); !errors.Is(err, ErrInvalidInput) {
+			t.Fatalf("bad JSON: %v", err)
+		}
+		if _, err := s.UpdateStep(ctx, "nope", Step{Name: "x"}, ""); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("unknown task: %v", err)
+		}
+		if _, err := s.StartTask(ctx, "t2", "other"); err != nil {
+			t.Fatal(err)
+		}
+		tasks, err := s.Tasks(ctx)
+		if err != nil || len(tasks) != 2 || tasks[0].ID != "t1" {
+			t.Fatalf("Tasks: %v %d", err, len(tasks))
+		}
+		task, err = s.FinishTask(ctx, "t1", TaskDone)
+		if err != nil || task.Status != TaskDone || task.Next != "" || task.Finished.IsZero() {
+			t.Fatalf("finish: %v %+v", err, task)
+		}
+		if _, err := s.UpdateStep(ctx, "t1", Step{Name: "late"}, ""); !errors.Is(err, ErrInvalidInput) {
+			t.Fatalf("update after finish: %v", err)
+		}
+		if err := s.DeleteTask(ctx, "t1"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Task(ctx, "t1"); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("deleted task: %v", err)
+		}
+		if err := s.DeleteTask(ctx, "t1"); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("delete twice: %v", err)
+		}
+	})
 }

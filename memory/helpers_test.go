@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 	"unicode"
+
+	"github.com/engramdb/engram/engine"
 )
 
 // hashEmbedder is a deterministic bag-of-words embedder for tests: each lowercased word (each
@@ -104,6 +106,11 @@ const day = 24 * time.Hour
 // newTestStore returns a store over an in-memory backend with a hash embedder and a fake clock.
 func newTestStore(t testing.TB, opts Options) (*Store, *fakeClock) {
 	t.Helper()
+	return newTestStoreOn(t, NewMemBackend(), opts)
+}
+
+func newTestStoreOn(t testing.TB, b Backend, opts Options) (*Store, *fakeClock) {
+	t.Helper()
 	clk := newClock()
 	if opts.Embedder == nil {
 		opts.Embedder = newHashEmbedder(256, "hash-256")
@@ -111,7 +118,7 @@ func newTestStore(t testing.TB, opts Options) (*Store, *fakeClock) {
 	if opts.Clock == nil {
 		opts.Clock = clk.Now
 	}
-	s, err := New(context.Background(), NewMemBackend(), opts)
+	s, err := New(context.Background(), b, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,4 +140,22 @@ func texts(rs []Result) []string {
 		out[i] = r.Text
 	}
 	return out
+}
+
+type backendMaker func(t testing.TB) Backend
+
+func newEngineTestBackend(t testing.TB) Backend {
+	db, err := engine.Open(t.TempDir(), engine.Options{UnsafeNoSync: true, CompactInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := NewEngineBackend(db)
+	t.Cleanup(func() { _ = b.Close() })
+	return b
+}
+
+// eachBackend runs a test against the in-memory and the engine backend.
+func eachBackend(t *testing.T, fn func(t *testing.T, mk backendMaker)) {
+	t.Run("mem", func(t *testing.T) { fn(t, func(testing.TB) Backend { return NewMemBackend() }) })
+	t.Run("engine", func(t *testing.T) { fn(t, newEngineTestBackend) })
 }

@@ -63,60 +63,63 @@ func seedCleanup(t *testing.T, s *Store, clk *fakeClock) (stale []string) {
 }
 
 func TestCleanupArchiveRestoreRoundTrip(t *testing.T) {
-	s, clk := newTestStore(t, Options{DedupThreshold: -1})
-	stale := seedCleanup(t, s, clk)
-	before := archiveJSON(t, allMemories(t, s))
-	total := len(allMemories(t, s))
+	eachBackend(t, func(t *testing.T, mk backendMaker) {
+		// 1024-d vectors: 600 memories need several parts to fit the engine's KV value limit.
+		s, clk := newTestStoreOn(t, mk(t), Options{DedupThreshold: -1, Embedder: newHashEmbedder(1024, "h1024")})
+		stale := seedCleanup(t, s, clk)
+		before := archiveJSON(t, allMemories(t, s))
+		total := len(allMemories(t, s))
 
-	dry, err := s.Cleanup(ctx, CleanupPolicy{DryRun: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := make([]string, len(dry.Memories))
-	for i, m := range dry.Memories {
-		got[i] = m.ID
-	}
-	slices.Sort(got)
-	slices.Sort(stale)
-	if !slices.Equal(got, stale) || dry.Batch != "" {
-		t.Fatalf("dry run listed %d memories, want %d", len(got), len(stale))
-	}
-	if !bytes.Equal(archiveJSON(t, allMemories(t, s)), before) {
-		t.Fatal("dry run changed the store")
-	}
+		dry, err := s.Cleanup(ctx, CleanupPolicy{DryRun: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make([]string, len(dry.Memories))
+		for i, m := range dry.Memories {
+			got[i] = m.ID
+		}
+		slices.Sort(got)
+		slices.Sort(stale)
+		if !slices.Equal(got, stale) || dry.Batch != "" {
+			t.Fatalf("dry run listed %d memories, want %d", len(got), len(stale))
+		}
+		if !bytes.Equal(archiveJSON(t, allMemories(t, s)), before) {
+			t.Fatal("dry run changed the store")
+		}
 
-	res, err := s.Cleanup(ctx, CleanupPolicy{})
-	if err != nil || len(res.Memories) != len(stale) || res.Batch == "" {
-		t.Fatalf("cleanup: %v, %d", err, len(res.Memories))
-	}
-	if n, _ := s.Count(ctx, nil); n != total-len(stale) {
-		t.Fatalf("%d live after cleanup, want %d", n, total-len(stale))
-	}
-	arch, err := s.Archived(ctx)
-	if err != nil || len(arch) != len(stale) {
-		t.Fatalf("archive lists %d, want %d (%v)", len(arch), len(stale), err)
-	}
-	// Cleanup again: nothing left to move.
-	if res, _ := s.Cleanup(ctx, CleanupPolicy{}); len(res.Memories) != 0 {
-		t.Fatalf("second cleanup moved %d", len(res.Memories))
-	}
+		res, err := s.Cleanup(ctx, CleanupPolicy{})
+		if err != nil || len(res.Memories) != len(stale) || res.Batch == "" {
+			t.Fatalf("cleanup: %v, %d", err, len(res.Memories))
+		}
+		if n, _ := s.Count(ctx, nil); n != total-len(stale) {
+			t.Fatalf("%d live after cleanup, want %d", n, total-len(stale))
+		}
+		arch, err := s.Archived(ctx)
+		if err != nil || len(arch) != len(stale) {
+			t.Fatalf("archive lists %d, want %d (%v)", len(arch), len(stale), err)
+		}
+		// Cleanup again: nothing left to move.
+		if res, _ := s.Cleanup(ctx, CleanupPolicy{}); len(res.Memories) != 0 {
+			t.Fatalf("second cleanup moved %d", len(res.Memories))
+		}
 
-	// Restore one, then the rest; twice to prove idempotence.
-	if n, err := s.Restore(ctx, stale[0]); err != nil || n != 1 {
-		t.Fatalf("restore one: %d %v", n, err)
-	}
-	if n, err := s.Restore(ctx); err != nil || n != len(stale)-1 {
-		t.Fatalf("restore all: %d %v", n, err)
-	}
-	if n, err := s.Restore(ctx); err != nil || n != 0 {
-		t.Fatalf("restore again: %d %v", n, err)
-	}
-	if after := archiveJSON(t, allMemories(t, s)); !bytes.Equal(after, before) {
-		t.Fatal("restored memories differ from the originals")
-	}
-	if arch, _ := s.Archived(ctx); len(arch) != 0 {
-		t.Fatalf("archive still lists %d", len(arch))
-	}
+		// Restore one, then the rest; twice to prove idempotence.
+		if n, err := s.Restore(ctx, stale[0]); err != nil || n != 1 {
+			t.Fatalf("restore one: %d %v", n, err)
+		}
+		if n, err := s.Restore(ctx); err != nil || n != len(stale)-1 {
+			t.Fatalf("restore all: %d %v", n, err)
+		}
+		if n, err := s.Restore(ctx); err != nil || n != 0 {
+			t.Fatalf("restore again: %d %v", n, err)
+		}
+		if after := archiveJSON(t, allMemories(t, s)); !bytes.Equal(after, before) {
+			t.Fatal("restored memories differ from the originals")
+		}
+		if arch, _ := s.Archived(ctx); len(arch) != 0 {
+			t.Fatalf("archive still lists %d", len(arch))
+		}
+	})
 }
 
 // TestCleanupCrashBetweenArchiveAndDelete: the delete after a durable archive fails (as a crash
@@ -206,88 +209,90 @@ func FuzzDecodeArchive(f *testing.F) {
 }
 
 func TestModelLockAndReembed(t *testing.T) {
-	b := NewMemBackend()
-	clk := newClock()
-	e1 := newHashEmbedder(64, "model-A")
-	s, err := New(ctx, b, Options{Embedder: e1, Clock: clk.Now, DedupThreshold: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ids []string
-	for i := range 700 {
-		r := mustRemember(t, s, "s", fmt.Sprintf("fact number %d about subject %d", i, i%13), RememberOptions{Tags: []string{"k"}})
-		ids = append(ids, r.IDs[0])
-	}
-	if _, err := s.Recall(ctx, "fact number 3", RecallOptions{Session: "s"}); err != nil {
-		t.Fatal(err)
-	}
-
-	_, err = New(ctx, b, Options{Embedder: newHashEmbedder(32, "model-B")})
-	var mm *ModelMismatchError
-	if !errors.Is(err, ErrModelMismatch) || !errors.As(err, &mm) || mm.Stored != "model-A" || mm.Embedder != "model-B" ||
-		!strings.Contains(err.Error(), "model-A") || !strings.Contains(err.Error(), "model-B") {
-		t.Fatalf("open with another model: %v", err)
-	}
-
-	// A Reembed that dies part way (the embedder fails in the third batch of ReembedBatch) ...
-	e2 := newHashEmbedder(32, "model-B")
-	e2.failAfter = 2 * ReembedBatch / DefaultEmbedBatch
-	if err := s.Reembed(ctx, e2, nil); !errors.Is(err, errEmbedFailed) {
-		t.Fatalf("failing reembed: %v", err)
-	}
-	if s.Embedder() != e1 {
-		t.Fatal("failed reembed switched the model")
-	}
-	if _, err := s.Recall(ctx, "fact", RecallOptions{Session: "s"}); err != nil {
-		t.Fatalf("recall during an unfinished reembed: %v", err)
-	}
-	before := allMemories(t, s) // with the access statistics of that recall
-	// ... resumes from a fresh store on the same backend, embedding only what is missing.
-	s2, err := New(ctx, b, Options{Embedder: e1, Clock: clk.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e3 := newHashEmbedder(32, "model-B")
-	var last [2]int
-	if err := s2.Reembed(ctx, e3, func(done, total int) { last = [2]int{done, total} }); err != nil {
-		t.Fatal(err)
-	}
-	if last != [2]int{700, 700} {
-		t.Fatalf("progress ended at %v", last)
-	}
-	// Two batches were done before the failure; only the rest is embedded again.
-	if calls, want := e3.calls.Load(), int64((700-2*ReembedBatch+DefaultEmbedBatch-1)/DefaultEmbedBatch); calls != want {
-		t.Fatalf("resumed reembed made %d embed calls, want %d", calls, want)
-	}
-	after := allMemories(t, s2)
-	if len(after) != len(before) {
-		t.Fatalf("%d memories after reembed, want %d", len(after), len(before))
-	}
-	for i := range before {
-		before[i].Vector = nil
-	}
-	for i := range after {
-		if len(after[i].Vector) != 32 {
-			t.Fatalf("vector dim %d", len(after[i].Vector))
+	eachBackend(t, func(t *testing.T, mk backendMaker) {
+		b := mk(t)
+		clk := newClock()
+		e1 := newHashEmbedder(64, "model-A")
+		s, err := New(ctx, b, Options{Embedder: e1, Clock: clk.Now, DedupThreshold: -1})
+		if err != nil {
+			t.Fatal(err)
 		}
-		after[i].Vector = nil
-	}
-	if !bytes.Equal(archiveJSON(t, before), archiveJSON(t, after)) {
-		t.Fatal("reembed changed memories beyond their vectors")
-	}
-	// The switch is durable: a new store needs model B now, and the old collection is gone.
-	if _, err := New(ctx, b, Options{Embedder: e1}); !errors.Is(err, ErrModelMismatch) {
-		t.Fatalf("old model after switch: %v", err)
-	}
-	s3, err := New(ctx, b, Options{Embedder: newHashEmbedder(32, "model-B")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := b.Collection(ctx, DefaultCollection); !errors.Is(err, ErrNoCollection) {
-		t.Fatalf("old collection still there: %v", err)
-	}
-	rs, err := s3.Recall(ctx, "fact number 5 about subject 5", RecallOptions{Session: "s", K: 1, Mode: ModeVector})
-	if err != nil || len(rs) != 1 || rs[0].ID != ids[5] {
-		t.Fatalf("recall with the new model: %v %q", err, texts(rs))
-	}
+		var ids []string
+		for i := range 700 {
+			r := mustRemember(t, s, "s", fmt.Sprintf("fact number %d about subject %d", i, i%13), RememberOptions{Tags: []string{"k"}})
+			ids = append(ids, r.IDs[0])
+		}
+		if _, err := s.Recall(ctx, "fact number 3", RecallOptions{Session: "s"}); err != nil {
+			t.Fatal(err)
+		}
+
+		_, err = New(ctx, b, Options{Embedder: newHashEmbedder(32, "model-B")})
+		var mm *ModelMismatchError
+		if !errors.Is(err, ErrModelMismatch) || !errors.As(err, &mm) || mm.Stored != "model-A" || mm.Embedder != "model-B" ||
+			!strings.Contains(err.Error(), "model-A") || !strings.Contains(err.Error(), "model-B") {
+			t.Fatalf("open with another model: %v", err)
+		}
+
+		// A Reembed that dies part way (the embedder fails in the third batch of ReembedBatch) ...
+		e2 := newHashEmbedder(32, "model-B")
+		e2.failAfter = 2 * ReembedBatch / DefaultEmbedBatch
+		if err := s.Reembed(ctx, e2, nil); !errors.Is(err, errEmbedFailed) {
+			t.Fatalf("failing reembed: %v", err)
+		}
+		if s.Embedder() != e1 {
+			t.Fatal("failed reembed switched the model")
+		}
+		if _, err := s.Recall(ctx, "fact", RecallOptions{Session: "s"}); err != nil {
+			t.Fatalf("recall during an unfinished reembed: %v", err)
+		}
+		before := allMemories(t, s) // with the access statistics of that recall
+		// ... resumes from a fresh store on the same backend, embedding only what is missing.
+		s2, err := New(ctx, b, Options{Embedder: e1, Clock: clk.Now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e3 := newHashEmbedder(32, "model-B")
+		var last [2]int
+		if err := s2.Reembed(ctx, e3, func(done, total int) { last = [2]int{done, total} }); err != nil {
+			t.Fatal(err)
+		}
+		if last != [2]int{700, 700} {
+			t.Fatalf("progress ended at %v", last)
+		}
+		// Two batches were done before the failure; only the rest is embedded again.
+		if calls, want := e3.calls.Load(), int64((700-2*ReembedBatch+DefaultEmbedBatch-1)/DefaultEmbedBatch); calls != want {
+			t.Fatalf("resumed reembed made %d embed calls, want %d", calls, want)
+		}
+		after := allMemories(t, s2)
+		if len(after) != len(before) {
+			t.Fatalf("%d memories after reembed, want %d", len(after), len(before))
+		}
+		for i := range before {
+			before[i].Vector = nil
+		}
+		for i := range after {
+			if len(after[i].Vector) != 32 {
+				t.Fatalf("vector dim %d", len(after[i].Vector))
+			}
+			after[i].Vector = nil
+		}
+		if !bytes.Equal(archiveJSON(t, before), archiveJSON(t, after)) {
+			t.Fatal("reembed changed memories beyond their vectors")
+		}
+		// The switch is durable: a new store needs model B now, and the old collection is gone.
+		if _, err := New(ctx, b, Options{Embedder: e1}); !errors.Is(err, ErrModelMismatch) {
+			t.Fatalf("old model after switch: %v", err)
+		}
+		s3, err := New(ctx, b, Options{Embedder: newHashEmbedder(32, "model-B")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.Collection(ctx, DefaultCollection); !errors.Is(err, ErrNoCollection) {
+			t.Fatalf("old collection still there: %v", err)
+		}
+		rs, err := s3.Recall(ctx, "fact number 5 about subject 5", RecallOptions{Session: "s", K: 1, Mode: ModeVector})
+		if err != nil || len(rs) != 1 || rs[0].ID != ids[5] {
+			t.Fatalf("recall with the new model: %v %q", err, texts(rs))
+		}
+	})
 }

@@ -15,205 +15,215 @@ import (
 var ctx = context.Background()
 
 func TestRememberRecall(t *testing.T) {
-	s, _ := newTestStore(t, Options{})
-	mustRemember(t, s, "u1", "The user's dog is called Biscuit.", RememberOptions{Source: "chat", Tags: []string{"pets"}})
-	mustRemember(t, s, "u1", "The user works as a nurse in Lyon.", RememberOptions{})
-	mustRemember(t, s, "u1", "Project deadline is the third of March.", RememberOptions{})
-	for _, mode := range []Mode{ModeHybrid, ModeVector, ModeKeyword} {
-		rs, err := s.Recall(ctx, "what is the dog called", RecallOptions{Session: "u1", Mode: mode, NoTouch: true})
-		if err != nil {
-			t.Fatal(err)
+	eachBackend(t, func(t *testing.T, mk backendMaker) {
+		s, _ := newTestStoreOn(t, mk(t), Options{})
+		mustRemember(t, s, "u1", "The user's dog is called Biscuit.", RememberOptions{Source: "chat", Tags: []string{"pets"}})
+		mustRemember(t, s, "u1", "The user works as a nurse in Lyon.", RememberOptions{})
+		mustRemember(t, s, "u1", "Project deadline is the third of March.", RememberOptions{})
+		for _, mode := range []Mode{ModeHybrid, ModeVector, ModeKeyword} {
+			rs, err := s.Recall(ctx, "what is the dog called", RecallOptions{Session: "u1", Mode: mode, NoTouch: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rs) == 0 || !strings.Contains(rs[0].Text, "Biscuit") {
+				t.Fatalf("mode %d: got %q", mode, texts(rs))
+			}
+			if rs[0].Source != "chat" || !slices.Equal(rs[0].Tags, []string{"pets"}) || rs[0].Vector != nil {
+				t.Fatalf("mode %d: metadata %+v", mode, rs[0].Memory)
+			}
+			sc := rs[0].Score
+			if sc.Final != sc.Fused*sc.Decay*sc.Weight {
+				t.Fatalf("score parts do not multiply: %+v", sc)
+			}
 		}
-		if len(rs) == 0 || !strings.Contains(rs[0].Text, "Biscuit") {
-			t.Fatalf("mode %d: got %q", mode, texts(rs))
-		}
-		if rs[0].Source != "chat" || !slices.Equal(rs[0].Tags, []string{"pets"}) || rs[0].Vector != nil {
-			t.Fatalf("mode %d: metadata %+v", mode, rs[0].Memory)
-		}
-		sc := rs[0].Score
-		if sc.Final != sc.Fused*sc.Decay*sc.Weight {
-			t.Fatalf("score parts do not multiply: %+v", sc)
-		}
-	}
+	})
 }
 
 func TestRecallTouchesResults(t *testing.T) {
-	s, clk := newTestStore(t, Options{})
-	r := mustRemember(t, s, "a", "apples are red", RememberOptions{})
-	mustRemember(t, s, "a", "bananas are yellow", RememberOptions{})
-	clk.Advance(time.Hour)
-	rs, err := s.Recall(ctx, "apples", RecallOptions{Session: "a", K: 1})
-	if err != nil || len(rs) != 1 || rs[0].ID != r.IDs[0] {
-		t.Fatalf("recall: %v %q", err, texts(rs))
-	}
-	if rs[0].AccessCount != 0 {
-		t.Fatalf("result should show the access count before this recall, got %d", rs[0].AccessCount)
-	}
-	ms, _ := s.Get(ctx, r.IDs[0])
-	if ms[0].AccessCount != 1 || !ms[0].LastAccess.Equal(clk.Now()) {
-		t.Fatalf("access not recorded: count %d last %v", ms[0].AccessCount, ms[0].LastAccess)
-	}
-	if _, err := s.Recall(ctx, "apples", RecallOptions{Session: "a", K: 1, NoTouch: true}); err != nil {
-		t.Fatal(err)
-	}
-	ms, _ = s.Get(ctx, r.IDs[0])
-	if ms[0].AccessCount != 1 {
-		t.Fatalf("NoTouch recorded an access")
-	}
+	eachBackend(t, func(t *testing.T, mk backendMaker) {
+		s, clk := newTestStoreOn(t, mk(t), Options{})
+		r := mustRemember(t, s, "a", "apples are red", RememberOptions{})
+		mustRemember(t, s, "a", "bananas are yellow", RememberOptions{})
+		clk.Advance(time.Hour)
+		rs, err := s.Recall(ctx, "apples", RecallOptions{Session: "a", K: 1})
+		if err != nil || len(rs) != 1 || rs[0].ID != r.IDs[0] {
+			t.Fatalf("recall: %v %q", err, texts(rs))
+		}
+		if rs[0].AccessCount != 0 {
+			t.Fatalf("result should show the access count before this recall, got %d", rs[0].AccessCount)
+		}
+		ms, _ := s.Get(ctx, r.IDs[0])
+		if ms[0].AccessCount != 1 || !ms[0].LastAccess.Equal(clk.Now()) {
+			t.Fatalf("access not recorded: count %d last %v", ms[0].AccessCount, ms[0].LastAccess)
+		}
+		if _, err := s.Recall(ctx, "apples", RecallOptions{Session: "a", K: 1, NoTouch: true}); err != nil {
+			t.Fatal(err)
+		}
+		ms, _ = s.Get(ctx, r.IDs[0])
+		if ms[0].AccessCount != 1 {
+			t.Fatalf("NoTouch recorded an access")
+		}
+	})
 }
 
 // TestNoCrossSessionLeakage: over random sessions, memories and queries, a session-scoped
 // recall only ever returns that session's memories, in every mode and fusion.
 func TestNoCrossSessionLeakage(t *testing.T) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	vocab := strings.Fields("alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma tau 苹果 香蕉 北京 上海 咖啡")
-	phrase := func(n int) string {
-		ws := make([]string, n)
-		for i := range ws {
-			ws[i] = vocab[rng.IntN(len(vocab))]
+	eachBackend(t, func(t *testing.T, mk backendMaker) {
+		rng := rand.New(rand.NewPCG(1, 2))
+		vocab := strings.Fields("alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma tau 苹果 香蕉 北京 上海 咖啡")
+		phrase := func(n int) string {
+			ws := make([]string, n)
+			for i := range ws {
+				ws[i] = vocab[rng.IntN(len(vocab))]
+			}
+			return strings.Join(ws, " ")
 		}
-		return strings.Join(ws, " ")
-	}
-	s, _ := newTestStore(t, Options{DedupThreshold: -1})
-	sessions := []string{"", "s1", "s2", "s3", "会话"}
-	count := map[string]int{}
-	for range 150 {
-		sess := sessions[rng.IntN(len(sessions)-1)] // the last session stays empty
-		mustRemember(t, s, sess, phrase(3+rng.IntN(6)), RememberOptions{})
-		count[sess]++
-	}
-	for q := range 60 {
-		query := phrase(1 + rng.IntN(3))
-		sess := sessions[rng.IntN(len(sessions))]
-		o := RecallOptions{Session: sess, K: 1 + rng.IntN(20), Mode: Mode(q % 3), Fusion: Fusion(q / 3 % 2), NoTouch: q%2 == 0}
-		rs, err := s.Recall(ctx, query, o)
+		s, _ := newTestStoreOn(t, mk(t), Options{DedupThreshold: -1})
+		sessions := []string{"", "s1", "s2", "s3", "会话"}
+		count := map[string]int{}
+		for range 150 {
+			sess := sessions[rng.IntN(len(sessions)-1)] // the last session stays empty
+			mustRemember(t, s, sess, phrase(3+rng.IntN(6)), RememberOptions{})
+			count[sess]++
+		}
+		for q := range 60 {
+			query := phrase(1 + rng.IntN(3))
+			sess := sessions[rng.IntN(len(sessions))]
+			o := RecallOptions{Session: sess, K: 1 + rng.IntN(20), Mode: Mode(q % 3), Fusion: Fusion(q / 3 % 2), NoTouch: q%2 == 0}
+			rs, err := s.Recall(ctx, query, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range rs {
+				if r.Session != sess {
+					t.Fatalf("query %q in session %q returned a memory of session %q", query, sess, r.Session)
+				}
+			}
+			if count[sess] == 0 && len(rs) != 0 {
+				t.Fatalf("unknown session %q returned %d results", sess, len(rs))
+			}
+			if o.Mode == ModeVector && len(rs) != min(o.K, count[sess]) {
+				t.Fatalf("vector recall in %q: %d results, want %d", sess, len(rs), min(o.K, count[sess]))
+			}
+		}
+		// AllSessions does cross sessions.
+		rs, err := s.Recall(ctx, phrase(2), RecallOptions{AllSessions: true, K: 100, Mode: ModeVector})
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]bool{}
+		for _, r := range rs {
+			seen[r.Session] = true
+		}
+		if len(seen) < 2 {
+			t.Fatalf("AllSessions recall saw sessions %v", seen)
+		}
+	})
+}
+
+func TestDecayOrdering(t *testing.T) {
+	eachBackend(t, func(t *testing.T, mk backendMaker) {
+		s, clk := newTestStoreOn(t, mk(t), Options{DedupThreshold: -1})
+		start := clk.Now()
+		old := mustRemember(t, s, "d", "meeting notes about the budget", RememberOptions{Time: start.Add(-10 * day)})
+		fresh := mustRemember(t, s, "d", "meeting notes about the budget", RememberOptions{Time: start.Add(-1 * day)})
+		o := RecallOptions{Session: "d", Mode: ModeKeyword, NoTouch: true}
+
+		rs, err := s.Recall(ctx, "budget meeting", o)
+		if err != nil || len(rs) != 2 {
+			t.Fatalf("%v %d", err, len(rs))
+		}
+		if rs[0].ID != fresh.IDs[0] || rs[1].ID != old.IDs[0] {
+			t.Fatalf("newer memory should rank first")
+		}
+		if want := math.Pow(0.9, 10); math.Abs(rs[1].Score.Decay-want) > 1e-12 {
+			t.Fatalf("decay after 10 days = %v, want %v", rs[1].Score.Decay, want)
+		}
+		if rs[0].Score.Fused != rs[1].Score.Fused {
+			t.Fatalf("identical texts should fuse equally: %+v %+v", rs[0].Score, rs[1].Score)
+		}
+
+		o.Decay = Decay{HalfLife: 5 * day}
+		rs, _ = s.Recall(ctx, "budget meeting", o)
+		if math.Abs(rs[1].Score.Decay-0.25) > 1e-12 || math.Abs(rs[0].Score.Decay-math.Exp2(-0.2)) > 1e-12 {
+			t.Fatalf("half-life decay: %v %v", rs[0].Score.Decay, rs[1].Score.Decay)
+		}
+
+		// Recalling the old memory refreshes it under DecayLastAccess, not under DecayCreated.
+		if _, err := s.Recall(ctx, "budget", RecallOptions{Session: "d", Filter: Eq(FieldSession, "d"), K: 1, Decay: Decay{Off: true}, Mode: ModeKeyword}); err != nil {
+			t.Fatal(err)
+		}
+		// Ties (Decay off) break by ID; touch whichever came first, then make sure it is the old one.
+		ms, _ := s.Get(ctx, old.IDs[0], fresh.IDs[0])
+		touched := ms[0]
+		if ms[1].AccessCount > 0 {
+			touched = ms[1]
+		}
+		clk.Advance(2 * day)
+		rs, _ = s.Recall(ctx, "budget meeting", RecallOptions{Session: "d", Mode: ModeKeyword, NoTouch: true})
+		if rs[0].ID != touched.ID || math.Abs(rs[0].Score.Decay-0.81) > 1e-12 {
+			t.Fatalf("last-access basis: first %s decay %v, want %s decay 0.81", rs[0].ID, rs[0].Score.Decay, touched.ID)
+		}
+		rs, _ = s.Recall(ctx, "budget meeting", RecallOptions{Session: "d", Mode: ModeKeyword, NoTouch: true, Decay: Decay{Basis: DecayCreated}})
+		if rs[0].ID != fresh.IDs[0] || math.Abs(rs[0].Score.Decay-math.Pow(0.9, 3)) > 1e-12 {
+			t.Fatalf("created basis: first %s decay %v", rs[0].ID, rs[0].Score.Decay)
+		}
+	})
+}
+
+func TestFusionAndWeights(t *testing.T) {
+	eachBackend(t, func(t *testing.T, mk backendMaker) {
+		s, _ := newTestStoreOn(t, mk(t), Options{DedupThreshold: -1})
+		mustRemember(t, s, "f", "rust borrow checker lifetimes", RememberOptions{Source: "docs", Importance: 1})
+		mustRemember(t, s, "f", "go garbage collector pauses", RememberOptions{Source: "chat", Importance: 0.1})
+		mustRemember(t, s, "f", "borrow a book from the library", RememberOptions{Source: "chat"})
+		rs, err := s.Recall(ctx, "borrow checker", RecallOptions{Session: "f", K: 3, NoTouch: true, Decay: Decay{Off: true}, ImportanceWeight: -1})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, r := range rs {
-			if r.Session != sess {
-				t.Fatalf("query %q in session %q returned a memory of session %q", query, sess, r.Session)
+			want := 0.0
+			vr, kr := rankIn(t, s, "borrow checker", r.ID, ModeVector), rankIn(t, s, "borrow checker", r.ID, ModeKeyword)
+			if vr > 0 {
+				want += 1 / (60 + float64(vr))
+			}
+			if kr > 0 {
+				want += 1 / (60 + float64(kr))
+			}
+			if math.Abs(r.Score.Fused-want) > 1e-12 || r.Score.Weight != 1 || r.Score.Final != r.Score.Fused {
+				t.Fatalf("RRF of %q: %+v, want fused %v", r.Text, r.Score, want)
 			}
 		}
-		if count[sess] == 0 && len(rs) != 0 {
-			t.Fatalf("unknown session %q returned %d results", sess, len(rs))
+		rs, _ = s.Recall(ctx, "borrow checker", RecallOptions{Session: "f", K: 3, NoTouch: true, Fusion: FusionWeighted,
+			VectorWeight: 0.3, KeywordWeight: 0.7, Decay: Decay{Off: true}, ImportanceWeight: -1})
+		top := rs[0]
+		if top.Score.Keyword == 0 || math.Abs(top.Score.Fused-(0.3*top.Score.Vector+0.7*1)) > 1e-9 {
+			t.Fatalf("weighted fusion of the best keyword hit: %+v", top.Score)
 		}
-		if o.Mode == ModeVector && len(rs) != min(o.K, count[sess]) {
-			t.Fatalf("vector recall in %q: %d results, want %d", sess, len(rs), min(o.K, count[sess]))
+		// Source weights and importance.
+		rs, _ = s.Recall(ctx, "borrow", RecallOptions{Session: "f", K: 3, NoTouch: true, Decay: Decay{Off: true},
+			SourceWeights: map[string]float64{"chat": 0}, ImportanceWeight: 2})
+		for _, r := range rs {
+			wantW := 1 + 2*(r.Importance-0.5)
+			if r.Source == "chat" {
+				wantW = 0
+			}
+			if math.Abs(r.Score.Weight-wantW) > 1e-12 {
+				t.Fatalf("%q weight %v want %v", r.Text, r.Score.Weight, wantW)
+			}
 		}
-	}
-	// AllSessions does cross sessions.
-	rs, err := s.Recall(ctx, phrase(2), RecallOptions{AllSessions: true, K: 100, Mode: ModeVector})
-	if err != nil {
-		t.Fatal(err)
-	}
-	seen := map[string]bool{}
-	for _, r := range rs {
-		seen[r.Session] = true
-	}
-	if len(seen) < 2 {
-		t.Fatalf("AllSessions recall saw sessions %v", seen)
-	}
-}
-
-func TestDecayOrdering(t *testing.T) {
-	s, clk := newTestStore(t, Options{DedupThreshold: -1})
-	start := clk.Now()
-	old := mustRemember(t, s, "d", "meeting notes about the budget", RememberOptions{Time: start.Add(-10 * day)})
-	fresh := mustRemember(t, s, "d", "meeting notes about the budget", RememberOptions{Time: start.Add(-1 * day)})
-	o := RecallOptions{Session: "d", Mode: ModeKeyword, NoTouch: true}
-
-	rs, err := s.Recall(ctx, "budget meeting", o)
-	if err != nil || len(rs) != 2 {
-		t.Fatalf("%v %d", err, len(rs))
-	}
-	if rs[0].ID != fresh.IDs[0] || rs[1].ID != old.IDs[0] {
-		t.Fatalf("newer memory should rank first")
-	}
-	if want := math.Pow(0.9, 10); math.Abs(rs[1].Score.Decay-want) > 1e-12 {
-		t.Fatalf("decay after 10 days = %v, want %v", rs[1].Score.Decay, want)
-	}
-	if rs[0].Score.Fused != rs[1].Score.Fused {
-		t.Fatalf("identical texts should fuse equally: %+v %+v", rs[0].Score, rs[1].Score)
-	}
-
-	o.Decay = Decay{HalfLife: 5 * day}
-	rs, _ = s.Recall(ctx, "budget meeting", o)
-	if math.Abs(rs[1].Score.Decay-0.25) > 1e-12 || math.Abs(rs[0].Score.Decay-math.Exp2(-0.2)) > 1e-12 {
-		t.Fatalf("half-life decay: %v %v", rs[0].Score.Decay, rs[1].Score.Decay)
-	}
-
-	// Recalling the old memory refreshes it under DecayLastAccess, not under DecayCreated.
-	if _, err := s.Recall(ctx, "budget", RecallOptions{Session: "d", Filter: Eq(FieldSession, "d"), K: 1, Decay: Decay{Off: true}, Mode: ModeKeyword}); err != nil {
-		t.Fatal(err)
-	}
-	// Ties (Decay off) break by ID; touch whichever came first, then make sure it is the old one.
-	ms, _ := s.Get(ctx, old.IDs[0], fresh.IDs[0])
-	touched := ms[0]
-	if ms[1].AccessCount > 0 {
-		touched = ms[1]
-	}
-	clk.Advance(2 * day)
-	rs, _ = s.Recall(ctx, "budget meeting", RecallOptions{Session: "d", Mode: ModeKeyword, NoTouch: true})
-	if rs[0].ID != touched.ID || math.Abs(rs[0].Score.Decay-0.81) > 1e-12 {
-		t.Fatalf("last-access basis: first %s decay %v, want %s decay 0.81", rs[0].ID, rs[0].Score.Decay, touched.ID)
-	}
-	rs, _ = s.Recall(ctx, "budget meeting", RecallOptions{Session: "d", Mode: ModeKeyword, NoTouch: true, Decay: Decay{Basis: DecayCreated}})
-	if rs[0].ID != fresh.IDs[0] || math.Abs(rs[0].Score.Decay-math.Pow(0.9, 3)) > 1e-12 {
-		t.Fatalf("created basis: first %s decay %v", rs[0].ID, rs[0].Score.Decay)
-	}
-}
-
-func TestFusionAndWeights(t *testing.T) {
-	s, _ := newTestStore(t, Options{DedupThreshold: -1})
-	mustRemember(t, s, "f", "rust borrow checker lifetimes", RememberOptions{Source: "docs", Importance: 1})
-	mustRemember(t, s, "f", "go garbage collector pauses", RememberOptions{Source: "chat", Importance: 0.1})
-	mustRemember(t, s, "f", "borrow a book from the library", RememberOptions{Source: "chat"})
-	rs, err := s.Recall(ctx, "borrow checker", RecallOptions{Session: "f", K: 3, NoTouch: true, Decay: Decay{Off: true}, ImportanceWeight: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range rs {
-		want := 0.0
-		vr, kr := rankIn(t, s, "borrow checker", r.ID, ModeVector), rankIn(t, s, "borrow checker", r.ID, ModeKeyword)
-		if vr > 0 {
-			want += 1 / (60 + float64(vr))
+		if rs[0].Source != "docs" {
+			t.Fatalf("zero-weighted source ranked first: %q", texts(rs))
 		}
-		if kr > 0 {
-			want += 1 / (60 + float64(kr))
+		rs, _ = s.Recall(ctx, "borrow", RecallOptions{Session: "f", K: 3, NoTouch: true, MinScore: 1e-9,
+			SourceWeights: map[string]float64{"chat": 0}})
+		for _, r := range rs {
+			if r.Source == "chat" {
+				t.Fatalf("MinScore kept a zero-score result")
+			}
 		}
-		if math.Abs(r.Score.Fused-want) > 1e-12 || r.Score.Weight != 1 || r.Score.Final != r.Score.Fused {
-			t.Fatalf("RRF of %q: %+v, want fused %v", r.Text, r.Score, want)
-		}
-	}
-	rs, _ = s.Recall(ctx, "borrow checker", RecallOptions{Session: "f", K: 3, NoTouch: true, Fusion: FusionWeighted,
-		VectorWeight: 0.3, KeywordWeight: 0.7, Decay: Decay{Off: true}, ImportanceWeight: -1})
-	top := rs[0]
-	if top.Score.Keyword == 0 || math.Abs(top.Score.Fused-(0.3*top.Score.Vector+0.7*1)) > 1e-9 {
-		t.Fatalf("weighted fusion of the best keyword hit: %+v", top.Score)
-	}
-	// Source weights and importance.
-	rs, _ = s.Recall(ctx, "borrow", RecallOptions{Session: "f", K: 3, NoTouch: true, Decay: Decay{Off: true},
-		SourceWeights: map[string]float64{"chat": 0}, ImportanceWeight: 2})
-	for _, r := range rs {
-		wantW := 1 + 2*(r.Importance-0.5)
-		if r.Source == "chat" {
-			wantW = 0
-		}
-		if math.Abs(r.Score.Weight-wantW) > 1e-12 {
-			t.Fatalf("%q weight %v want %v", r.Text, r.Score.Weight, wantW)
-		}
-	}
-	if rs[0].Source != "docs" {
-		t.Fatalf("zero-weighted source ranked first: %q", texts(rs))
-	}
-	rs, _ = s.Recall(ctx, "borrow", RecallOptions{Session: "f", K: 3, NoTouch: true, MinScore: 1e-9,
-		SourceWeights: map[string]float64{"chat": 0}})
-	for _, r := range rs {
-		if r.Source == "chat" {
-			t.Fatalf("MinScore kept a zero-score result")
-		}
-	}
+	})
 }
 
 func rankIn(t *testing.T, s *Store, q, id string, mode Mode) int {
@@ -231,45 +241,47 @@ func rankIn(t *testing.T, s *Store, q, id string, mode Mode) int {
 }
 
 func TestFilterAndForget(t *testing.T) {
-	s, clk := newTestStore(t, Options{DedupThreshold: -1})
-	a := mustRemember(t, s, "x", "cats sleep a lot", RememberOptions{Tags: []string{"pets", "cats"}, Source: "web"})
-	mustRemember(t, s, "x", "dogs sleep less", RememberOptions{Tags: []string{"pets"}, Importance: 0.9})
-	clk.Advance(day)
-	mustRemember(t, s, "x", "sleep hygiene tips", RememberOptions{})
-	cases := []struct {
-		f    *Filter
-		want int
-	}{
-		{Eq(FieldTag, "pets"), 2},
-		{In(FieldTag, "cats", "none"), 1},
-		{Range(FieldImportance, 0.8, 1), 1},
-		{TimeRange(FieldCreated, clk.Now(), time.Time{}), 1},
-		{Not(Exists(FieldTag)), 1},
-		{Or(Eq(FieldSource, "web"), Range(FieldImportance, 0.85, math.Inf(1))), 2},
-		{And(Eq(FieldTag, "pets"), Not(Eq(FieldSource, "web"))), 1},
-		{Exists(FieldLastAccess), 0},
-	}
-	for i, c := range cases {
-		rs, err := s.Recall(ctx, "sleep", RecallOptions{Session: "x", K: 10, Filter: c.f, NoTouch: true, Mode: ModeVector})
-		if err != nil || len(rs) != c.want {
-			t.Fatalf("case %d: %v, %d results, want %d", i, err, len(rs), c.want)
+	eachBackend(t, func(t *testing.T, mk backendMaker) {
+		s, clk := newTestStoreOn(t, mk(t), Options{DedupThreshold: -1})
+		a := mustRemember(t, s, "x", "cats sleep a lot", RememberOptions{Tags: []string{"pets", "cats"}, Source: "web"})
+		mustRemember(t, s, "x", "dogs sleep less", RememberOptions{Tags: []string{"pets"}, Importance: 0.9})
+		clk.Advance(day)
+		mustRemember(t, s, "x", "sleep hygiene tips", RememberOptions{})
+		cases := []struct {
+			f    *Filter
+			want int
+		}{
+			{Eq(FieldTag, "pets"), 2},
+			{In(FieldTag, "cats", "none"), 1},
+			{Range(FieldImportance, 0.8, 1), 1},
+			{TimeRange(FieldCreated, clk.Now(), time.Time{}), 1},
+			{Not(Exists(FieldTag)), 1},
+			{Or(Eq(FieldSource, "web"), Range(FieldImportance, 0.85, math.Inf(1))), 2},
+			{And(Eq(FieldTag, "pets"), Not(Eq(FieldSource, "web"))), 1},
+			{Exists(FieldLastAccess), 0},
 		}
-		if n, _ := s.Count(ctx, And(Eq(FieldSession, "x"), c.f)); n != c.want {
-			t.Fatalf("case %d: Count %d", i, n)
+		for i, c := range cases {
+			rs, err := s.Recall(ctx, "sleep", RecallOptions{Session: "x", K: 10, Filter: c.f, NoTouch: true, Mode: ModeVector})
+			if err != nil || len(rs) != c.want {
+				t.Fatalf("case %d: %v, %d results, want %d", i, err, len(rs), c.want)
+			}
+			if n, _ := s.Count(ctx, And(Eq(FieldSession, "x"), c.f)); n != c.want {
+				t.Fatalf("case %d: Count %d", i, n)
+			}
 		}
-	}
-	if n, err := s.Forget(ctx, a.IDs[0], "missing"); err != nil || n != 1 {
-		t.Fatalf("Forget: %d %v", n, err)
-	}
-	if n, err := s.ForgetWhere(ctx, Eq(FieldTag, "pets")); err != nil || n != 1 {
-		t.Fatalf("ForgetWhere: %d %v", n, err)
-	}
-	if _, err := s.ForgetWhere(ctx, nil); !errors.Is(err, ErrInvalidFilter) {
-		t.Fatalf("ForgetWhere(nil): %v", err)
-	}
-	if n, _ := s.Count(ctx, nil); n != 1 {
-		t.Fatalf("%d memories left, want 1", n)
-	}
+		if n, err := s.Forget(ctx, a.IDs[0], "missing"); err != nil || n != 1 {
+			t.Fatalf("Forget: %d %v", n, err)
+		}
+		if n, err := s.ForgetWhere(ctx, Eq(FieldTag, "pets")); err != nil || n != 1 {
+			t.Fatalf("ForgetWhere: %d %v", n, err)
+		}
+		if _, err := s.ForgetWhere(ctx, nil); !errors.Is(err, ErrInvalidFilter) {
+			t.Fatalf("ForgetWhere(nil): %v", err)
+		}
+		if n, _ := s.Count(ctx, nil); n != 1 {
+			t.Fatalf("%d memories left, want 1", n)
+		}
+	})
 }
 
 func TestBadInput(t *testing.T) {

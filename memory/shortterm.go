@@ -171,7 +171,13 @@ func tailTokens(s string, n int) string {
 	return tail
 }
 
+// maxKVValue is the largest value the memory layer writes to a KV namespace (the engine's limit).
+const maxKVValue = 1 << 20
+
 func (s *Store) getJSON(key string, v any) (bool, error) {
+	if _, _, err := s.current(); err != nil {
+		return false, err
+	}
 	b, ok, err := s.kv.Get(key)
 	if err != nil || !ok {
 		return false, err
@@ -183,9 +189,15 @@ func (s *Store) getJSON(key string, v any) (bool, error) {
 }
 
 func (s *Store) putJSON(key string, v any) error {
+	if _, _, err := s.current(); err != nil {
+		return err
+	}
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
+	}
+	if len(b) > maxKVValue {
+		return errorf(ErrInvalidInput, "%s would take %d bytes, the limit is %d", key, len(b), maxKVValue)
 	}
 	if err := s.kv.Put(key, b); err != nil {
 		return fmt.Errorf("memory: storing %s: %w", key, err)

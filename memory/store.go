@@ -113,6 +113,7 @@ type Store struct {
 	coll   Collection
 	emb    Embedder
 	closed bool
+	owned  bool // Close closes b (Open)
 
 	stmu sync.Mutex // serializes short-term and working-memory read-modify-write cycles
 }
@@ -167,9 +168,17 @@ func checkModel(spec CollectionSpec, e Embedder) error {
 // Close marks the store closed; later calls fail with ErrClosed. It does not close the backend
 // passed to New (a Store from Open closes its engine).
 func (s *Store) Close() error {
+	s.wmu.Lock() // let a running write finish
+	defer s.wmu.Unlock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
 	s.closed = true
+	if s.owned {
+		return s.b.Close()
+	}
 	return nil
 }
 

@@ -66,7 +66,7 @@ func (t *Task) Step(name string) (Step, bool) {
 const taskPrefix = "memory/task/"
 
 // MaxResultBytes bounds one step's intermediate result.
-const MaxResultBytes = 1 << 20
+const MaxResultBytes = 64 << 10
 
 func checkName(what, s string) error {
 	if strings.TrimSpace(s) == "" || len(s) > MaxSessionBytes || !utf8.ValidString(s) {
@@ -188,6 +188,9 @@ func (s *Store) Task(_ context.Context, id string) (Task, error) {
 
 // Tasks lists every task, by ID.
 func (s *Store) Tasks(_ context.Context) ([]Task, error) {
+	if _, _, err := s.current(); err != nil {
+		return nil, err
+	}
 	s.stmu.Lock()
 	defer s.stmu.Unlock()
 	var out []Task

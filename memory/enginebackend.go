@@ -1,0 +1,384 @@
+package memory
+
+import (
+	"context"
+	"errors"
+	"math"
+	"time"
+
+	"github.com/engramdb/engram/engine"
+	"github.com/engramdb/engram/quant"
+)
+
+// Metadata keys of a memory in an engine record. Created and Updated are also kept as metadata
+// (besides the record's own timestamps) so that time filters run inside the engine.
+const (
+	metaSession    = "session"
+	metaSource     = "source"
+	metaTags       = "tags"
+	metaImportance = "importance"
+	metaCreated    = "created"
+	metaUpdated    = "updated"
+)
+
+// NewEngineBackend returns a Backend over an open engine store. The engine's NamespaceField must
+// be "session" (its default) for session filters to use the engine's per-session postings.
+// Closing the backend closes db.
+func NewEngineBackend(db *engine.DB) Backend { return &engineBackend{db: db} }
+
+type engineBackend struct{ db *engine.DB }
+
+func (b *engineBackend) Collection(_ context.Context, name string) (Collection, error) {
+	c, err := b.db.Collection(name)
+	if errors.Is(err, engine.ErrNotFound) {
+		return nil, errorf(ErrNoCollection, "%q", name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &engineColl{c: c}, nil
+}
+
+func (b *engineBackend) CreateCollection(_ context.Context, spec CollectionSpec) (Collection, error) {
+	c, err := b.db.CreateCollection(engine.CollectionConfig{Name: spec.Name, Dim: spec.Dim, Metric: quant.Cosine, Fingerprint: spec.Fingerprint})
+	if err != nil {
+		return nil, err
+	}
+	return &engineColl{c: c}, nil
+}
+
+func (b *engineBackend) DropCollection(_ context.Context, name string) error {
+	if err := b.db.DropCollection(name); err != nil && !errors.Is(err, engine.ErrNotFound) {
+		return err
+	}
+	return nil
+}
+
+func (b *engineBackend) KV() KV       { return engineKV{b.db.KV()} }
+func (b *engineBackend) Close() error { return b.db.Close() }
+
+type engineKV struct{ kv *engine.KV }
+
+func (k engineKV) Get(key string) ([]byte, bool, error) {
+	v, err := k.kv.Get(key)
+	if errors.Is(err, engine.ErrNotFound) {
+		return nil, false, nil
+	}
+	return v, err == nil, err
+}
+
+func (k engineKV) Put(key string, value []byte) error { return k.kv.Put(key, value) }
+func (k engineKV) Delete(key string) error            { return k.kv.Delete(key) }
+
+func (k engineKV) Scan(prefix string, fn func(key string, value []byte) error) error {
+	var ferr error
+	err := k.kv.Scan(prefix, func(key string, v []byte) bool {
+		ferr = fn(key, v)
+		return ferr == nil
+	})
+	if ferr != nil {
+		return ferr
+	}
+	return err
+}
+
+type engineColl struct{ c *engine.Collection }
+
+func (e *engineColl) Spec() CollectionSpec {
+	cfg := e.c.Config()
+	return CollectionSpec{Name: cfg.Name, Dim: cfg.Dim, Fingerprint: cfg.Fingerprint}
+}
+
+func toRecord(m *Memory) engine.Record {
+	meta := engine.Metadata{
+		metaSession:    engine.String(m.Session),
+		metaSource:     engine.String(m.Source),
+		metaImportance: engine.Float(m.Importance),
+		metaCreated:    engine.Time(m.Created),
+		metaUpdated:    engine.Time(m.Updated),
+	}
+	if len(m.Tags) > 0 {
+		meta[metaTags] = engine.StringList(m.Tags...)
+	}
+	return engine.Record{ID: m.ID, Vector: m.Vector, Text: m.Text, Meta: meta, Created: m.Created, Updated: m.Updated,
+		LastAccess: m.LastAccess, AccessCount: m.AccessCount}
+}
+
+func fromRecord(r *engine.Record) Memory {
+	m := Memory{ID: r.ID, Text: r.Text, Created: r.Created, Updated: r.Updated, LastAccess: r.LastAccess,
+		AccessCount: r.AccessCount, Vector: r.Vector}
+	m.Session, _ = r.Meta[metaSession].Str()
+	m.Source, _ = r.Meta[metaSource].Str()
+	m.Tags, _ = r.Meta[metaTags].List()
+	m.Importance, _ = r.Meta[metaImportance].FloatValue()
+	return m
+}
+
+func (e *engineColl) Upsert(ctx context.Context, ms []Memory) error {
+	if err := validateBatch(ms, e.c.Config().Dim); err != nil {
+		return err
+	}
+	rs := make([]engine.Record, len(ms))
+	for i := range ms {
+		rs[i] = toRecord(&ms[i])
+	}
+	return e.c.Upsert(ctx, rs)
+}
+
+func (e *engineColl) Get(ctx context.Context, ids []string) ([]Memory, error) {
+	out := make([]Memory, 0, len(ids))
+	for _, id := range ids {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		r, err := e.c.Get(id)
+		if errors.Is(err, engine.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, fromRecord(&r))
+	}
+	return out, nil
+}
+
+func (e *engineColl) Delete(ctx context.Context, ids []string) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	return e.c.Delete(ids...)
+}
+
+func (e *engineColl) DeleteWhere(ctx context.Context, f *Filter) (int, error) {
+	if err := f.Validate(); err != nil {
+		return 0, err
+	}
+	ef, exact := toEngineFilter(f)
+	if exact && f != nil {
+		return e.c.DeleteWhere(ef)
+	}
+	var ids []string
+	if err := e.Scan(ctx, f, func(m Memory) error { ids = append(ids, m.ID); return nil }); err != nil {
+		return 0, err
+	}
+	return e.Delete(ctx, ids)
+}
+
+func (e *engineColl) SearchVector(ctx context.Context, v []float32, k int, f *Filter) ([]Hit, error) {
+	return e.search(ctx, k, f, func(ef *engine.Filter, k int) ([]engine.Hit, error) {
+		return e.c.Search(ctx, engine.SearchRequest{Vector: v, K: k, Filter: ef})
+	})
+}
+
+func (e *engineColl) SearchText(ctx context.Context, query string, k int, f *Filter) ([]Hit, error) {
+	return e.search(ctx, k, f, func(ef *engine.Filter, k int) ([]engine.Hit, error) {
+		return e.c.SearchText(ctx, query, k, ef)
+	})
+}
+
+// search runs an engine search under the translatable part of f and checks every hit against
+// f itself. When part of f could not be translated (access statistics live outside the
+// engine's metadata), it fetches more until k hits pass or the candidates run out.
+func (e *engineColl) search(ctx context.Context, k int, f *Filter, run func(*engine.Filter, int) ([]engine.Hit, error)) ([]Hit, error) {
+	if err := checkSearch(ctx, k, f); err != nil {
+		return nil, err
+	}
+	ef, _ := toEngineFilter(f)
+	for fetch := k; ; fetch *= 4 {
+		fetch = min(fetch, engine.MaxK)
+		eh, err := run(ef, fetch)
+		if err != nil {
+			return nil, err
+		}
+		hits := make([]Hit, 0, min(k, len(eh)))
+		for i := range eh {
+			m := fromRecord(&eh[i].Record)
+			if f.Match(&m) {
+				m.Vector = nil
+				hits = append(hits, Hit{Memory: m, Score: eh[i].Score})
+				if len(hits) == k {
+					break
+				}
+			}
+		}
+		if len(hits) == k || len(eh) < fetch || fetch == engine.MaxK {
+			return hits, nil
+		}
+	}
+}
+
+func (e *engineColl) Touch(ctx context.Context, ids []string, at time.Time) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return e.c.Touch(ids, at)
+}
+
+func (e *engineColl) Scan(ctx context.Context, f *Filter, fn func(Memory) error) error {
+	if err := f.Validate(); err != nil {
+		return err
+	}
+	ef, _ := toEngineFilter(f)
+	// Collect under the engine's read lock, call fn without it (fn may write).
+	var ms []Memory
+	err := e.c.Scan(ef, true, func(r engine.Record) bool {
+		m := fromRecord(&r)
+		if f.Match(&m) {
+			ms = append(ms, m)
+		}
+		return ctx.Err() == nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, m := range ms {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := fn(m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (e *engineColl) Count(ctx context.Context, f *Filter) (int, error) {
+	if err := f.Validate(); err != nil {
+		return 0, err
+	}
+	if ef, exact := toEngineFilter(f); exact {
+		return e.c.Count(ef)
+	}
+	n := 0
+	err := e.Scan(ctx, f, func(Memory) error { n++; return nil })
+	return n, err
+}
+
+// toEngineFilter translates a valid filter. exact reports whether the result selects exactly
+// what f does; otherwise it selects a superset (the untranslatable parts, conditions on access
+// statistics, become "anything" where that widens the set and the whole subtree is dropped
+// under Not) and the caller must check f.Match.
+func toEngineFilter(f *Filter) (ef *engine.Filter, exact bool) {
+	if f == nil {
+		return nil, true
+	}
+	switch f.Op {
+	case OpAnd, OpOr:
+		kids := make([]*engine.Filter, 0, len(f.Kids))
+		exact = true
+		for _, k := range f.Kids {
+			ek, ex := toEngineFilter(k)
+			exact = exact && ex
+			if ek == nil { // "anything"
+				if f.Op == OpOr {
+					return nil, false
+				}
+				continue
+			}
+			kids = append(kids, ek)
+		}
+		switch {
+		case len(kids) == 0:
+			return nil, exact
+		case len(kids) == 1:
+			return kids[0], exact
+		case f.Op == OpAnd:
+			return engine.And(kids...), exact
+		}
+		return engine.Or(kids...), exact
+	case OpNot:
+		ek, ex := toEngineFilter(f.Kids[0])
+		if !ex || ek == nil {
+			return nil, false
+		}
+		return engine.Not(ek), true
+	}
+	key, ok := metaKey(f.Field)
+	if !ok {
+		return nil, false
+	}
+	switch f.Op {
+	case OpEq, OpIn:
+		vs := make([]engine.Value, len(f.Values))
+		for i, v := range f.Values {
+			vs[i] = engine.String(v)
+		}
+		if len(vs) == 1 {
+			return engine.Eq(key, vs[0]), true
+		}
+		return engine.In(key, vs...), true
+	case OpExists:
+		switch f.Field {
+		case FieldTag:
+			return engine.Exists(key), true
+		case FieldImportance:
+			return engine.Not(engine.Eq(key, engine.Float(0))), true
+		case FieldCreated, FieldUpdated:
+			return engine.Exists(key), true
+		}
+		return engine.Not(engine.Eq(key, engine.String(""))), true
+	case OpRange:
+		var lo, hi engine.Value
+		if f.Field.kind() == kindTime {
+			if !f.From.IsZero() {
+				lo = engine.Time(f.From)
+			}
+			if !f.To.IsZero() {
+				hi = engine.Time(f.To)
+			}
+		} else {
+			if !math.IsInf(f.Min, -1) {
+				lo = engine.Float(f.Min)
+			}
+			if !math.IsInf(f.Max, 1) {
+				hi = engine.Float(f.Max)
+			}
+		}
+		if lo.Kind() == 0 && hi.Kind() == 0 {
+			return engine.Exists(key), true
+		}
+		return engine.Range(key, lo, hi), true
+	}
+	return nil, false
+}
+
+func metaKey(f Field) (string, bool) {
+	switch f {
+	case FieldSession:
+		return metaSession, true
+	case FieldSource:
+		return metaSource, true
+	case FieldTag:
+		return metaTags, true
+	case FieldImportance:
+		return metaImportance, true
+	case FieldCreated:
+		return metaCreated, true
+	case FieldUpdated:
+		return metaUpdated, true
+	}
+	return "", false
+}
+
+// OpenOptions add the engine's settings to Options for Open.
+type OpenOptions struct {
+	Options
+	Engine engine.Options
+}
+
+// Open opens (or creates) a store in dir backed by the embedded engine, and a Store over it.
+// Close closes both.
+func Open(dir string, opts OpenOptions) (*Store, error) {
+	db, err := engine.Open(dir, opts.Engine)
+	if err != nil {
+		return nil, err
+	}
+	s, err := New(context.Background(), NewEngineBackend(db), opts.Options)
+	if err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	s.owned = true
+	return s, nil
+}
