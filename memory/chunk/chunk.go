@@ -49,9 +49,10 @@ func (o Options) resolve() (maxChars, minChars int, err error) {
 	return maxChars, minChars, nil
 }
 
-// piece is a sentence or a part of one: text[start:end] in paragraph para.
+// piece is a sentence or a part of one: text[start:end] in paragraph para,
+// runes long. After splitLong, pieces start and end with non-space clusters.
 type piece struct {
-	start, end, para int
+	start, end, para, runes int
 }
 
 // Split cuts text into chunks of at most MaxChars characters: paragraphs
@@ -78,7 +79,7 @@ func Split(text string, opts Options) ([]string, error) {
 	pieces = pack(text, pieces, maxChars, minChars)
 	out := make([]string, len(pieces))
 	for i, p := range pieces {
-		out[i] = trim(text[p.start:p.end])
+		out[i] = text[p.start:p.end]
 	}
 	return out, nil
 }
@@ -158,7 +159,7 @@ func sentences(text string) []piece {
 	)
 	end := func(pos int) {
 		if start >= 0 {
-			out = append(out, piece{start, pos, para})
+			out = append(out, piece{start: start, end: pos, para: para})
 		}
 		start, term = -1, 0
 	}
@@ -211,50 +212,53 @@ func breakAfter(c string) bool {
 }
 
 // splitLong appends s to dst, cut into pieces of at most maxChars runes
-// (after trimming) when it is longer.
+// when it is longer. It reads each cluster of s about once.
 func splitLong(dst []piece, text string, s piece, maxChars int) []piece {
+	a, b := trimBounds(text[s.start:s.end])
+	s.start, s.end = s.start+a, s.start+b
 	for s.start < s.end {
-		a, b := trimBounds(text[s.start:s.end])
-		if a == b {
-			return dst
-		}
-		s.start, s.end = s.start+a, s.start+b
-		trimmed := text[s.start:s.end]
-		if utf8.RuneCountInString(trimmed) <= maxChars {
-			return append(dst, s)
-		}
+		rest := text[s.start:s.end]
 		// Walk clusters until maxChars runes; remember the last natural break.
-		runes, cut, soft, state := 0, 0, 0, -1
-		for pos := 0; pos < len(trimmed); {
-			c, _, _, st := uniseg.FirstGraphemeClusterInString(trimmed[pos:], state)
-			state = st
+		runes, pos, soft, state := 0, 0, 0, -1
+		for pos < len(rest) {
+			c, _, _, st := uniseg.FirstGraphemeClusterInString(rest[pos:], state)
 			n := utf8.RuneCountInString(c)
-			if runes+n > maxChars {
+			if runes+n > maxChars && pos > 0 {
 				break
 			}
+			state = st
 			runes += n
 			pos += len(c)
-			cut = pos
 			if breakAfter(c) {
 				soft = pos
 			}
 		}
-		switch {
-		case soft > 0:
-			cut = soft
-		case cut == 0: // one cluster longer than maxChars: keep it whole
-			_, rest, _, _ := uniseg.FirstGraphemeClusterInString(trimmed, -1)
-			cut = len(trimmed) - len(rest)
+		if pos == len(rest) {
+			s.runes = runes
+			return append(dst, s)
 		}
-		dst = append(dst, piece{s.start, s.start + cut, s.para})
-		s.start += cut
+		cut := pos // a single cluster over maxChars is kept whole (pos > 0)
+		if soft > 0 {
+			cut = soft
+		}
+		end := s.start + cut
+		e := trim(text[s.start:end])
+		dst = append(dst, piece{s.start, s.start + len(e), s.para, utf8.RuneCountInString(e)})
+		// The next piece starts at the next non-space cluster.
+		for s.start = end; s.start < s.end; {
+			c, _, _, _ := uniseg.FirstGraphemeClusterInString(text[s.start:s.end], -1)
+			if !isSpace(c) {
+				break
+			}
+			s.start += len(c)
+		}
 	}
 	return dst
 }
 
-// size is the chunk length of text[a:b] in runes, white space trimmed.
-func size(text string, a, b int) int {
-	return utf8.RuneCountInString(trim(text[a:b]))
+// joined is the rune length of the chunk spanning a through b.
+func joined(text string, a, b piece) int {
+	return a.runes + utf8.RuneCountInString(text[a.end:b.start]) + b.runes
 }
 
 // pack merges consecutive pieces: within a paragraph while they fit, across
@@ -266,9 +270,9 @@ func pack(text string, pieces []piece, maxChars, minChars int) []piece {
 		if len(out) > 0 {
 			last := &out[len(out)-1]
 			sameParagraph := last.para == p.para
-			tiny := size(text, last.start, last.end) < minChars || size(text, p.start, p.end) < minChars
-			if (sameParagraph || tiny) && size(text, last.start, p.end) <= maxChars {
-				last.end, last.para = p.end, p.para
+			tiny := last.runes < minChars || p.runes < minChars
+			if n := joined(text, *last, p); (sameParagraph || tiny) && n <= maxChars {
+				last.end, last.para, last.runes = p.end, p.para, n
 				continue
 			}
 		}
@@ -277,8 +281,8 @@ func pack(text string, pieces []piece, maxChars, minChars int) []piece {
 	// A short chunk left between two full ones: try the next neighbour
 	// (the previous one was already tried above).
 	for i := 0; i+1 < len(out); {
-		if size(text, out[i].start, out[i].end) < minChars && size(text, out[i].start, out[i+1].end) <= maxChars {
-			out[i+1].start = out[i].start
+		if n := joined(text, out[i], out[i+1]); out[i].runes < minChars && n <= maxChars {
+			out[i+1].start, out[i+1].runes = out[i].start, n
 			out = append(out[:i], out[i+1:]...)
 			continue
 		}

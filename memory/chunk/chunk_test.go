@@ -144,3 +144,29 @@ func FuzzSplit(f *testing.F) {
 		checkInvariants(t, s, chunks, max)
 	})
 }
+
+func TestSplitLongUnbrokenText(t *testing.T) {
+	// One 300k-rune "sentence": must be cut linearly, not re-scanned per chunk.
+	text := strings.Repeat("记忆", 150000)
+	got, err := Split(text, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1000 {
+		t.Fatalf("%d chunks, want 1000", len(got))
+	}
+	if !testing.Short() {
+		checkInvariants(t, text, got, 0)
+	}
+}
+
+func BenchmarkSplit(b *testing.B) {
+	text := strings.Repeat("Engram keeps memories on the user's machine. 记忆不离开本机。\n", 1000)
+	b.SetBytes(int64(len(text)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Split(text, Options{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
