@@ -382,3 +382,18 @@ func Open(dir string, opts OpenOptions) (*Store, error) {
 	s.owned = true
 	return s, nil
 }
+
+func (b *engineBackend) Flush() error            { return b.db.Flush() }
+func (b *engineBackend) Compact() error          { return b.db.Compact() }
+func (b *engineBackend) Check() error            { return b.db.Check() }
+func (b *engineBackend) Backup(dir string) error { return b.db.Backup(dir) }
+
+func (b *engineBackend) BackendStats() BackendStats {
+	st := b.db.Stats()
+	out := BackendStats{WALBytes: st.WALBytes, MemBytes: st.MemBytes}
+	for _, c := range st.Collections {
+		out.DiskBytes += c.DiskBytes
+		out.Segments += c.Segments
+	}
+	return out
+}

@@ -1,0 +1,239 @@
+package memory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+)
+
+// ErrUnsupported: the backend does not offer this operation.
+var ErrUnsupported = errors.New("memory: not supported by this backend")
+
+// Maintainer is implemented by backends with local storage to maintain (the engine backend).
+type Maintainer interface {
+	Flush() error
+	Compact() error
+	Check() error
+	Backup(dir string) error
+	// BackendStats reports storage figures: bytes on disk, segments, WAL size.
+	BackendStats() BackendStats
+}
+
+// BackendStats are storage figures of a Maintainer backend; zero where unknown.
+type BackendStats struct {
+	DiskBytes int64
+	Segments  int
+	WALBytes  int64
+	MemBytes  int64
+}
+
+// Stats describes a store.
+type Stats struct {
+	Collection  string
+	Fingerprint string
+	Dim         int
+	Memories    int
+	Sessions    int
+	Archived    int
+	Tasks       int
+	Backend     BackendStats
+}
+
+// SessionInfo summarizes one session's long-term memories.
+type SessionInfo struct {
+	Name     string
+	Memories int
+	// Newest is the latest Updated time of the session's memories.
+	Newest time.Time
+}
+
+// Sessions lists the sessions that hold memories, by name. It scans every memory (without
+// calling the embedder), so it costs time proportional to the store.
+func (s *Store) Sessions(ctx context.Context) ([]SessionInfo, error) {
+	c, _, err := s.current()
+	if err != nil {
+		return nil, err
+	}
+	by := map[string]*SessionInfo{}
+	err = c.Scan(ctx, nil, func(m Memory) error {
+		si := by[m.Session]
+		if si == nil {
+			si = &SessionInfo{Name: m.Session}
+			by[m.Session] = si
+		}
+		si.Memories++
+		if m.Updated.After(si.Newest) {
+			si.Newest = m.Updated
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]SessionInfo, 0, len(by))
+	for _, si := range by {
+		out = append(out, *si)
+	}
+	slices.SortFunc(out, func(a, b SessionInfo) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// Scan calls fn for every memory f matches (nil: all), vectors included, until fn returns an
+// error. fn may call the Store.
+func (s *Store) Scan(ctx context.Context, f *Filter, fn func(Memory) error) error {
+	c, _, err := s.current()
+	if err != nil {
+		return err
+	}
+	return c.Scan(ctx, f, fn)
+}
+
+// ImportBatch is how many memories Import writes per backend call.
+const ImportBatch = 1000
+
+// Import writes memories as given (IDs, sessions, texts, metadata, timestamps and access
+// statistics kept), replacing memories with the same IDs, without near-duplicate merging. A
+// memory whose Vector is nil or of another dimension is embedded from its text; given vectors are
+// normalized. Every memory is validated before anything is written (an empty ID or text, a bad
+// session, tag or importance, an ID twice); the writes then go in batches of ImportBatch, each
+// durable on its own.
+func (s *Store) Import(ctx context.Context, ms []Memory) error {
+	seen := make(map[string]bool, len(ms))
+	for i := range ms {
+		m := &ms[i]
+		if m.ID == "" || seen[m.ID] {
+			return errorf(ErrInvalidInput, "memory %d: empty or repeated ID %q", i, m.ID)
+		}
+		seen[m.ID] = true
+		o := RememberOptions{Source: m.Source, Tags: m.Tags, Importance: m.Importance}
+		if err := s.checkRemember(m.Session, m.Text, &o); err != nil {
+			return fmt.Errorf("memory %q: %w", m.ID, err)
+		}
+		if m.Importance == 0 || m.Created.IsZero() || m.Updated.IsZero() {
+			return errorf(ErrInvalidInput, "memory %q: importance, Created and Updated must be set", m.ID)
+		}
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	coll, emb, err := s.current()
+	if err != nil {
+		return err
+	}
+	for len(ms) > 0 {
+		batch := make([]Memory, min(len(ms), ImportBatch))
+		var texts []string
+		var need []int
+		for i := range batch {
+			batch[i] = ms[i].clone()
+			if len(batch[i].Vector) != emb.Dim() || !finite(batch[i].Vector) {
+				need = append(need, i)
+				texts = append(texts, batch[i].Text)
+			} else if err := normalize(batch[i].Vector, emb.Dim()); err != nil {
+				return err
+			}
+		}
+		vecs, err := s.embed(ctx, emb, texts)
+		if err != nil {
+			return err
+		}
+		for j, i := range need {
+			batch[i].Vector = vecs[j]
+		}
+		if err := coll.Upsert(ctx, batch); err != nil {
+			return fmt.Errorf("memory: importing: %w", err)
+		}
+		ms = ms[len(batch):]
+	}
+	return nil
+}
+
+func finite(v []float32) bool {
+	for _, x := range v {
+		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// Stats reports counts (memories, sessions, archived memories, tasks) and, for a Maintainer
+// backend, storage figures. Like Sessions it scans every memory.
+func (s *Store) Stats(ctx context.Context) (Stats, error) {
+	c, _, err := s.current()
+	if err != nil {
+		return Stats{}, err
+	}
+	spec := c.Spec()
+	st := Stats{Collection: spec.Name, Fingerprint: spec.Fingerprint, Dim: spec.Dim}
+	sessions, err := s.Sessions(ctx)
+	if err != nil {
+		return Stats{}, err
+	}
+	st.Sessions = len(sessions)
+	for _, si := range sessions {
+		st.Memories += si.Memories
+	}
+	arch, err := s.Archived(ctx)
+	if err != nil {
+		return Stats{}, err
+	}
+	st.Archived = len(arch)
+	if err := s.kv.Scan(taskPrefix, func(string, []byte) error { st.Tasks++; return nil }); err != nil {
+		return Stats{}, err
+	}
+	if m, ok := s.b.(Maintainer); ok {
+		st.Backend = m.BackendStats()
+	}
+	return st, nil
+}
+
+func (s *Store) maintainer() (Maintainer, error) {
+	if _, _, err := s.current(); err != nil {
+		return nil, err
+	}
+	m, ok := s.b.(Maintainer)
+	if !ok {
+		return nil, ErrUnsupported
+	}
+	return m, nil
+}
+
+// Flush makes the backend write its in-memory state to its files (ErrUnsupported if it has none).
+func (s *Store) Flush(context.Context) error {
+	m, err := s.maintainer()
+	if err != nil {
+		return err
+	}
+	return m.Flush()
+}
+
+// Compact merges the backend's files and reclaims deleted memories' space.
+func (s *Store) Compact(context.Context) error {
+	m, err := s.maintainer()
+	if err != nil {
+		return err
+	}
+	return m.Compact()
+}
+
+// Check verifies the backend's files (checksums, structure).
+func (s *Store) Check(context.Context) error {
+	m, err := s.maintainer()
+	if err != nil {
+		return err
+	}
+	return m.Check()
+}
+
+// Backup writes a consistent copy of the backend's store into dir.
+func (s *Store) Backup(_ context.Context, dir string) error {
+	m, err := s.maintainer()
+	if err != nil {
+		return err
+	}
+	return m.Backup(dir)
+}
