@@ -20,8 +20,9 @@ import (
 // concurrent use.
 type Tokenizer interface {
 	// Encode returns the ids of text including the model's special tokens
-	// (<s> ... </s>), at most maxLen of them, and whether text was cut to fit.
-	Encode(text string, maxLen int) (ids []int32, truncated bool, err error)
+	// (<s> ... </s>), truncated to the embedder's MaxTokens, and whether
+	// text was cut to fit.
+	Encode(text string) (ids []int32, truncated bool, err error)
 	// PadID is the id that fills the tail of shorter sequences in a batch.
 	PadID() int32
 }
@@ -43,13 +44,14 @@ type Options struct {
 	// directory.
 	ModelPath string
 	// DataFiles are the external data files hashed into the fingerprint.
-	// Default: ModelPath+"_data" and ModelPath+".data", those that exist
-	// (the names Hugging Face exports use).
+	// Default: the files the model's tensors name as their external data
+	// location (model.onnx_data, and for BGE-M3 also a constant stored apart).
 	DataFiles []string
 	// TokenizerPath is a Hugging Face tokenizer.json; it is hashed into the
 	// fingerprint even when Tokenizer is set.
 	TokenizerPath string
-	// Tokenizer, if set, is used instead of loading TokenizerPath.
+	// Tokenizer, if set, is used instead of loading TokenizerPath; it must
+	// truncate to MaxTokens (Embed fails on a longer sequence).
 	Tokenizer Tokenizer
 	// LibraryPath is libonnxruntime.so; default: see RuntimeLibraryPath.
 	LibraryPath string
@@ -94,10 +96,11 @@ type Embedding struct {
 // concurrent calls.
 type Stats struct {
 	Texts, Batches, Tokens, PaddedTokens int64
-	Tokenize                             time.Duration // text -> ids
-	Prepare                              time.Duration // ids -> input tensors
-	Run                                  time.Duration // ONNX Runtime
-	Pool                                 time.Duration // output -> normalized vectors
+
+	Tokenize time.Duration // text -> ids
+	Prepare  time.Duration // ids -> input tensors
+	Run      time.Duration // ONNX Runtime
+	Pool     time.Duration // output -> normalized vectors
 }
 
 // ErrClosed is returned by Embed after Close.
@@ -151,6 +154,11 @@ func Open(opts Options) (*Embedder, error) {
 		opts.IntraOpThreads < 0 || opts.InterOpThreads < 0 || opts.DeviceID < 0 {
 		return nil, errors.New("onnx: negative option value")
 	}
+	switch opts.Device {
+	case "", DeviceCPU, DeviceCUDA, DeviceTensorRT:
+	default:
+		return nil, fmt.Errorf("onnx: unknown device %q (want %q, %q or %q)", opts.Device, DeviceCPU, DeviceCUDA, DeviceTensorRT)
+	}
 	if e.maxTokens < 2 {
 		return nil, fmt.Errorf("onnx: MaxTokens %d leaves no room for the special tokens", e.maxTokens)
 	}
@@ -161,7 +169,7 @@ func Open(opts Options) (*Embedder, error) {
 	}
 	e.tok = opts.Tokenizer
 	if e.tok == nil {
-		t, err := NewTokenizer(opts.TokenizerPath)
+		t, err := NewTokenizer(opts.TokenizerPath, e.maxTokens)
 		if err != nil {
 			return nil, err
 		}
@@ -321,8 +329,6 @@ func (e *Embedder) sessionOptions(opts Options) (*ort.SessionOptions, error) {
 			break
 		}
 		e.provider = string(opts.Device)
-	default:
-		return fail(fmt.Errorf("unknown device %q (want %q, %q or %q)", opts.Device, DeviceCPU, DeviceCUDA, DeviceTensorRT))
 	}
 	return so, nil
 }
@@ -395,7 +401,7 @@ func (e *Embedder) EmbedDetailed(ctx context.Context, texts []string) ([]Embeddi
 	lens := make([]int, len(texts))
 	for i, t := range texts {
 		var err error
-		ids[i], out[i].Truncated, err = e.tok.Encode(t, e.maxTokens)
+		ids[i], out[i].Truncated, err = e.tok.Encode(t)
 		if err != nil {
 			return nil, fmt.Errorf("onnx: tokenizing text %d: %w", i, err)
 		}
@@ -589,15 +595,4 @@ func (e *Embedder) Close() error {
 		return nil
 	}
 	return e.sess.Destroy()
-}
-
-// defaultDataFiles lists the external data files next to model that exist.
-func defaultDataFiles(model string) []string {
-	var files []string
-	for _, p := range []string{model + "_data", model + ".data"} {
-		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
-			files = append(files, p)
-		}
-	}
-	return files
 }

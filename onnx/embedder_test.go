@@ -1,6 +1,7 @@
 package onnx
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"math"
@@ -15,11 +16,12 @@ import (
 // byteTokenizer is an XLM-R-laid-out tokenizer over bytes (<s>=0, <pad>=1,
 // </s>=2, byte b = b+4), so the embedder's mechanics are tested apart from
 // the real tokenizer; every id fits the tiny models' vocabulary.
-type byteTokenizer struct{}
+type byteTokenizer struct{ maxLen int }
 
 func (byteTokenizer) PadID() int32 { return 1 }
 
-func (byteTokenizer) Encode(text string, maxLen int) ([]int32, bool, error) {
+func (b byteTokenizer) Encode(text string) ([]int32, bool, error) {
+	maxLen := b.maxLen
 	ids := []int32{0}
 	for i := 0; i < len(text); i++ {
 		ids = append(ids, int32(text[i])+4)
@@ -69,11 +71,11 @@ func openTiny(t testing.TB, name string, opts Options) *Embedder {
 	if opts.ModelPath == "" {
 		opts.ModelPath = tinyModel(t, name)
 	}
-	if opts.Tokenizer == nil && opts.TokenizerPath == "" {
-		opts.Tokenizer = byteTokenizer{}
-	}
 	if opts.MaxTokens == 0 {
 		opts.MaxTokens = 128 // the tiny model's position table
+	}
+	if opts.Tokenizer == nil && opts.TokenizerPath == "" {
+		opts.Tokenizer = byteTokenizer{opts.MaxTokens}
 	}
 	if opts.IntraOpThreads == 0 {
 		opts.IntraOpThreads = 1 // the test machine is shared
@@ -306,7 +308,8 @@ func TestFingerprintChanges(t *testing.T) {
 	fp := func(opts Options) string {
 		opts.ModelPath = model
 		opts.TokenizerPath = tokPath // hashed; the byte tokenizer encodes
-		opts.Tokenizer = byteTokenizer{}
+		opts.MaxTokens = cmp.Or(opts.MaxTokens, 128)
+		opts.Tokenizer = byteTokenizer{opts.MaxTokens}
 		e := openTiny(t, "", opts)
 		defer e.Close()
 		return e.Fingerprint()
@@ -358,21 +361,21 @@ func TestOpenBadModel(t *testing.T) {
 	os.Truncate(filepath.Join(filepath.Dir(shortData), "model.onnx_data"), 1000)
 
 	cases := map[string]Options{
-		"no model path":      {Tokenizer: byteTokenizer{}},
+		"no model path":      {Tokenizer: byteTokenizer{128}},
 		"no tokenizer":       {ModelPath: good},
-		"missing model":      {ModelPath: filepath.Join(dir, "nope.onnx"), Tokenizer: byteTokenizer{}},
-		"directory":          {ModelPath: dir, Tokenizer: byteTokenizer{}},
-		"garbage model":      {ModelPath: write("garbage.onnx", []byte("this is not a protobuf \x00\x01\x02")), Tokenizer: byteTokenizer{}},
-		"empty model":        {ModelPath: write("empty.onnx", nil), Tokenizer: byteTokenizer{}},
-		"truncated model":    {ModelPath: write("trunc.onnx", onnxBytes[:len(onnxBytes)/2]), Tokenizer: byteTokenizer{}},
-		"missing data":       {ModelPath: noData, Tokenizer: byteTokenizer{}},
-		"short data":         {ModelPath: shortData, Tokenizer: byteTokenizer{}},
+		"missing model":      {ModelPath: filepath.Join(dir, "nope.onnx"), Tokenizer: byteTokenizer{128}},
+		"directory":          {ModelPath: dir, Tokenizer: byteTokenizer{128}},
+		"garbage model":      {ModelPath: write("garbage.onnx", []byte("this is not a protobuf \x00\x01\x02")), Tokenizer: byteTokenizer{128}},
+		"empty model":        {ModelPath: write("empty.onnx", nil), Tokenizer: byteTokenizer{128}},
+		"truncated model":    {ModelPath: write("trunc.onnx", onnxBytes[:len(onnxBytes)/2]), Tokenizer: byteTokenizer{128}},
+		"missing data":       {ModelPath: noData, Tokenizer: byteTokenizer{128}},
+		"short data":         {ModelPath: shortData, Tokenizer: byteTokenizer{128}},
 		"missing tokenizer":  {ModelPath: good, TokenizerPath: filepath.Join(dir, "tokenizer.json")},
-		"bad output":         {ModelPath: good, Tokenizer: byteTokenizer{}, Output: "pooler_output"},
-		"negative option":    {ModelPath: good, Tokenizer: byteTokenizer{}, MaxBatch: -1},
-		"max tokens too low": {ModelPath: good, Tokenizer: byteTokenizer{}, MaxTokens: 1},
-		"unknown device":     {ModelPath: good, Tokenizer: byteTokenizer{}, Device: "tpu"},
-		"missing library":    {ModelPath: good, Tokenizer: byteTokenizer{}, LibraryPath: filepath.Join(dir, "libonnxruntime.so")},
+		"bad output":         {ModelPath: good, Tokenizer: byteTokenizer{128}, Output: "pooler_output"},
+		"negative option":    {ModelPath: good, Tokenizer: byteTokenizer{128}, MaxBatch: -1},
+		"max tokens too low": {ModelPath: good, Tokenizer: byteTokenizer{128}, MaxTokens: 1},
+		"unknown device":     {ModelPath: good, Tokenizer: byteTokenizer{128}, Device: "tpu"},
+		"missing library":    {ModelPath: good, Tokenizer: byteTokenizer{128}, LibraryPath: filepath.Join(dir, "libonnxruntime.so")},
 	}
 	for name, opts := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -393,7 +396,7 @@ func TestOpenBadModel(t *testing.T) {
 func TestGPUUnavailable(t *testing.T) {
 	needRuntime(t)
 	for _, dev := range []Device{DeviceCUDA, DeviceTensorRT} {
-		_, err := Open(Options{ModelPath: tinyModel(t, "tiny"), Tokenizer: byteTokenizer{}, MaxTokens: 128, Device: dev})
+		_, err := Open(Options{ModelPath: tinyModel(t, "tiny"), Tokenizer: byteTokenizer{128}, MaxTokens: 128, Device: dev})
 		if err == nil {
 			t.Skipf("%s is available here; the fallback path cannot be tested", dev)
 		}

@@ -14,11 +14,23 @@ import (
 // changes the sum, then appends what else decides the vectors.
 func fingerprint(opts Options, e *Embedder) (string, error) {
 	h := sha256.New()
-	files := []struct{ role, path string }{{"model", opts.ModelPath}}
+	model, err := os.ReadFile(opts.ModelPath)
+	if err != nil {
+		return "", fmt.Errorf("onnx: fingerprint: %w", err)
+	}
+	fmt.Fprintf(h, "model %d\n", len(model))
+	h.Write(model)
 	data := opts.DataFiles
 	if data == nil {
-		data = defaultDataFiles(opts.ModelPath)
+		locs, err := externalDataLocations(model)
+		if err != nil {
+			return "", err
+		}
+		for _, l := range locs {
+			data = append(data, filepath.Join(filepath.Dir(opts.ModelPath), filepath.FromSlash(l)))
+		}
 	}
+	var files []struct{ role, path string }
 	for _, p := range data {
 		files = append(files, struct{ role, path string }{"data", p})
 	}

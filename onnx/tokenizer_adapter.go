@@ -2,7 +2,8 @@ package onnx
 
 import "errors"
 
-// NewTokenizer TEMPORARY until onnx/tokenizer lands.
-func NewTokenizer(path string) (Tokenizer, error) {
-	return nil, errors.New("onnx: tokenizer package not available yet")
+// NewTokenizer will load a Hugging Face tokenizer.json through onnx/tokenizer
+// once that package is committed; until then only Options.Tokenizer works.
+func NewTokenizer(path string, maxTokens int) (Tokenizer, error) {
+	return nil, errors.New("onnx: tokenizer.json loading is not available yet (onnx/tokenizer not committed); set Options.Tokenizer")
 }
