@@ -96,6 +96,7 @@ func (ix *Index) WriteTo(w io.Writer) (int64, error) {
 	qb, _ := g.quant.MarshalBinary()
 	copy(head[36:52], qb)
 	le.PutUint32(head[52:], numSections)
+	le.PutUint32(head[56:], uint32(ix.deleted.Load()))
 	off := uint64(dataStart)
 	for i, s := range secs {
 		e := head[headerSize+i*sectionEntry:]
@@ -144,6 +145,8 @@ type View struct {
 	top     int
 	empty   bool
 	deleted int
+	secs    [numSections][]byte
+	crcs    [numSections]uint32
 	pool    sync.Pool
 }
 
@@ -152,9 +155,25 @@ func corrupt(format string, args ...any) error {
 }
 
 // OpenView validates b (header, checksums of every section, every count,
-// offset and neighbour id) and returns a View searching it in place. If b
-// is not 4-byte aligned it is copied once.
+// offset and neighbour id: see Verify) and returns a View searching it in
+// place. If b is not 4-byte aligned it is copied once.
 func OpenView(b []byte) (*View, error) {
+	v, err := OpenViewUnverified(b)
+	if err != nil {
+		return nil, err
+	}
+	if err := v.Verify(); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// OpenViewUnverified checks only the header (its checksum, fields and the
+// section table) and the entry point, reading a few hundred bytes, so that
+// opening a large mmapped file costs no full read. Searches on a View whose
+// sections are damaged return wrong results but never read out of range;
+// call Verify (engine check) to detect the damage.
+func OpenViewUnverified(b []byte) (*View, error) {
 	if !littleEndian {
 		return nil, fmt.Errorf("hnsw: serialized indexes need a little-endian host")
 	}
@@ -196,7 +215,8 @@ func OpenView(b []byte) (*View, error) {
 		secUpperOff: n * 4,
 		secFlags:    n * 4,
 	}
-	var secs [numSections][]byte
+	v := &View{n: int(n), deleted: int(le.Uint32(b[56:]))}
+	secs := &v.secs
 	prevEnd := uint64(dataStart)
 	for i := range secs {
 		e := b[headerSize+i*sectionEntry:]
@@ -208,15 +228,16 @@ func OpenView(b []byte) (*View, error) {
 			return nil, corrupt("section %d: offset %d length %d (want length %d) in %d bytes", i, off, size, want[i], len(b))
 		}
 		secs[i] = b[off : off+size : off+size]
-		if crc32.Checksum(secs[i], castagnoli) != crc {
-			return nil, corrupt("section %d checksum mismatch", i)
-		}
+		v.crcs[i] = crc
 		prevEnd = off + size
 	}
 	if prevEnd != uint64(len(b)) {
 		return nil, corrupt("%d bytes after the last section", uint64(len(b))-prevEnd)
 	}
-	v := &View{n: int(n), g: graph{
+	if uint64(v.deleted) > n {
+		return nil, corrupt("%d deleted of %d nodes", v.deleted, n)
+	}
+	v.g = graph{
 		dim: int(dim), m: int(m), metric: q.Metric, quant: q,
 		codes:    fromBytes[int8](secs[secCodes]),
 		vectors:  fromBytes[float32](secs[secVectors]),
@@ -225,9 +246,18 @@ func OpenView(b []byte) (*View, error) {
 		upperOff: fromBytes[uint32](secs[secUpperOff]),
 		upper:    fromBytes[uint32](secs[secUpper]),
 		flags:    fromBytes[uint32](secs[secFlags]),
-	}}
-	if err := v.validate(le.Uint32(b[28:]), le.Uint32(b[32:])); err != nil {
-		return nil, err
+	}
+	ep, epLevel := le.Uint32(b[28:]), le.Uint32(b[32:])
+	switch {
+	case epLevel == 0:
+		v.empty = true
+		if n > uint64(v.deleted) {
+			return nil, corrupt("no entry point for %d live nodes", n-uint64(v.deleted))
+		}
+	case uint64(ep) >= n || epLevel-1 != uint32(v.g.levels[ep]):
+		return nil, corrupt("entry point %d on level %d", ep, epLevel-1)
+	default:
+		v.ep, v.top = ep, int(epLevel-1)
 	}
 	return v, nil
 }
@@ -239,18 +269,26 @@ func asBytesU64(s []uint64) []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), len(s)*8)
 }
 
-// validate checks every structural invariant search relies on, so that no
-// later read can go out of range.
-func (v *View) validate(ep, epLevel uint32) error {
+// Verify checks every section's checksum and every structural invariant:
+// flags, levels, upper-list offsets, list counts, neighbour ids (< n, and
+// living on the list's level) and the deleted count. It reads the whole
+// layout once.
+func (v *View) Verify() error {
+	for i, s := range v.secs {
+		if crc32.Checksum(s, castagnoli) != v.crcs[i] {
+			return corrupt("section %d checksum mismatch", i)
+		}
+	}
 	g := &v.g
 	n := v.n
+	deleted := 0
 	for id := 0; id < n; id++ {
 		f := g.flags[id]
 		if f&^flagMask != 0 || f&flagPresent == 0 {
 			return corrupt("node %d: flags %#x", id, f)
 		}
 		if f&flagDeleted != 0 {
-			v.deleted++
+			deleted++
 		}
 		lv := uint64(g.levels[id])
 		if lv > maxLevel || uint64(g.upperOff[id])+lv*uint64(g.m+1) > uint64(len(g.upper)) {
@@ -271,16 +309,11 @@ func (v *View) validate(ep, epLevel uint32) error {
 			}
 		}
 	}
-	switch {
-	case epLevel == 0:
-		v.empty = true
-		if n > v.deleted {
-			return corrupt("no entry point for %d live nodes", n-v.deleted)
-		}
-	case uint64(ep) >= uint64(n) || epLevel-1 != uint32(g.levels[ep]):
-		return corrupt("entry point %d on level %d", ep, epLevel-1)
-	default:
-		v.ep, v.top = ep, int(epLevel-1)
+	if deleted != v.deleted {
+		return corrupt("%d deleted nodes, header says %d", deleted, v.deleted)
+	}
+	if !v.empty && g.flags[v.ep]&flagUnlinked != 0 {
+		return corrupt("entry point %d is unlinked", v.ep)
 	}
 	return nil
 }

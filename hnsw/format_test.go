@@ -37,8 +37,12 @@ func alignedCopy(b []byte, skew int) []byte {
 }
 
 func TestRoundTrip(t *testing.T) {
-	rows := synthetic(3000, 48, 11)
-	queries := synthetic(100, 48, 12)
+	n, nq := 3000, 100
+	if testing.Short() {
+		n, nq = 800, 20
+	}
+	rows := synthetic(n, 48, 11)
+	queries := synthetic(nq, 48, 12)
 	for _, m := range []quant.Metric{quant.Cosine, quant.L2} {
 		ix := build(t, Config{Dim: 48, Metric: m, Seed: 1, M: 12}, rows)
 		for id := uint32(0); id < 300; id += 3 {
@@ -161,12 +165,32 @@ func TestViewRejectsBadGraph(t *testing.T) {
 		{"dim zero", func(b []byte) { le.PutUint32(b[16:], 0) }},
 		{"M huge", func(b []byte) { le.PutUint32(b[20:], 1000) }},
 		{"n larger", func(b []byte) { le.PutUint32(b[24:], 301) }},
+		{"deleted count", func(b []byte) { le.PutUint32(b[56:], 2) }},
+		{"deleted count > n", func(b []byte) { le.PutUint32(b[56:], 1000) }},
 	} {
 		b := alignedCopy(good, 0)
 		tc.mut(b)
 		resignBytes(b)
 		if _, err := OpenView(b); !errors.Is(err, ErrCorrupt) {
 			t.Errorf("%s: err %v, want ErrCorrupt", tc.name, err)
+		}
+		// The cheap open may accept damaged sections; searching them must
+		// stay in range and Verify must catch the damage.
+		if v, err := OpenViewUnverified(b); err == nil {
+			for _, q := range synthetic(20, 8, 9) {
+				res, err := v.Search(q, 5, SearchOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, r := range res {
+					if int(r.ID) >= v.Len() {
+						t.Fatalf("%s: result id %d out of range", tc.name, r.ID)
+					}
+				}
+			}
+			if err := v.Verify(); !errors.Is(err, ErrCorrupt) {
+				t.Errorf("%s: Verify = %v, want ErrCorrupt", tc.name, err)
+			}
 		}
 	}
 }

@@ -49,6 +49,20 @@ func (g *graph) list(id uint32, level int) []uint32 {
 	return g.upper[o : o+s : o+s]
 }
 
+// upperList is list for level >= 1 with every bound checked, so a search
+// over unverified bytes cannot read out of range; nil when out of range.
+func (g *graph) upperList(id uint32, level int) []uint32 {
+	if int(id) >= len(g.levels) || int(g.levels[id]) < level {
+		return nil
+	}
+	s := g.m + 1
+	o := int(g.upperOff[id]) + (level-1)*s
+	if o+s > len(g.upper) {
+		return nil
+	}
+	return g.upper[o : o+s : o+s]
+}
+
 func (g *graph) code(id uint32) []int8 {
 	o := int(id) * g.dim
 	return g.codes[o : o+g.dim : o+g.dim]
@@ -215,10 +229,16 @@ func (a *accept) ok(g *graph, id uint32) bool {
 func (g *graph) greedy(qc []int8, cur uint32, curD int32, level int) (uint32, int32) {
 	for changed := true; changed; {
 		changed = false
-		l := g.list(cur, level)
+		l := g.upperList(cur, level)
+		if l == nil {
+			break
+		}
 		cnt := min(int(atomic.LoadUint32(&l[0])), len(l)-1)
 		for i := 1; i <= cnt; i++ {
 			nb := atomic.LoadUint32(&l[i])
+			if int(nb) >= len(g.flags) {
+				continue // only in damaged unverified bytes
+			}
 			if d := g.codeDist(qc, nb); d < curD || (d == curD && nb < cur) {
 				cur, curD, changed = nb, d, true
 			}
@@ -245,7 +265,7 @@ func (g *graph) searchLayer(s *scratch, qc []int8, ep uint32, epD int32, ef, lev
 		cnt := min(int(atomic.LoadUint32(&l[0])), len(l)-1)
 		for i := 1; i <= cnt; i++ {
 			nb := atomic.LoadUint32(&l[i])
-			if !s.visit(nb) {
+			if int(nb) >= len(g.flags) || !s.visit(nb) {
 				continue
 			}
 			d := g.codeDist(qc, nb)

@@ -323,7 +323,11 @@ func TestConcurrent(t *testing.T) {
 }
 
 func TestDeterministic(t *testing.T) {
-	rows := synthetic(2000, 16, 5)
+	n := 2000
+	if testing.Short() {
+		n = 500
+	}
+	rows := synthetic(n, 16, 5)
 	var prev []byte
 	for i := 0; i < 2; i++ {
 		ix := build(t, Config{Dim: 16, Metric: quant.L2, Seed: 42}, rows)
