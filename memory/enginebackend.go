@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/engramdb/engram/engine"
+	"github.com/engramdb/engram/memory/lexical"
 	"github.com/engramdb/engram/quant"
 )
 
@@ -367,9 +368,17 @@ type OpenOptions struct {
 	Engine engine.Options
 }
 
-// Open opens (or creates) a store in dir backed by the embedded engine, and a Store over it.
-// Close closes both.
+// Open opens (or creates) a store in dir backed by the embedded engine, and a Store over it;
+// without an Embedder it uses the built-in lexical one (package memory/lexical). Close closes
+// both.
 func Open(dir string, opts OpenOptions) (*Store, error) {
+	if opts.Embedder == nil {
+		e, err := lexical.New(lexical.Options{})
+		if err != nil {
+			return nil, err
+		}
+		opts.Embedder = e
+	}
 	db, err := engine.Open(dir, opts.Engine)
 	if err != nil {
 		return nil, err

@@ -42,7 +42,11 @@ func allMemories(t *testing.T, s *Store) []Memory {
 func seedCleanup(t *testing.T, s *Store, clk *fakeClock) (stale []string) {
 	t.Helper()
 	now := clk.Now()
-	for i := range 600 { // more than two archive parts
+	n := 600 // more than two archive parts
+	if testing.Short() {
+		n = 240
+	}
+	for i := range n {
 		age := time.Duration(i%3) * 100 * day // 0, 100, 200 days
 		r := mustRemember(t, s, fmt.Sprintf("s%d", i%4), fmt.Sprintf("memory %d about topic %d", i, i%17),
 			RememberOptions{Time: now.Add(-age), Tags: []string{"t"}, Source: "src", Importance: 0.25})

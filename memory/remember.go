@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/engramdb/engram/memory/chunk"
 	"github.com/engramdb/engram/quant"
 )
 
@@ -132,21 +133,17 @@ func (s *Store) checkRemember(session, text string, opts *RememberOptions) error
 	return nil
 }
 
-// split chunks text (see package chunk), or keeps it whole when chunking is off.
+// split chunks text (package chunk), or keeps it whole when chunking is off. The options were
+// validated by New, so Split cannot fail.
 func (s *Store) split(text string) []string {
 	if s.opts.ChunkChars < 0 {
 		return []string{strings.TrimSpace(text)}
 	}
-	var out []string
-	for _, c := range chunkSplit(text, chunkOptions{MaxChars: s.opts.ChunkChars}) {
-		if c = strings.TrimSpace(c); c != "" {
-			out = append(out, c)
-		}
+	chunks, err := chunk.Split(text, chunk.Options{MaxChars: s.opts.ChunkChars})
+	if err != nil || len(chunks) == 0 { // neither happens for valid options and non-blank text
+		return []string{strings.TrimSpace(text)}
 	}
-	if len(out) == 0 { // cannot happen for non-blank text; keep Remember total anyway
-		out = []string{strings.TrimSpace(text)}
-	}
-	return out
+	return chunks
 }
 
 // embed embeds texts in batches of Options.EmbedBatch and L2-normalizes the vectors, so that

@@ -91,6 +91,8 @@ func (o Options) withDefaults() (Options, error) {
 		return o, errorf(ErrInvalidInput, "embedder dimension %d", o.Embedder.Dim())
 	case o.DedupThreshold > 1:
 		return o, errorf(ErrInvalidInput, "dedup threshold %v above 1", o.DedupThreshold)
+	case o.ChunkChars > 0 && o.ChunkChars < 16:
+		return o, errorf(ErrInvalidInput, "ChunkChars %d below 16", o.ChunkChars)
 	case o.MaxTextBytes < 0 || o.EmbedBatch < 0 || o.ShortTermTokens < 0:
 		return o, errorf(ErrInvalidInput, "negative MaxTextBytes, EmbedBatch or ShortTermTokens")
 	}
