@@ -187,6 +187,9 @@ func readMeta(d *dec) Metadata {
 		default:
 			d.fail()
 		}
+		if _, dup := m[k]; dup {
+			d.fail()
+		}
 		if d.err != nil {
 			return nil
 		}
@@ -248,15 +251,18 @@ func cloneMeta(m Metadata) Metadata {
 	return c
 }
 
+// zeroTime encodes the zero time.Time (the Unix epoch is a valid time).
+const zeroTime = math.MinInt64
+
 func unixNano(t time.Time) int64 {
 	if t.IsZero() {
-		return 0
+		return zeroTime
 	}
 	return t.UnixNano()
 }
 
 func fromUnixNano(n int64) time.Time {
-	if n == 0 {
+	if n == zeroTime {
 		return time.Time{}
 	}
 	return time.Unix(0, n).UTC()

@@ -32,12 +32,13 @@ type segment struct {
 
 	ids, meta, text, times []byte
 
-	kwOnce sync.Once
-	kw     *keyword.Segment
-	kwErr  error
-	nsOnce sync.Once
-	ns     map[string][]uint32
-	nsErr  error
+	kwOnce  sync.Once
+	kw      *keyword.Segment
+	kwErr   error
+	nsOnce  sync.Once
+	ns      map[string][]uint32
+	nsField string
+	nsErr   error
 
 	deleted []uint64 // bitset over nodes; nil while none
 	ndel    int
@@ -471,15 +472,13 @@ func (s *segment) namespace(field, v string) ([]uint32, error) {
 		if d.err != nil {
 			s.nsErr = &CorruptionError{File: s.sf.path, Err: fmt.Errorf("namespace section: %v", d.err)}
 		}
-		if f != field {
-			s.ns = nil // written for another field: not usable
-		}
+		s.nsField = f
 	})
 	if s.nsErr != nil {
 		return nil, s.nsErr
 	}
-	if s.ns == nil {
-		return nil, errNoNamespace
+	if s.nsField != field {
+		return nil, errNoNamespace // written for another field
 	}
 	return s.ns[v], nil
 }

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"fmt"
 	"time"
 
@@ -105,7 +106,7 @@ func decodeOp(b []byte) (*walOp, error) {
 		}
 	case walKVPut:
 		o.key = d.str()
-		o.value = d.bytes()
+		o.value = bytes.Clone(d.bytes()) // the WAL reuses its buffer
 	case walKVDelete:
 		o.key = d.str()
 	default:
