@@ -69,7 +69,7 @@ header=$cache/$ds.header.md
   echo
   echo "Command: \`bash scripts/peers/compare.sh $ds $m $efc $efs $threads\` (finished $(date -u +%Y-%m-%dT%H:%MZ), engram at $(git rev-parse --short HEAD))."
   echo
-  echo "Machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) cores, AVX-512 VNNI, $(free -g | awk '/Mem:/{print $2}') GiB RAM; shared with other engineers' builds and tests (load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)), so absolute numbers are noisy: compare implementations by the ratios of this one run."
+  echo "Machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) cores, AVX-512 VNNI, $(free -g | awk '/Mem:/{print $2}') GiB RAM; shared with other engineers' builds and tests (load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)), so wall-clock numbers are noisy. Throughput and latency are therefore compared in CPU time of the querying thread (CLOCK_THREAD_CPUTIME_ID), which other work disturbs far less (caches are still shared); compare implementations by the ratios of this one run."
   echo
   echo "Peers: hnswlib $(dpkg-query -W -f='${Version}' libhnswlib-dev) headers with g++ -O3 -march=native; python3-hnswlib $(dpkg-query -W -f='${Version}' python3-hnswlib); FAISS $(dpkg-query -W -f='${Version}' python3-faiss). Queries one at a time on one thread; -threads $threads for the build. bytes/vector: for engram the resident search structures (int8 codes + graph; float32 vectors for rescoring are reported separately and may stay on disk), for the peers the growth of process RSS during the build / n (their whole index)."
 } > "$header"

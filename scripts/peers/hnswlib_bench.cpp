@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -48,6 +49,18 @@ static long rss_bytes() {
     long size = 0, rss = 0;
     f >> size >> rss;
     return rss * sysconf(_SC_PAGESIZE);
+}
+
+static double thread_cpu_us() {
+    timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+static double process_cpu_s() {
+    timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 static void normalize(std::vector<float> &v, int dim) {
@@ -94,6 +107,7 @@ int main(int argc, char **argv) {
         }
 
         long rss0 = rss_bytes();
+        double cpu0 = process_cpu_s();
         auto t0 = std::chrono::steady_clock::now();
         auto *index = new hnswlib::HierarchicalNSW<float>(space, n, M, efc, 100);
         std::atomic<size_t> next{0};
@@ -105,18 +119,22 @@ int main(int argc, char **argv) {
         }
         for (auto &th : pool) th.join();
         double build_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        double build_cpu_s = process_cpu_s() - cpu0;
         double bytes_per_vector = double(rss_bytes() - rss0) / n;
 
         const int k = 10;
-        std::vector<double> lat(nq);
+        std::vector<double> lat(nq), cpu_lat(nq);
         for (int ef : efs) {
             index->setEf(std::max(ef, k));
             for (size_t q = 0; q < std::min<size_t>(100, nq); q++) index->searchKnn(queries.data() + q * dim, k);
             double recall = 0;
             auto start = std::chrono::steady_clock::now();
+            double start_cpu = thread_cpu_us();
             for (size_t q = 0; q < nq; q++) {
                 auto a = std::chrono::steady_clock::now();
+                double c = thread_cpu_us();
                 auto res = index->searchKnn(queries.data() + q * dim, k);
+                cpu_lat[q] = thread_cpu_us() - c;
                 lat[q] = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - a).count();
                 const int32_t *truth = gt.data() + q * gdim;
                 while (!res.empty()) {
@@ -130,12 +148,16 @@ int main(int argc, char **argv) {
                 }
             }
             double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+            double elapsed_cpu = (thread_cpu_us() - start_cpu) / 1e6;
             std::sort(lat.begin(), lat.end());
+            std::sort(cpu_lat.begin(), cpu_lat.end());
             printf("{\"impl\":\"hnswlib-cpp\",\"dataset\":\"%s\",\"n\":%zu,\"dim\":%d,\"m\":%d,\"efc\":%d,"
                    "\"threads\":%d,\"ef\":%d,\"recall10\":%.4f,\"qps\":%.1f,\"p50_us\":%.1f,\"p99_us\":%.1f,"
-                   "\"build_s\":%.2f,\"bytes_per_vector\":%.1f}\n",
+                   "\"build_s\":%.2f,\"cpu_qps\":%.1f,\"cpu_p50_us\":%.1f,\"cpu_p99_us\":%.1f,\"build_cpu_s\":%.2f,"
+                   "\"bytes_per_vector\":%.1f}\n",
                    dataset.c_str(), n, dim, M, efc, threads, ef, recall / (k * double(nq)), nq / elapsed,
-                   lat[nq / 2], lat[nq * 99 / 100], build_s, bytes_per_vector);
+                   lat[nq / 2], lat[nq * 99 / 100], build_s, nq / elapsed_cpu, cpu_lat[nq / 2],
+                   cpu_lat[nq * 99 / 100], build_cpu_s, bytes_per_vector);
             fflush(stdout);
         }
         delete index;

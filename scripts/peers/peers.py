@@ -98,30 +98,34 @@ def main():
     # counted as index memory.
     __import__("hnswlib" if impl == "hnswlib-py" else "faiss")
     rss0 = rss()
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     search = build(impl, base, metric, m, efc, threads)
-    build_s = time.perf_counter() - t0
+    build_s, build_cpu_s = time.perf_counter() - t0, time.process_time() - c0
     bytes_per_vector = (rss() - rss0) / n
     for ef in efs:
         ef = max(ef, k)
         for q in queries[:100]:
             search(q.reshape(1, -1), k, ef)
-        lat = []
+        lat, cpu_lat = [], []
         hits = 0
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.thread_time()
         for i, q in enumerate(queries):
-            a = time.perf_counter()
+            a, c = time.perf_counter(), time.thread_time()
             ids = search(q.reshape(1, -1), k, ef)
+            cpu_lat.append((time.thread_time() - c) * 1e6)
             lat.append((time.perf_counter() - a) * 1e6)
             hits += len(set(int(x) for x in ids) & set(int(x) for x in gt[i, :k]))
-        elapsed = time.perf_counter() - start
+        elapsed, elapsed_cpu = time.perf_counter() - start, time.thread_time() - start_cpu
         lat.sort()
+        cpu_lat.sort()
         nq = len(queries)
         print(json.dumps({
             "impl": impl, "dataset": dataset, "n": n, "dim": dim, "m": m, "efc": efc,
             "threads": threads, "ef": ef, "recall10": round(hits / (k * nq), 4),
             "qps": round(nq / elapsed, 1), "p50_us": round(lat[nq // 2], 1),
             "p99_us": round(lat[nq * 99 // 100], 1), "build_s": round(build_s, 2),
+            "cpu_qps": round(nq / elapsed_cpu, 1), "cpu_p50_us": round(cpu_lat[nq // 2], 1),
+            "cpu_p99_us": round(cpu_lat[nq * 99 // 100], 1), "build_cpu_s": round(build_cpu_s, 2),
             "bytes_per_vector": round(bytes_per_vector, 1),
         }), flush=True)
 
