@@ -1,0 +1,263 @@
+package tokenizer
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"unicode/utf8"
+)
+
+// unkPenalty is what HF (and sentencepiece) subtract from the lowest piece
+// score to score an unknown character.
+const unkPenalty = 10.0
+
+// unigram is HF's Unigram model: Viterbi over a trie of the vocabulary, unknown
+// characters scored min_score-10, consecutive unknowns fused into one token
+// (HF always fuses for Unigram), optional byte fallback for unknown tokens.
+type unigram struct {
+	pieces       []string
+	scores       []float64
+	ids          map[string]int32 // last id wins for duplicate pieces, as in HF
+	unkID        int32            // -1: none
+	byteFallback bool
+	byteIDs      [256]int32 // id of "<0xXX>", -1 when absent
+	unkScore     float64
+	trie         trie
+}
+
+func newUnigram(vocab []vocabEntry, unkID *int, byteFallback bool) (*unigram, error) {
+	if len(vocab) == 0 {
+		return nil, fmt.Errorf("unigram: empty vocabulary")
+	}
+	if len(vocab) > math.MaxInt32 {
+		return nil, fmt.Errorf("unigram: vocabulary of %d pieces is too large", len(vocab))
+	}
+	u := &unigram{
+		pieces:       make([]string, len(vocab)),
+		scores:       make([]float64, len(vocab)),
+		ids:          make(map[string]int32, len(vocab)),
+		unkID:        -1,
+		byteFallback: byteFallback,
+	}
+	minScore := math.Inf(1)
+	for i, e := range vocab {
+		u.pieces[i], u.scores[i] = e.piece, e.score
+		u.ids[e.piece] = int32(i)
+		minScore = math.Min(minScore, e.score)
+	}
+	u.unkScore = minScore - unkPenalty
+	if unkID != nil {
+		if *unkID < 0 || *unkID >= len(vocab) {
+			return nil, fmt.Errorf("unigram: unk_id %d is outside the vocabulary of %d pieces", *unkID, len(vocab))
+		}
+		u.unkID = int32(*unkID)
+	}
+	for b := range u.byteIDs {
+		u.byteIDs[b] = -1
+		if id, ok := u.ids[fmt.Sprintf("<0x%02X>", b)]; ok {
+			u.byteIDs[b] = id
+		}
+	}
+	u.trie = buildTrie(u.ids)
+	return u, nil
+}
+
+// lattice is per-call scratch for Viterbi, reused through a pool.
+type lattice struct {
+	score []float64
+	start []int32 // -1: no path ends here yet
+	id    []int32
+	path  []int32 // node end offsets, collected backwards
+}
+
+// encode appends the ids (and the piece strings) of s to e. It follows HF's
+// encode_optimized step by step so ties break the same way: candidates are
+// visited shortest first and only a strictly better score replaces a node.
+func (u *unigram) encode(e *Encoding, s string, lat *lattice) error {
+	if s == "" {
+		return nil
+	}
+	n := len(s) + 1
+	if cap(lat.score) < n {
+		lat.score = make([]float64, n)
+		lat.start = make([]int32, n)
+		lat.id = make([]int32, n)
+	}
+	score, start, id := lat.score[:n], lat.start[:n], lat.id[:n]
+	for i := range start {
+		start[i] = -1
+		score[i] = 0
+	}
+	for pos := 0; pos < len(s); {
+		base := score[pos]
+		mblen := 1
+		if s[pos] >= utf8.RuneSelf {
+			_, mblen = utf8.DecodeRuneInString(s[pos:])
+		}
+		single := false
+		u.trie.prefixes(s[pos:], func(length int, tok int32) {
+			end := pos + length
+			cand := u.scores[tok] + base
+			if start[end] < 0 || cand > score[end] {
+				score[end], start[end], id[end] = cand, int32(pos), tok
+			}
+			if length == mblen {
+				single = true
+			}
+		})
+		if !single {
+			end := pos + mblen
+			if u.unkID < 0 {
+				return fmt.Errorf("unigram: %q is not in the vocabulary and the model has no unk_id", s[pos:end])
+			}
+			cand := u.unkScore + base
+			if start[end] < 0 || cand > score[end] {
+				score[end], start[end], id[end] = cand, int32(pos), u.unkID
+			}
+		}
+		pos += mblen
+	}
+	path := lat.path[:0]
+	for end := len(s); end > 0; end = int(start[end]) {
+		path = append(path, int32(end))
+	}
+	lat.path = path
+	// Emit front to back; runs of unknown nodes fuse into one token.
+	pos := 0
+	for k := len(path) - 1; k >= 0; k-- {
+		end := int(path[k])
+		if id[end] != u.unkID {
+			e.add(id[end], u.pieces[id[end]], 0)
+			pos = end
+			continue
+		}
+		if k > 0 && id[path[k-1]] == u.unkID {
+			continue // the run goes on
+		}
+		u.emitUnknown(e, s[pos:end])
+		pos = end
+	}
+	return nil
+}
+
+// emitUnknown is HF's Unigram::tokenize for a fused unknown string: its own
+// id if the vocabulary happens to hold it, else its bytes as <0xXX> pieces
+// when byte_fallback is on and all of them exist, else unk_id.
+func (u *unigram) emitUnknown(e *Encoding, tok string) {
+	if id, ok := u.ids[tok]; ok {
+		e.add(id, u.pieces[id], 0)
+		return
+	}
+	if u.byteFallback {
+		all := true
+		for i := 0; i < len(tok); i++ {
+			all = all && u.byteIDs[tok[i]] >= 0
+		}
+		if all {
+			for i := 0; i < len(tok); i++ {
+				id := u.byteIDs[tok[i]]
+				e.add(id, u.pieces[id], 0)
+			}
+			return
+		}
+	}
+	e.add(u.unkID, tok, 0)
+}
+
+// trie is a byte trie over the vocabulary, flattened into arrays: children of
+// a node are a contiguous, label-sorted run of edges; the root has a direct
+// table.
+type trie struct {
+	root  [256]int32 // child node of the root per byte, -1 if none
+	nodes []trieNode
+	edges []trieEdge
+}
+
+type trieNode struct {
+	first, n uint32
+	id       int32 // vocabulary id when a piece ends here, else -1
+}
+
+type trieEdge struct {
+	label byte
+	child uint32
+}
+
+func buildTrie(ids map[string]int32) trie {
+	type bnode struct {
+		kids map[byte]int
+		id   int32
+	}
+	b := []bnode{{kids: map[byte]int{}, id: -1}}
+	for piece, id := range ids {
+		cur := 0
+		for i := 0; i < len(piece); i++ {
+			next, ok := b[cur].kids[piece[i]]
+			if !ok {
+				next = len(b)
+				b = append(b, bnode{kids: map[byte]int{}, id: -1})
+				b[cur].kids[piece[i]] = next
+			}
+			cur = next
+		}
+		if cur != 0 {
+			b[cur].id = id
+		}
+	}
+	var t trie
+	t.nodes = make([]trieNode, len(b))
+	for i, nd := range b {
+		labels := make([]int, 0, len(nd.kids))
+		for l := range nd.kids {
+			labels = append(labels, int(l))
+		}
+		sort.Ints(labels)
+		t.nodes[i] = trieNode{first: uint32(len(t.edges)), n: uint32(len(labels)), id: nd.id}
+		for _, l := range labels {
+			t.edges = append(t.edges, trieEdge{byte(l), uint32(nd.kids[byte(l)])})
+		}
+	}
+	for i := range t.root {
+		t.root[i] = -1
+	}
+	for l, c := range b[0].kids {
+		t.root[l] = int32(c)
+	}
+	return t
+}
+
+// prefixes calls fn for every vocabulary piece that is a prefix of s,
+// shortest first.
+func (t *trie) prefixes(s string, fn func(length int, id int32)) {
+	if s == "" {
+		return
+	}
+	cur := t.root[s[0]]
+	if cur < 0 {
+		return
+	}
+	for i := 1; ; i++ {
+		nd := &t.nodes[cur]
+		if nd.id >= 0 {
+			fn(i, nd.id)
+		}
+		if i == len(s) || nd.n == 0 {
+			return
+		}
+		c := s[i]
+		edges := t.edges[nd.first : nd.first+nd.n]
+		lo, hi := 0, len(edges)
+		for lo < hi {
+			m := int(uint(lo+hi) >> 1)
+			if edges[m].label < c {
+				lo = m + 1
+			} else {
+				hi = m
+			}
+		}
+		if lo == len(edges) || edges[lo].label != c {
+			return
+		}
+		cur = int32(edges[lo].child)
+	}
+}

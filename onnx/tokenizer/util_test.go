@@ -1,0 +1,8 @@
+package tokenizer
+
+import (
+	"bytes"
+	"io"
+)
+
+func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
