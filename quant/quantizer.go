@@ -12,18 +12,22 @@ import (
 // code = clamp(round(x/Scale), -127, 127). Scale is set so that the
 // ClipQuantile of |x| over the training sample maps to 127; the rare larger
 // values saturate. A global symmetric scale keeps int8 dot products
-// proportional to float dot products, so the integer kernels can be used for
-// every metric without per-vector corrections.
+// proportional to float dot products (a·b ≈ Scale² codeA·codeB), so the
+// integer kernels serve every metric without per-vector corrections. The
+// package documentation gives the measurements behind this choice.
 type Quantizer struct {
 	Dim    int
 	Metric Metric
 	Scale  float32
 }
 
+// DefaultClipQuantile is TrainOptions.ClipQuantile's default.
+const DefaultClipQuantile = 0.9999
+
 // TrainOptions tunes Train. The zero value means the documented defaults.
 type TrainOptions struct {
 	// ClipQuantile is the quantile of |x| that maps to the largest code.
-	// Default 0.999.
+	// Default 0.9999 (measured best of 0.99..1; see the package doc).
 	ClipQuantile float64
 }
 
@@ -41,9 +45,9 @@ func Train(sample []float32, dim int, m Metric, opts TrainOptions) (*Quantizer, 
 	}
 	q := opts.ClipQuantile
 	if q == 0 {
-		q = 0.999
+		q = DefaultClipQuantile
 	}
-	if q <= 0 || q > 1 {
+	if !(q > 0 && q <= 1) { // also rejects NaN
 		return nil, fmt.Errorf("quant: clip quantile %v outside (0, 1]", q)
 	}
 	abs := make([]float32, 0, len(sample))
