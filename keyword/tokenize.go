@@ -63,7 +63,9 @@ func AppendTokens(dst []string, text string) []string {
 	return defaultAnalyzer.appendTokens(dst, text)
 }
 
-func isCJK(r rune) bool {
+// IsCJK reports whether r belongs to a script Tokens indexes character by
+// character (Han, Hiragana, Katakana, Hangul) rather than word by word.
+func IsCJK(r rune) bool {
 	return unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Hangul)
 }
 
@@ -89,7 +91,7 @@ func (a analyzer) appendTokens(dst []string, text string) []string {
 		case r == utf8.RuneError && size <= 1:
 			dst = a.flushWord(dst, word)
 			word, cjkPrev = word[:0], -1
-		case isCJK(r):
+		case IsCJK(r):
 			dst = a.flushWord(dst, word)
 			word = word[:0]
 			if cjkPrev >= 0 {
@@ -122,7 +124,7 @@ func possessive(rest string) bool {
 		return false
 	}
 	r, _ := utf8.DecodeRuneInString(rest[1:])
-	return len(rest) == 1 || !isWordRune(r) || isCJK(r)
+	return len(rest) == 1 || !isWordRune(r) || IsCJK(r)
 }
 
 func (a analyzer) flushWord(dst []string, word []byte) []string {
