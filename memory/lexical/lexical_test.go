@@ -67,7 +67,7 @@ func TestEmbedSimilarity(t *testing.T) {
 	cases := []struct{ q, near, far string }{
 		{"green tea preferences", "The user prefers green tea over coffee", "The meeting moved to Tuesday at noon"},
 		{"用户喜欢喝什么茶", "用户喜欢喝绿茶，不喜欢咖啡", "会议改到星期二中午"},
-		{"memorization", "memorize the list", "bake a cake"},        // stemmed words differ, n-grams overlap
+		{"memorization", "memorize the list", "bake a cake"},       // stemmed words differ, n-grams overlap
 		{"recieve the package", "receive package tomorrow", "tax"}, // typo
 	}
 	for _, c := range cases {
