@@ -16,11 +16,15 @@ var errStopping = errors.New("engine: store is closing")
 func (d *DB) Compact() error { return d.compact(true) }
 
 // Background policy: a segment with more than compactDeletedFraction of its
-// records deleted is rewritten, and the smallest segments are merged while a
-// collection has more than compactMaxSegments.
+// records deleted is rewritten, the smallest segments are merged while a
+// collection has more than compactMaxSegments, and everything is merged
+// when more than compactMaxOverrides access overrides accumulate.
 const (
 	compactDeletedFraction = 0.3
 	compactMaxSegments     = 4
+	// Touch'ed segment records keep their access stats in the manifest
+	// until a compaction folds them into a segment.
+	compactMaxOverrides = 1 << 16
 )
 
 func (d *DB) compact(all bool) error {
@@ -67,8 +71,8 @@ func (d *DB) compact(all bool) error {
 // pick chooses the segments of c to merge (c.mu held for reading).
 func (c *Collection) pick(all bool) []*segment {
 	segs := c.segs
-	if all {
-		dirty := len(segs) > 1
+	if all || len(c.overrides) > compactMaxOverrides {
+		dirty := len(segs) > 1 || len(c.overrides) > 0
 		for _, s := range segs {
 			dirty = dirty || s.ndel > 0
 		}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -248,7 +249,7 @@ func (d *DB) removeUnreferenced(m *manifest) error {
 	}
 	removed := false
 	for _, n := range names {
-		if !keep[n] {
+		if !keep[n] && !strings.HasSuffix(n, quarantineSuffix) {
 			if err := d.opts.FS.Remove(filepath.Join(d.segDir(), n)); err != nil {
 				return fmt.Errorf("engine: remove stale %s: %w", n, err)
 			}

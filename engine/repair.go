@@ -1,0 +1,112 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	"github.com/engramdb/engram/wal"
+)
+
+// RepairReport says what Repair changed. The zero report means the store
+// was healthy and nothing was touched.
+type RepairReport struct {
+	// WALTruncatedAt is where the WAL was cut (records from there on were
+	// dropped); zero when the WAL was intact.
+	WALTruncatedAt wal.LSN
+	// QuarantinedSegments are segment files that failed their checks,
+	// renamed to NAME.corrupt in seg/ and removed from the manifest.
+	QuarantinedSegments []string
+	// DroppedRecords counts the live records those segments held.
+	DroppedRecords int
+}
+
+const quarantineSuffix = ".corrupt"
+
+// Repair makes a damaged, closed store openable again, losing as little as
+// possible: it truncates the WAL at its first damaged record (keeping
+// everything before it) and moves every segment that fails its checksums
+// or structure checks aside (seg/NAME.corrupt, out of the manifest). It
+// takes the directory lock itself (ErrLocked while the store is open). On a
+// healthy store it changes nothing. A damaged MANIFEST is not repaired:
+// restore it from a backup.
+func Repair(dir string, opts Options) (RepairReport, error) {
+	var rep RepairReport
+	opts = opts.withDefaults()
+	dir = filepath.Clean(dir)
+	if fresh, err := inspectDir(dir); err != nil {
+		return rep, err
+	} else if fresh {
+		return rep, fmt.Errorf("%w: %s has no MANIFEST", ErrNotStore, dir)
+	}
+	lock, err := lockDir(filepath.Join(dir, "LOCK"))
+	if err != nil {
+		return rep, err
+	}
+	defer lock.unlock()
+	m, err := readManifest(dir)
+	if err != nil {
+		return rep, err
+	}
+	d := &DB{dir: dir, opts: opts}
+	changed := false
+	for ci := range m.colls {
+		mc := &m.colls[ci]
+		kept := mc.segs[:0:0]
+		for _, ms := range mc.segs {
+			path := d.segPath(ms.file)
+			s, err := openSegment(path, ms.file, mc.cfg, ms.count, true)
+			if err == nil {
+				for _, node := range ms.deleted {
+					s.markDeleted(node)
+				}
+				err = s.check()
+				s.close()
+			}
+			var ce *CorruptionError
+			if err != nil && !errors.As(err, &ce) && !errors.Is(err, ErrVersion) {
+				return rep, err // an I/O problem, not damage: change nothing
+			}
+			if err == nil {
+				kept = append(kept, ms)
+				continue
+			}
+			if rerr := opts.FS.Rename(path, path+quarantineSuffix); rerr != nil {
+				return rep, fmt.Errorf("engine: repair: quarantine %s: %w", path, rerr)
+			}
+			rep.QuarantinedSegments = append(rep.QuarantinedSegments, path)
+			rep.DroppedRecords += int(ms.count) - len(ms.deleted)
+			changed = true
+		}
+		mc.segs = kept
+	}
+	if changed {
+		if err := opts.FS.SyncDir(d.segDir()); err != nil {
+			return rep, fmt.Errorf("engine: repair: %w", err)
+		}
+		if err := writeFileAtomic(opts.FS, dir, manifestName, encodeManifest(m)); err != nil {
+			return rep, fmt.Errorf("engine: repair: write manifest: %w", err)
+		}
+	}
+	walDir := filepath.Join(dir, "wal")
+	wopts := wal.Options{FS: opts.FS}
+	for range 3 {
+		l, err := wal.Open(walDir, wopts)
+		if err == nil {
+			err = l.Replay(wal.LSN(m.checkpoint)+1, func(wal.LSN, []byte) error { return nil })
+			err = errors.Join(err, l.Close())
+		}
+		var ce *wal.CorruptionError
+		if !errors.As(err, &ce) {
+			if err != nil {
+				return rep, fmt.Errorf("engine: repair: WAL: %w", err)
+			}
+			return rep, nil
+		}
+		if err := wal.Repair(walDir, wopts, err); err != nil {
+			return rep, fmt.Errorf("engine: repair: WAL: %w", err)
+		}
+		rep.WALTruncatedAt = wal.LSN(uint64(ce.Segment)<<32 | uint64(ce.Offset))
+	}
+	return rep, errors.New("engine: repair: the WAL is still damaged after three repairs")
+}

@@ -1,0 +1,121 @@
+package engine
+
+import (
+	"errors"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/engramdb/engram/quant"
+	"github.com/engramdb/engram/wal"
+)
+
+func TestRepair(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "s")
+	db := openT(t, dir, testOpts())
+	r := rand.New(rand.NewPCG(8, 9))
+	a, _ := db.CreateCollection(CollectionConfig{Name: "a", Dim: 4, Metric: quant.L2})
+	b, _ := db.CreateCollection(CollectionConfig{Name: "b", Dim: 4, Metric: quant.L2})
+	a.Upsert(ctx, mkRecords(r, 4, 0, 30))
+	b.Upsert(ctx, mkRecords(r, 4, 0, 30))
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	// 40 WAL records after the checkpoint, one record each.
+	for i := range 40 {
+		if err := b.Upsert(ctx, mkRecords(r, 4, 100+i, 1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	// A healthy store: nothing changes.
+	before := snapshotDir(t, dir)
+	rep, err := Repair(dir, Options{})
+	if err != nil || rep.WALTruncatedAt != 0 || len(rep.QuarantinedSegments) != 0 {
+		t.Fatalf("Repair of a healthy store = %+v, %v", rep, err)
+	}
+	if after := snapshotDir(t, dir); !sameSnapshot(before, after) {
+		t.Fatal("Repair changed a healthy store")
+	}
+	// Damage segment a and the middle of the WAL.
+	segA := filepath.Join(dir, "seg", segName(1))
+	flipByte(t, segA, 200)
+	walFiles, _ := os.ReadDir(filepath.Join(dir, "wal"))
+	walPath := filepath.Join(dir, "wal", walFiles[len(walFiles)-1].Name())
+	st, _ := os.Stat(walPath)
+	flipByte(t, walPath, int(st.Size()/2))
+	if _, err := Open(dir, testOpts()); err == nil {
+		t.Fatal("Open accepted a WAL damaged in the middle")
+	} else if ce := new(wal.CorruptionError); !errors.As(err, &ce) {
+		t.Fatalf("Open = %v, want a wal.CorruptionError", err)
+	}
+	rep, err = Repair(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.WALTruncatedAt == 0 || len(rep.QuarantinedSegments) != 1 || rep.QuarantinedSegments[0] != segA || rep.DroppedRecords != 30 {
+		t.Fatalf("Repair = %+v", rep)
+	}
+	if _, err := os.Stat(segA + quarantineSuffix); err != nil {
+		t.Fatalf("quarantined file: %v", err)
+	}
+	db = openT(t, dir, testOpts())
+	defer db.Close()
+	if err := db.Check(); err != nil {
+		t.Fatal(err)
+	}
+	a, _ = db.Collection("a")
+	if n, _ := a.Count(nil); n != 0 {
+		t.Fatalf("collection a has %d records after losing its segment", n)
+	}
+	b, _ = db.Collection("b")
+	n, _ := b.Count(nil)
+	if n < 30+5 || n >= 70 {
+		t.Fatalf("collection b has %d records; want the flushed 30 plus the WAL records before the damage", n)
+	}
+	for i := range n - 30 {
+		if _, err := b.Get(mkRecords(r, 4, 100+i, 1)[0].ID); err != nil {
+			t.Fatalf("record before the WAL damage lost: %v", err)
+		}
+	}
+	if _, err := Repair(dir, Options{}); !errors.Is(err, ErrLocked) {
+		t.Fatalf("Repair of an open store = %v", err)
+	}
+}
+
+func flipByte(t *testing.T, path string, off int) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[off] ^= 0x20
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func snapshotDir(t *testing.T, dir string) map[string]string {
+	out := map[string]string{}
+	filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
+		if err == nil && !info.IsDir() && info.Name() != "LOCK" {
+			b, _ := os.ReadFile(p)
+			out[p] = string(b)
+		}
+		return nil
+	})
+	return out
+}
+
+func sameSnapshot(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
