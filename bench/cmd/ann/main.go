@@ -12,7 +12,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -160,13 +159,23 @@ func run(args []string, out io.Writer) error {
 	return bench(set, c, out)
 }
 
-func bench(set *dataset.Set, c config, out io.Writer) error {
+// built is an index over a set's base vectors and what the build cost.
+type built struct {
+	ix       *hnsw.Index
+	rowOf    []int32 // hnsw id -> base row: concurrent inserts interleave
+	buildS   float64
+	buildCPU float64
+	resident float64 // codes + graph bytes per vector
+	heap     float64 // Go heap in use per vector
+}
+
+func build(set *dataset.Set, c config) (*built, error) {
 	n, dim := set.Base.Len(), set.Base.Dim
 	ix, err := hnsw.New(hnsw.Config{Dim: dim, Metric: set.Metric, M: c.m, EfConstruction: c.efc, Capacity: n, Seed: 1})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	rowOf := make([]int32, n) // hnsw id -> base row: concurrent inserts interleave
+	b := &built{ix: ix, rowOf: make([]int32, n)}
 	cpu0 := processCPU()
 	start := time.Now()
 	var next atomic.Int64
@@ -186,75 +195,103 @@ func bench(set *dataset.Set, c config, out io.Writer) error {
 					errs <- fmt.Errorf("insert row %d: %w", i, err)
 					return
 				}
-				rowOf[id] = int32(i)
+				b.rowOf[id] = int32(i)
 			}
 		}()
 	}
 	wg.Wait()
-	buildS := time.Since(start).Seconds()
-	buildCPU := (processCPU() - cpu0).Seconds()
+	b.buildS = time.Since(start).Seconds()
+	b.buildCPU = (processCPU() - cpu0).Seconds()
 	select {
 	case err := <-errs:
-		return err
+		return nil, err
 	default:
 	}
-
-	var ser bytes.Buffer
-	if _, err := ix.WriteTo(&ser); err != nil {
-		return err
+	cw := &countingWriter{}
+	if _, err := ix.WriteTo(cw); err != nil {
+		return nil, err
 	}
-	floatBytes := 4 * dim
-	resident := float64(ser.Len()-n*floatBytes) / float64(n)
-	ser = bytes.Buffer{}
+	b.resident = float64(cw.n-int64(n*4*dim)) / float64(n)
 	runtime.GC()
 	debug.FreeOSMemory()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	heap := float64(ms.HeapInuse) / float64(n)
+	b.heap = float64(ms.HeapInuse) / float64(n)
+	return b, nil
+}
 
+type countingWriter struct{ n int64 }
+
+func (w *countingWriter) Write(p []byte) (int, error) { w.n += int64(len(p)); return len(p), nil }
+
+// sweep is one pass of every query at one ef.
+type sweep struct {
+	recall      float64
+	wall, cpu   time.Duration   // totals
+	lat, cpuLat []time.Duration // per query, sorted
+}
+
+// search runs every query once, one at a time, on the calling goroutine,
+// which must be locked to its OS thread for the CPU times to mean anything.
+func (b *built) search(set *dataset.Set, k int, opts hnsw.SearchOptions) (sweep, error) {
+	nq := set.Queries.Len()
+	sw := sweep{lat: make([]time.Duration, nq), cpuLat: make([]time.Duration, nq)}
+	ids := make([]uint32, 0, k)
+	total, totalCPU := time.Now(), threadCPU()
+	for q := 0; q < nq; q++ {
+		t0, c0 := time.Now(), threadCPU()
+		res, err := b.ix.Search(set.Queries.Row(q), k, opts)
+		sw.lat[q], sw.cpuLat[q] = time.Since(t0), threadCPU()-c0
+		if err != nil {
+			return sw, err
+		}
+		ids = ids[:0]
+		for _, r := range res {
+			ids = append(ids, uint32(b.rowOf[r.ID]))
+		}
+		sw.recall += dataset.RecallAtK(ids, set.GroundTruth[q], k)
+	}
+	sw.wall, sw.cpu = time.Since(total), threadCPU()-totalCPU
+	sw.recall /= float64(nq)
+	slices.Sort(sw.lat)
+	slices.Sort(sw.cpuLat)
+	return sw, nil
+}
+
+func pct(d []time.Duration, p int) float64 { return us(d[len(d)*p/100]) }
+
+func bench(set *dataset.Set, c config, out io.Writer) error {
+	b, err := build(set, c)
+	if err != nil {
+		return err
+	}
+	n, dim := set.Base.Len(), set.Base.Dim
 	enc := json.NewEncoder(out)
-	lat := make([]time.Duration, set.Queries.Len())
-	cpuLat := make([]time.Duration, set.Queries.Len())
-	// Thread CPU time is only meaningful if the goroutine stays on one thread.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	for _, ef := range c.efs {
 		opts := hnsw.SearchOptions{Ef: max(ef, c.k), NoRescore: c.noRescore}
 		// A warm-up pass over a few queries, then the timed pass.
 		for q := 0; q < min(100, set.Queries.Len()); q++ {
-			if _, err := ix.Search(set.Queries.Row(q), c.k, opts); err != nil {
+			if _, err := b.ix.Search(set.Queries.Row(q), c.k, opts); err != nil {
 				return err
 			}
 		}
-		var recall float64
-		ids := make([]uint32, 0, c.k)
-		total, totalCPU := time.Now(), threadCPU()
-		for q := range lat {
-			t0, c0 := time.Now(), threadCPU()
-			res, err := ix.Search(set.Queries.Row(q), c.k, opts)
-			lat[q], cpuLat[q] = time.Since(t0), threadCPU()-c0
-			if err != nil {
-				return err
-			}
-			ids = ids[:0]
-			for _, r := range res {
-				ids = append(ids, uint32(rowOf[r.ID]))
-			}
-			recall += dataset.RecallAtK(ids, set.GroundTruth[q], c.k)
+		sw, err := b.search(set, c.k, opts)
+		if err != nil {
+			return err
 		}
-		elapsed, elapsedCPU := time.Since(total).Seconds(), (threadCPU() - totalCPU).Seconds()
-		slices.Sort(lat)
-		slices.Sort(cpuLat)
+		nq := float64(len(sw.lat))
 		if err := enc.Encode(Result{
 			Impl: "engram", Dataset: set.Name, N: n, Dim: dim, M: c.m, EfC: c.efc, Threads: c.threads,
-			Ef: ef, Recall10: round(recall/float64(len(lat)), 4),
-			QPS:   round(float64(len(lat))/elapsed, 1),
-			P50us: round(us(lat[len(lat)/2]), 1), P99us: round(us(lat[len(lat)*99/100]), 1),
-			BuildS: round(buildS, 2), BytesPerVector: round(resident, 1),
-			CPUQPS:   round(float64(len(lat))/elapsedCPU, 1),
-			CPUP50us: round(us(cpuLat[len(lat)/2]), 1), CPUP99us: round(us(cpuLat[len(lat)*99/100]), 1),
-			BuildCPUS:           round(buildCPU, 2),
-			FloatBytesPerVector: float64(floatBytes), HeapBytesPerVector: round(heap, 1),
+			Ef: ef, Recall10: round(sw.recall, 4),
+			QPS:   round(nq/sw.wall.Seconds(), 1),
+			P50us: round(pct(sw.lat, 50), 1), P99us: round(pct(sw.lat, 99), 1),
+			BuildS: round(b.buildS, 2), BytesPerVector: round(b.resident, 1),
+			CPUQPS:   round(nq/sw.cpu.Seconds(), 1),
+			CPUP50us: round(pct(sw.cpuLat, 50), 1), CPUP99us: round(pct(sw.cpuLat, 99), 1),
+			BuildCPUS:           round(b.buildCPU, 2),
+			FloatBytesPerVector: float64(4 * dim), HeapBytesPerVector: round(b.heap, 1),
 		}); err != nil {
 			return err
 		}

@@ -4,11 +4,14 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/engramdb/engram/bench/dataset"
+	"github.com/engramdb/engram/hnsw"
 )
 
 func TestRunPrintsOneLinePerEf(t *testing.T) {
@@ -66,6 +69,55 @@ func TestRunRejectsBadFlags(t *testing.T) {
 	} {
 		if err := run(args, io.Discard); err == nil {
 			t.Errorf("%v: no error", args)
+		}
+	}
+}
+
+// BenchmarkANN builds an index per shared set once (M=16, efC=200) and
+// searches its queries one at a time, reporting recall@10 and latency
+// percentiles next to the time per query:
+//
+//	go test -run XXX -bench ANN -benchtime 2000x ./bench/cmd/ann
+func BenchmarkANN(b *testing.B) {
+	root, err := dataset.FindRoot(".")
+	if err != nil {
+		b.Skip("shared/datasets not found above the test directory")
+	}
+	for _, name := range []string{"sift10k", "glove100-10k"} {
+		set, err := dataset.Load(root, name)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var bt *built
+		for _, ef := range []int{20, 40, 80, 160} {
+			b.Run(fmt.Sprintf("set=%s/ef=%d", name, ef), func(b *testing.B) {
+				if bt == nil {
+					if bt, err = build(set, config{m: 16, efc: 200, threads: runtime.GOMAXPROCS(0)}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+				opts := hnsw.SearchOptions{Ef: ef}
+				sw, err := bt.search(set, 10, opts) // quality, and warm-up
+				if err != nil {
+					b.Fatal(err)
+				}
+				q := 0
+				for b.Loop() {
+					if _, err := bt.ix.Search(set.Queries.Row(q), 10, opts); err != nil {
+						b.Fatal(err)
+					}
+					if q++; q == set.Queries.Len() {
+						q = 0
+					}
+				}
+				b.ReportMetric(sw.recall, "recall@10")
+				b.ReportMetric(pct(sw.cpuLat, 50), "p50-cpu-us")
+				b.ReportMetric(pct(sw.cpuLat, 99), "p99-cpu-us")
+				b.ReportMetric(float64(len(sw.lat))/sw.cpu.Seconds(), "cpu-qps")
+				b.ReportMetric(bt.resident, "resident-B/vec")
+			})
 		}
 	}
 }
