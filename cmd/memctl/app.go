@@ -1,0 +1,207 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/engramdb/engram/memory"
+)
+
+// app holds what one memctl invocation shares between its commands: the
+// streams, the resolved global settings and the store, opened lazily.
+type app struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+
+	dir        string
+	configPath string
+	jsonOut    bool
+	embedder   string
+	ollamaURL  string
+
+	store *memory.Store
+}
+
+func (a *app) rootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "memctl",
+		Short: "Administer and serve engram memory stores",
+		Long: "memctl administers engram memory stores: remember and recall memories, inspect and repair the store,\n" +
+			"and serve it over HTTP or MCP. Start with `memctl quickstart`.",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			return a.resolveConfig(cmd)
+		},
+	}
+	pf := root.PersistentFlags()
+	pf.StringVar(&a.dir, "dir", defaultDataDir(), "store directory")
+	pf.StringVar(&a.configPath, "config", defaultConfigPath(), "JSON config file (keys are flag names)")
+	pf.BoolVar(&a.jsonOut, "json", false, "print JSON for scripts")
+	pf.StringVar(&a.embedder, "embedder", "lexical", "embedder: lexical (built in), onnx:MODEL_DIR, or ollama:MODEL")
+	pf.StringVar(&a.ollamaURL, "ollama-url", "", "Ollama server address (default $OLLAMA_HOST or http://127.0.0.1:11434)")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err.Error()} })
+
+	root.AddCommand(
+		a.quickstartCommand(),
+		a.initCommand(),
+		a.rememberCommand(),
+		a.recallCommand(),
+		a.forgetCommand(),
+		a.tasksCommand(),
+	)
+	root.AddCommand(a.adminCommands()...)
+	root.AddCommand(a.serviceCommands()...)
+	return root
+}
+
+// isCobraUsageError recognizes the command-line errors cobra itself returns
+// untyped (unknown commands, wrong argument counts).
+func isCobraUsageError(err error) bool {
+	msg := err.Error()
+	for _, p := range []string{"unknown command", "accepts ", "requires at least", "requires at most", "requires exactly", "unknown flag", "invalid argument"} {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func defaultDataDir() string {
+	if d := os.Getenv("XDG_DATA_HOME"); d != "" {
+		return filepath.Join(d, "engram")
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(home, ".local", "share", "engram")
+	}
+	return "engram-data"
+}
+
+func defaultConfigPath() string {
+	if d, err := os.UserConfigDir(); err == nil {
+		return filepath.Join(d, "engram", "config.json")
+	}
+	return ""
+}
+
+// envName is the environment variable that sets flag name.
+func envName(flag string) string {
+	return "ENGRAM_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
+}
+
+// resolveConfig fills every flag the command line left unset from the
+// environment, then from the config file: flags > env > file > defaults.
+func (a *app) resolveConfig(cmd *cobra.Command) error {
+	flags := cmd.Flags()
+	if !flags.Changed("config") {
+		if v, ok := os.LookupEnv(envName("config")); ok {
+			a.configPath = v
+		}
+	}
+	file, err := loadConfigFile(a.configPath, flags.Changed("config") || os.Getenv(envName("config")) != "")
+	if err != nil {
+		return err
+	}
+	var setErr error
+	flags.VisitAll(func(f *pflag.Flag) {
+		if setErr != nil || f.Changed || f.Name == "config" || f.Name == "help" {
+			return
+		}
+		v, ok := os.LookupEnv(envName(f.Name))
+		src := envName(f.Name)
+		if !ok {
+			v, ok = file[f.Name]
+			src = fmt.Sprintf("%s in %s", f.Name, a.configPath)
+		}
+		if ok {
+			if err := f.Value.Set(v); err != nil {
+				setErr = usagef("invalid value %q for %s: %v", v, src, err)
+			}
+		}
+	})
+	return setErr
+}
+
+// loadConfigFile reads the JSON config file as flag name -> value. A missing
+// file is fine unless the user named it explicitly.
+func loadConfigFile(path string, explicit bool) (map[string]string, error) {
+	if path == "" {
+		return nil, nil
+	}
+	data, err := os.ReadFile(path)
+	if os.IsNotExist(err) && !explicit {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading config file: %w", err)
+	}
+	var raw map[string]any
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return nil, fmt.Errorf("config file %s is not a JSON object: %w", path, err)
+	}
+	out := make(map[string]string, len(raw))
+	for k, v := range raw {
+		switch v := v.(type) {
+		case string:
+			out[k] = v
+		case bool, float64:
+			out[k] = fmt.Sprint(v)
+		default:
+			return nil, fmt.Errorf("config file %s: key %q must be a string, number or boolean", path, k)
+		}
+	}
+	return out, nil
+}
+
+// openStore opens the store in a.dir once per invocation.
+func (a *app) openStore() (*memory.Store, error) { return a.openStoreWith(memory.Options{}) }
+
+// openStoreWith opens the store with opts, the embedder taken from --embedder.
+func (a *app) openStoreWith(opts memory.Options) (*memory.Store, error) {
+	if a.store != nil {
+		return a.store, nil
+	}
+	emb, err := a.newEmbedder(a.embedder)
+	if err != nil {
+		return nil, err
+	}
+	opts.Embedder = emb
+	s, err := memory.Open(a.dir, memory.OpenOptions{Options: opts})
+	if err != nil {
+		return nil, fmt.Errorf("opening store %s: %w", a.dir, err)
+	}
+	a.store = s
+	return s, nil
+}
+
+func (a *app) close() {
+	if a.store != nil {
+		if err := a.store.Close(); err != nil {
+			fmt.Fprintln(a.stderr, "memctl: closing store:", err)
+		}
+		a.store = nil
+	}
+}
+
+// printJSON writes v as indented JSON to stdout.
+func (a *app) printJSON(v any) error {
+	enc := json.NewEncoder(a.stdout)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+type nopReadCloser struct{ io.Reader }
+
+func (nopReadCloser) Close() error { return nil }
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }

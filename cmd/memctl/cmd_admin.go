@@ -1,0 +1,556 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/engramdb/engram/memory"
+	"github.com/engramdb/engram/onnx"
+)
+
+func (a *app) adminCommands() []*cobra.Command {
+	return []*cobra.Command{
+		a.sessionsCommand(), a.statsCommand(), a.checkCommand(), a.compactCommand(),
+		a.cleanupCommand(), a.archiveCommand(), a.exportCommand(), a.importCommand(),
+		a.backupCommand(), a.reembedCommand(), a.modelCommand(),
+	}
+}
+
+func (a *app) sessionsCommand() *cobra.Command {
+	return &cobra.Command{
+		Use: "sessions", Short: "List sessions with their memory counts", Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			s, err := a.openStore()
+			if err != nil {
+				return err
+			}
+			ss, err := s.Sessions(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if a.jsonOut {
+				return a.printJSON(ss)
+			}
+			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "SESSION\tMEMORIES\tNEWEST")
+			for _, x := range ss {
+				name := x.Name
+				if name == "" {
+					name = `""`
+				}
+				fmt.Fprintf(tw, "%s\t%d\t%s\n", name, x.Memories, x.Newest.UTC().Format(timeLayout))
+			}
+			return tw.Flush()
+		},
+	}
+}
+
+func (a *app) statsCommand() *cobra.Command {
+	return &cobra.Command{
+		Use: "stats", Short: "Show counts, sizes and the embedding model of the store", Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			s, err := a.openStore()
+			if err != nil {
+				return err
+			}
+			st, err := s.Stats(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if a.jsonOut {
+				return a.printJSON(st)
+			}
+			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+			for _, row := range [][2]any{
+				{"store", a.dir}, {"collection", st.Collection}, {"embedder", st.Fingerprint}, {"dimension", st.Dim},
+				{"memories", st.Memories}, {"sessions", st.Sessions}, {"archived", st.Archived}, {"tasks", st.Tasks},
+				{"disk bytes", st.Backend.DiskBytes}, {"segments", st.Backend.Segments}, {"wal bytes", st.Backend.WALBytes},
+				{"memory bytes", st.Backend.MemBytes},
+			} {
+				fmt.Fprintf(tw, "%s\t%v\n", row[0], row[1])
+			}
+			return tw.Flush()
+		},
+	}
+}
+
+func (a *app) checkCommand() *cobra.Command {
+	return &cobra.Command{
+		Use: "check", Short: "Verify checksums, index structure and the manifest", Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			s, err := a.openStore()
+			if err != nil {
+				return err
+			}
+			if err := s.Check(cmd.Context()); err != nil {
+				return fmt.Errorf("check failed: %w (try `memctl repair` after a backup)", err)
+			}
+			fmt.Fprintln(a.stdout, "ok")
+			return nil
+		},
+	}
+}
+
+func (a *app) compactCommand() *cobra.Command {
+	return &cobra.Command{
+		Use: "compact", Short: "Flush, then merge segments and drop deleted records to give disk back", Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			s, err := a.openStore()
+			if err != nil {
+				return err
+			}
+			before, err := s.Stats(cmd.Context())
+			if err != nil {
+				return err
+			}
+			bar := a.progress(2, "compacting")
+			if err := s.Flush(cmd.Context()); err != nil {
+				return err
+			}
+			bar.Add(1)
+			if err := s.Compact(cmd.Context()); err != nil {
+				return err
+			}
+			bar.Add(1)
+			after, err := s.Stats(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if a.jsonOut {
+				return a.printJSON(map[string]any{"before": before.Backend, "after": after.Backend})
+			}
+			fmt.Fprintf(a.stdout, "disk %d -> %d bytes, segments %d -> %d\n", before.Backend.DiskBytes, after.Backend.DiskBytes, before.Backend.Segments, after.Backend.Segments)
+			return nil
+		},
+	}
+}
+
+func (a *app) cleanupCommand() *cobra.Command {
+	var (
+		dryRun, includeRecalled bool
+		olderThan               string
+		session                 string
+	)
+	cmd := &cobra.Command{
+		Use:   "cleanup",
+		Short: "Move stale memories (default: older than 180 days, never recalled) to the cold archive",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			p := memory.CleanupPolicy{DryRun: dryRun, IncludeRecalled: includeRecalled}
+			if olderThan != "" {
+				d, err := parseAge(olderThan)
+				if err != nil {
+					return err
+				}
+				p.OlderThan = d
+			}
+			if cmd.Flags().Changed("session") {
+				p.Filter = memory.Eq(memory.FieldSession, session)
+			}
+			s, err := a.openStore()
+			if err != nil {
+				return err
+			}
+			res, err := s.Cleanup(cmd.Context(), p)
+			if err != nil {
+				return err
+			}
+			if a.jsonOut {
+				return a.printJSON(map[string]any{"dry_run": dryRun, "batch": res.Batch, "memories": toMemoryJSON(res.Memories)})
+			}
+			verb := "archived"
+			if dryRun {
+				verb = "would archive"
+			}
+			fmt.Fprintf(a.stdout, "%s %d memories\n", verb, len(res.Memories))
+			for _, m := range res.Memories {
+				fmt.Fprintf(a.stdout, "  %s  %s  %s\n", m.ID, m.Updated.UTC().Format("2006-01-02"), oneLine(m.Text, 60))
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVar(&dryRun, "dry-run", false, "list what would move and change nothing")
+	f.BoolVar(&includeRecalled, "include-recalled", false, "also move memories that were recalled")
+	f.StringVar(&olderThan, "older-than", "", "age threshold, e.g. 180d, 12h (default 180d)")
+	f.StringVarP(&session, "session", "s", "", "only this session")
+	return cmd
+}
+
+// parseAge accepts Go durations plus a "d" suffix for days.
+func parseAge(s string) (time.Duration, error) {
+	if n, ok := strings.CutSuffix(s, "d"); ok {
+		var days float64
+		if _, err := fmt.Sscanf(n, "%g", &days); err != nil || days <= 0 {
+			return 0, usagef("invalid age %q (e.g. 180d or 72h)", s)
+		}
+		return time.Duration(days * 24 * float64(time.Hour)), nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return 0, usagef("invalid age %q (e.g. 180d or 72h)", s)
+	}
+	return d, nil
+}
+
+func (a *app) archiveCommand() *cobra.Command {
+	cmd := &cobra.Command{Use: "archive", Short: "The cold archive: list and restore memories moved by cleanup"}
+	list := &cobra.Command{Use: "list", Short: "List archived memories", Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			s, err := a.openStore()
+			if err != nil {
+				return err
+			}
+			ms, err := s.Archived(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if a.jsonOut {
+				return a.printJSON(toMemoryJSON(ms))
+			}
+			if len(ms) == 0 {
+				fmt.Fprintln(a.stdout, "(archive is empty)")
+			}
+			for _, m := range ms {
+				fmt.Fprintf(a.stdout, "%s  %s  %s\n", m.ID, m.Session, oneLine(m.Text, 70))
+			}
+			return nil
+		}}
+	var all bool
+	restore := &cobra.Command{Use: "restore [ID...]", Short: "Restore archived memories (--all for every one)",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 && !all {
+				return usagef("restore needs memory IDs or --all")
+			}
+			s, err := a.openStore()
+			if err != nil {
+				return err
+			}
+			if all {
+				ms, err := s.Archived(cmd.Context())
+				if err != nil {
+					return err
+				}
+				for _, m := range ms {
+					args = append(args, m.ID)
+				}
+			}
+			n, err := s.Restore(cmd.Context(), args...)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "restored %d memories\n", n)
+			return nil
+		}}
+	restore.Flags().BoolVar(&all, "all", false, "restore every archived memory")
+	cmd.AddCommand(list, restore)
+	return cmd
+}
+
+// memoryJSON is the export line format: one memory, vector optional.
+type memoryJSON struct {
+	ID          string    `json:"id"`
+	Session     string    `json:"session"`
+	Text        string    `json:"text"`
+	Source      string    `json:"source,omitempty"`
+	Tags        []string  `json:"tags,omitempty"`
+	Importance  float64   `json:"importance,omitempty"`
+	Created     time.Time `json:"created"`
+	Updated     time.Time `json:"updated"`
+	LastAccess  time.Time `json:"last_access,omitzero"`
+	AccessCount uint64    `json:"access_count,omitempty"`
+	Vector      []float32 `json:"vector,omitempty"`
+}
+
+func fromMemory(m memory.Memory, withVector bool) memoryJSON {
+	j := memoryJSON{ID: m.ID, Session: m.Session, Text: m.Text, Source: m.Source, Tags: m.Tags,
+		Importance: m.Importance, Created: m.Created, Updated: m.Updated, LastAccess: m.LastAccess, AccessCount: m.AccessCount}
+	if withVector {
+		j.Vector = m.Vector
+	}
+	return j
+}
+
+func (j memoryJSON) toMemory() memory.Memory {
+	return memory.Memory{ID: j.ID, Session: j.Session, Text: j.Text, Source: j.Source, Tags: j.Tags,
+		Importance: j.Importance, Created: j.Created, Updated: j.Updated, LastAccess: j.LastAccess,
+		AccessCount: j.AccessCount, Vector: j.Vector}
+}
+
+func toMemoryJSON(ms []memory.Memory) []memoryJSON {
+	out := make([]memoryJSON, 0, len(ms))
+	for _, m := range ms {
+		out = append(out, fromMemory(m, false))
+	}
+	return out
+}
+
+func (a *app) exportCommand() *cobra.Command {
+	var vectors bool
+	var out, session string
+	cmd := &cobra.Command{
+		Use: "export", Short: "Write every memory as JSON Lines (stdout or --out)", Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			s, err := a.openStore()
+			if err != nil {
+				return err
+			}
+			w := a.stdout
+			var f *os.File
+			if out != "" && out != "-" {
+				if f, err = os.OpenFile(out, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600); err != nil {
+					return err
+				}
+				w = f
+			}
+			bw := bufio.NewWriter(w)
+			enc := json.NewEncoder(bw)
+			enc.SetEscapeHTML(false)
+			var filter *memory.Filter
+			if cmd.Flags().Changed("session") {
+				filter = memory.Eq(memory.FieldSession, session)
+			}
+			n := 0
+			err = s.Scan(cmd.Context(), filter, func(m memory.Memory) error {
+				n++
+				return enc.Encode(fromMemory(m, vectors))
+			})
+			if err == nil {
+				err = bw.Flush()
+			}
+			if f != nil {
+				if err == nil {
+					err = f.Sync()
+				}
+				if cerr := f.Close(); err == nil {
+					err = cerr
+				}
+			}
+			if err != nil {
+				return err
+			}
+			if out != "" && out != "-" {
+				fmt.Fprintf(a.stderr, "exported %d memories to %s\n", n, out)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&vectors, "vectors", false, "include the embedding vectors")
+	cmd.Flags().StringVarP(&out, "out", "o", "", "write to this new file (0600) instead of stdout")
+	cmd.Flags().StringVarP(&session, "session", "s", "", "only this session")
+	return cmd
+}
+
+// importBatch is how many memories one Import call writes.
+const importBatch = 256
+
+func (a *app) importCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "import FILE",
+		Short: "Import memories from JSON Lines written by export (- for stdin); IDs and times are kept",
+		Args:  exactArgs(1, "import takes one FILE (or - for stdin)"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var r io.Reader = a.stdin
+			if args[0] != "-" {
+				f, err := os.Open(args[0])
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				r = f
+			}
+			// Parse everything first: a bad line fails the import before anything is written.
+			var ms []memory.Memory
+			sc := bufio.NewScanner(r)
+			sc.Buffer(make([]byte, 1<<20), 64<<20)
+			for line := 1; sc.Scan(); line++ {
+				if strings.TrimSpace(sc.Text()) == "" {
+					continue
+				}
+				var j memoryJSON
+				if err := json.Unmarshal(sc.Bytes(), &j); err != nil {
+					return fmt.Errorf("%s line %d: %w", args[0], line, err)
+				}
+				if j.ID == "" || strings.TrimSpace(j.Text) == "" {
+					return fmt.Errorf("%s line %d: a memory needs an id and text", args[0], line)
+				}
+				ms = append(ms, j.toMemory())
+			}
+			if err := sc.Err(); err != nil {
+				return err
+			}
+			s, err := a.openStore()
+			if err != nil {
+				return err
+			}
+			bar := a.progress(int64(len(ms)), "importing")
+			for i := 0; i < len(ms); i += importBatch {
+				end := min(i+importBatch, len(ms))
+				if err := s.Import(cmd.Context(), ms[i:end]); err != nil {
+					return fmt.Errorf("importing memories %d-%d: %w (the ones before were written)", i+1, end, err)
+				}
+				bar.Add(end - i)
+			}
+			if a.jsonOut {
+				return a.printJSON(map[string]int{"imported": len(ms)})
+			}
+			fmt.Fprintf(a.stdout, "imported %d memories\n", len(ms))
+			return nil
+		},
+	}
+}
+
+func (a *app) backupCommand() *cobra.Command {
+	return &cobra.Command{
+		Use: "backup DIR", Short: "Copy the store consistently into a new directory while it is open",
+		Args: exactArgs(1, "backup takes the destination directory"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := a.openStore()
+			if err != nil {
+				return err
+			}
+			if err := s.Backup(cmd.Context(), args[0]); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "backed up to %s\n", args[0])
+			return nil
+		},
+	}
+}
+
+func (a *app) reembedCommand() *cobra.Command {
+	var to string
+	cmd := &cobra.Command{
+		Use:   "reembed --to EMBEDDER",
+		Short: "Re-embed every memory from its stored text with another model (resumable)",
+		Long: "reembed migrates the store to another embedding model: it opens the store with --embedder (the\n" +
+			"current model), embeds every memory's stored text with --to into a new collection and switches over\n" +
+			"atomically. After an interruption, run the same command again: it resumes.",
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if to == "" {
+				return usagef("reembed needs --to (lexical, onnx:DIR or ollama:MODEL)")
+			}
+			target, err := a.newEmbedder(to)
+			if err != nil {
+				return err
+			}
+			s, err := a.openStore()
+			if err != nil {
+				return err
+			}
+			var bar interface{ Set(int) error }
+			err = s.Reembed(cmd.Context(), target, func(done, total int) {
+				if bar == nil {
+					bar = a.progress(int64(total), "re-embedding")
+				}
+				bar.Set(done)
+			})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "re-embedded with %s; open the store with --embedder %s from now on\n", target.Fingerprint(), to)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&to, "to", "", "the new embedder")
+	return cmd
+}
+
+func (a *app) modelCommand() *cobra.Command {
+	cmd := &cobra.Command{Use: "model", Short: "Get and inspect embedding models"}
+	var hub, revision string
+	pull := &cobra.Command{
+		Use:   "pull bge-m3 [DIR]",
+		Short: "Download BGE-M3 (ONNX) and its tokenizer into DIR (default DATA_DIR/models/bge-m3), with sha256 checks and resume",
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) < 1 || len(args) > 2 {
+				return usagef("model pull takes a model name (bge-m3) and an optional directory")
+			}
+			if args[0] != "bge-m3" {
+				return usagef("unknown model %q: this version can pull bge-m3", args[0])
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir := filepath.Join(defaultDataDir(), "models", "bge-m3")
+			if len(args) == 2 {
+				dir = args[1]
+			}
+			opts := onnx.BGEM3
+			opts.Dir = dir
+			if hub != "" {
+				opts.BaseURL = hub
+			}
+			if revision != "" {
+				opts.Revision = revision
+			}
+			bars := map[string]interface{ Set64(int64) error }{}
+			opts.Progress = func(p onnx.PullProgress) {
+				b, ok := bars[p.File]
+				if !ok {
+					b = a.byteProgress(p.Total, p.File)
+					bars[p.File] = b
+				}
+				b.Set64(p.Done)
+			}
+			files, err := onnx.Pull(cmd.Context(), opts)
+			if err != nil {
+				return err
+			}
+			if a.jsonOut {
+				return a.printJSON(files)
+			}
+			fmt.Fprintf(a.stdout, "model in %s; use it with --embedder onnx:%s\n", dir, dir)
+			return nil
+		},
+	}
+	pull.Flags().StringVar(&hub, "hub", "", "hub base URL (default "+onnx.DefaultHubURL+")")
+	pull.Flags().StringVar(&revision, "revision", "", "branch, tag or commit (default main)")
+	info := &cobra.Command{
+		Use: "info [DIR]", Short: "Load a model directory and print its dimension, pooling and fingerprint (default: the --embedder)",
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) > 1 {
+				return usagef("model info takes at most one directory")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			spec := a.embedder
+			if len(args) == 1 {
+				spec = "onnx:" + args[0]
+			}
+			e, err := a.newEmbedder(spec)
+			if err != nil {
+				return err
+			}
+			if c, ok := e.(io.Closer); ok {
+				defer c.Close()
+			}
+			info := map[string]any{"embedder": spec, "dim": e.Dim(), "fingerprint": e.Fingerprint()}
+			if p, ok := e.(interface{ Provider() string }); ok {
+				info["provider"] = p.Provider()
+			}
+			if a.jsonOut {
+				return a.printJSON(info)
+			}
+			for _, k := range []string{"embedder", "dim", "fingerprint", "provider"} {
+				if v, ok := info[k]; ok {
+					fmt.Fprintf(a.stdout, "%-12s %v\n", k, v)
+				}
+			}
+			return nil
+		},
+	}
+	cmd.AddCommand(pull, info)
+	return cmd
+}

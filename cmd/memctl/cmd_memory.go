@@ -1,0 +1,332 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"unicode/utf8"
+
+	"github.com/spf13/cobra"
+
+	"github.com/engramdb/engram/memory"
+)
+
+func (a *app) initCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "init",
+		Short: "Create a store in --dir (opening an existing one is fine)",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			s, err := a.openStore()
+			if err != nil {
+				return err
+			}
+			if a.jsonOut {
+				return a.printJSON(map[string]any{"dir": a.dir, "embedder": s.Embedder().Fingerprint()})
+			}
+			fmt.Fprintf(a.stdout, "store ready at %s (embedder %s)\n", a.dir, s.Embedder().Fingerprint())
+			return nil
+		},
+	}
+}
+
+func (a *app) rememberCommand() *cobra.Command {
+	var (
+		session, source string
+		tags, files     []string
+		importance      float64
+	)
+	cmd := &cobra.Command{
+		Use:   "remember [TEXT...]",
+		Short: "Remember text from arguments, --file or stdin (-); long text is chunked",
+		Example: `  memctl remember --session alice "Alice prefers green tea"
+  memctl remember --session docs --source handbook --file handbook.md
+  echo "我下个月去北京出差" | memctl remember --session alice -`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			texts, err := a.gatherTexts(args, files)
+			if err != nil {
+				return err
+			}
+			s, err := a.openStore()
+			if err != nil {
+				return err
+			}
+			opts := memory.RememberOptions{Source: source, Tags: tags, Importance: importance}
+			var all []rememberOutput
+			for _, t := range texts {
+				res, err := s.Remember(cmd.Context(), session, t.text, opts)
+				if err != nil {
+					return fmt.Errorf("remembering %s: %w", t.origin, err)
+				}
+				for i, id := range res.IDs {
+					all = append(all, rememberOutput{ID: id, Merged: res.Merged[i], Origin: t.origin})
+				}
+			}
+			if a.jsonOut {
+				return a.printJSON(all)
+			}
+			for _, o := range all {
+				verb := "remembered"
+				if o.Merged {
+					verb = "merged into"
+				}
+				fmt.Fprintf(a.stdout, "%s %s\n", verb, o.ID)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&session, "session", "s", "", "session (namespace) the memories belong to")
+	f.StringVar(&source, "source", "", "where the text came from, e.g. chat or doc:handbook.md")
+	f.StringSliceVar(&tags, "tag", nil, "tags (repeatable)")
+	f.Float64Var(&importance, "importance", 0, "importance in (0, 1]; 0 means the default")
+	f.StringSliceVarP(&files, "file", "f", nil, "read text from files (repeatable)")
+	return cmd
+}
+
+type rememberOutput struct {
+	ID     string `json:"id"`
+	Merged bool   `json:"merged"`
+	Origin string `json:"origin"`
+}
+
+type sourcedText struct{ origin, text string }
+
+// gatherTexts collects what to remember: each argument is one text ("-"
+// reads stdin), and each file one text.
+func (a *app) gatherTexts(args, files []string) ([]sourcedText, error) {
+	var out []sourcedText
+	for i, arg := range args {
+		if arg == "-" {
+			data, err := io.ReadAll(a.stdin)
+			if err != nil {
+				return nil, fmt.Errorf("reading stdin: %w", err)
+			}
+			out = append(out, sourcedText{"stdin", string(data)})
+			continue
+		}
+		out = append(out, sourcedText{fmt.Sprintf("argument %d", i+1), arg})
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, sourcedText{f, string(data)})
+	}
+	if len(out) == 0 {
+		return nil, usagef("nothing to remember: give text arguments, --file, or - for stdin")
+	}
+	for _, t := range out {
+		if !utf8.ValidString(t.text) {
+			return nil, fmt.Errorf("%s is not valid UTF-8 text", t.origin)
+		}
+	}
+	return out, nil
+}
+
+func (a *app) recallCommand() *cobra.Command {
+	var (
+		ro               memory.RecallOptions
+		explain, noTouch bool
+		mode, fusion     string
+		prompt           bool
+		promptTokens     int
+	)
+	cmd := &cobra.Command{
+		Use:   "recall QUERY",
+		Short: "Recall the memories that best match QUERY",
+		Example: `  memctl recall --session alice "what does Alice drink?"
+  memctl recall --session alice --explain --k 3 "出差"
+  memctl recall --all-sessions --json "tea"`,
+		Args: exactArgs(1, "recall takes one QUERY (quote it)"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var err error
+			if ro.Mode, err = parseMode(mode); err != nil {
+				return err
+			}
+			if ro.Fusion, err = parseFusion(fusion); err != nil {
+				return err
+			}
+			ro.NoTouch = noTouch
+			s, err := a.openStore()
+			if err != nil {
+				return err
+			}
+			results, err := s.Recall(cmd.Context(), args[0], ro)
+			if err != nil {
+				return err
+			}
+			if prompt {
+				p, err := memory.BuildPrompt(args[0], results, memory.PromptOptions{TokenBudget: promptTokens})
+				if err != nil {
+					return err
+				}
+				if a.jsonOut {
+					return a.printJSON(p)
+				}
+				fmt.Fprintln(a.stdout, p.Text)
+				return nil
+			}
+			if a.jsonOut {
+				return a.printJSON(toRecallJSON(results))
+			}
+			printResults(a.stdout, results, explain)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&ro.Session, "session", "s", "", "session to recall from")
+	f.BoolVar(&ro.AllSessions, "all-sessions", false, "recall from every session")
+	f.IntVarP(&ro.K, "k", "k", memory.DefaultK, "number of memories to return")
+	f.BoolVar(&explain, "explain", false, "show the score parts (vector, keyword, fused, decay, weight)")
+	f.StringVar(&mode, "mode", "hybrid", "candidate sources: hybrid, vector or keyword")
+	f.StringVar(&fusion, "fusion", "rrf", "hybrid fusion: rrf or weighted")
+	f.Float64Var(&ro.MinScore, "min-score", 0, "drop results whose final score is below this")
+	f.BoolVar(&noTouch, "no-touch", false, "do not count this recall as an access")
+	f.BoolVar(&prompt, "prompt", false, "print the memory block to paste into a model prompt")
+	f.IntVar(&promptTokens, "prompt-tokens", memory.DefaultPromptTokens, "token budget of --prompt")
+	return cmd
+}
+
+func parseMode(s string) (memory.Mode, error) {
+	switch s {
+	case "hybrid", "":
+		return memory.ModeHybrid, nil
+	case "vector":
+		return memory.ModeVector, nil
+	case "keyword", "bm25":
+		return memory.ModeKeyword, nil
+	}
+	return 0, usagef("unknown --mode %q (want hybrid, vector or keyword)", s)
+}
+
+func parseFusion(s string) (memory.Fusion, error) {
+	switch s {
+	case "rrf", "":
+		return memory.FusionRRF, nil
+	case "weighted":
+		return memory.FusionWeighted, nil
+	}
+	return 0, usagef("unknown --fusion %q (want rrf or weighted)", s)
+}
+
+// recallJSON is the stable JSON shape of one recall result.
+type recallJSON struct {
+	ID          string       `json:"id"`
+	Session     string       `json:"session"`
+	Text        string       `json:"text"`
+	Source      string       `json:"source,omitempty"`
+	Tags        []string     `json:"tags,omitempty"`
+	Importance  float64      `json:"importance"`
+	Created     string       `json:"created"`
+	Updated     string       `json:"updated"`
+	AccessCount uint64       `json:"access_count"`
+	Score       memory.Score `json:"score"`
+}
+
+func toRecallJSON(rs []memory.Result) []recallJSON {
+	out := make([]recallJSON, 0, len(rs))
+	for _, r := range rs {
+		out = append(out, recallJSON{
+			ID: r.ID, Session: r.Session, Text: r.Text, Source: r.Source, Tags: r.Tags,
+			Importance: r.Importance, Created: r.Created.UTC().Format(timeLayout),
+			Updated: r.Updated.UTC().Format(timeLayout), AccessCount: r.AccessCount, Score: r.Score,
+		})
+	}
+	return out
+}
+
+const timeLayout = "2006-01-02T15:04:05Z"
+
+func printResults(w io.Writer, rs []memory.Result, explain bool) {
+	if len(rs) == 0 {
+		fmt.Fprintln(w, "(no memories)")
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	if explain {
+		fmt.Fprintln(tw, "#\tFINAL\tVECTOR\tKEYWORD\tFUSED\tDECAY\tWEIGHT\tSESSION\tTEXT")
+	} else {
+		fmt.Fprintln(tw, "#\tSCORE\tSESSION\tTEXT")
+	}
+	for i, r := range rs {
+		text := oneLine(r.Text, 80)
+		if explain {
+			s := r.Score
+			fmt.Fprintf(tw, "%d\t%.4f\t%.4f\t%.4f\t%.4f\t%.3f\t%.3f\t%s\t%s\n", i+1, s.Final, s.Vector, s.Keyword, s.Fused, s.Decay, s.Weight, r.Session, text)
+		} else {
+			fmt.Fprintf(tw, "%d\t%.4f\t%s\t%s\n", i+1, r.Score.Final, r.Session, text)
+		}
+	}
+	tw.Flush()
+}
+
+// oneLine flattens whitespace and cuts s to at most n runes for a table cell.
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}
+
+func (a *app) forgetCommand() *cobra.Command {
+	var session string
+	var allOfSession bool
+	cmd := &cobra.Command{
+		Use:   "forget [ID...]",
+		Short: "Delete memories by ID, or every memory of a session with --session S --all",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 && !allOfSession {
+				return usagef("forget needs memory IDs, or --session S --all")
+			}
+			if len(args) > 0 && allOfSession {
+				return usagef("give either IDs or --all, not both")
+			}
+			if allOfSession && !cmd.Flags().Changed("session") {
+				return usagef("--all needs --session (use --session \"\" for the default session)")
+			}
+			s, err := a.openStore()
+			if err != nil {
+				return err
+			}
+			var n int
+			if allOfSession {
+				n, err = s.ForgetWhere(cmd.Context(), memory.Eq(memory.FieldSession, session))
+			} else {
+				n, err = s.Forget(cmd.Context(), args...)
+			}
+			if err != nil {
+				return err
+			}
+			if a.jsonOut {
+				return a.printJSON(map[string]int{"forgotten": n})
+			}
+			fmt.Fprintf(a.stdout, "forgot %d memories\n", n)
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&session, "session", "s", "", "session whose memories --all deletes")
+	cmd.Flags().BoolVar(&allOfSession, "all", false, "forget every memory of --session")
+	return cmd
+}
+
+func noArgs(_ *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usagef("unexpected arguments %q", args)
+	}
+	return nil
+}
+
+func exactArgs(n int, msg string) cobra.PositionalArgs {
+	return func(_ *cobra.Command, args []string) error {
+		if len(args) != n {
+			return usagef("%s", msg)
+		}
+		return nil
+	}
+}

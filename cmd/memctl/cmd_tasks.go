@@ -1,0 +1,132 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/engramdb/engram/memory"
+)
+
+func (a *app) tasksCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "tasks",
+		Short: "Working memory: durable state of multi-step tasks",
+		Args:  noArgs,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return a.listTasks(cmd) },
+	}
+	list := &cobra.Command{Use: "list", Short: "List tasks", Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return a.listTasks(cmd) }}
+	show := &cobra.Command{Use: "show ID", Short: "Show a task with its steps", Args: exactArgs(1, "show takes a task ID"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.withTask(cmd, func(s *memory.Store) (memory.Task, error) { return s.Task(cmd.Context(), args[0]) })
+		}}
+	var goal string
+	start := &cobra.Command{Use: "start [ID]", Short: "Start a task (a random ID when none is given)",
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) > 1 {
+				return usagef("start takes at most one task ID")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id := ""
+			if len(args) == 1 {
+				id = args[0]
+			}
+			return a.withTask(cmd, func(s *memory.Store) (memory.Task, error) { return s.StartTask(cmd.Context(), id, goal) })
+		}}
+	start.Flags().StringVar(&goal, "goal", "", "what the task is for")
+	var status, result, next string
+	step := &cobra.Command{Use: "step TASK STEP", Short: "Record a step's status and result, and the next step",
+		Args: exactArgs(2, "step takes a task ID and a step name"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			st := memory.Step{Name: args[1], Status: memory.StepStatus(status)}
+			if result != "" {
+				if !json.Valid([]byte(result)) {
+					return usagef("--result must be JSON (quote strings: '\"text\"')")
+				}
+				st.Result = json.RawMessage(result)
+			}
+			return a.withTask(cmd, func(s *memory.Store) (memory.Task, error) {
+				return s.UpdateStep(cmd.Context(), args[0], st, next)
+			})
+		}}
+	step.Flags().StringVar(&status, "status", string(memory.StepDone), "pending, running, done, failed or skipped")
+	step.Flags().StringVar(&result, "result", "", "intermediate result as JSON")
+	step.Flags().StringVar(&next, "next", "", "the next step to run")
+	var finishStatus string
+	finish := &cobra.Command{Use: "finish ID", Short: "Mark a task done (or --status failed)", Args: exactArgs(1, "finish takes a task ID"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.withTask(cmd, func(s *memory.Store) (memory.Task, error) {
+				return s.FinishTask(cmd.Context(), args[0], memory.TaskStatus(finishStatus))
+			})
+		}}
+	finish.Flags().StringVar(&finishStatus, "status", string(memory.TaskDone), "done or failed")
+	del := &cobra.Command{Use: "delete ID", Short: "Delete a task", Args: exactArgs(1, "delete takes a task ID"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := a.openStore()
+			if err != nil {
+				return err
+			}
+			if err := s.DeleteTask(cmd.Context(), args[0]); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "deleted task %s\n", args[0])
+			return nil
+		}}
+	cmd.AddCommand(list, show, start, step, finish, del)
+	return cmd
+}
+
+func (a *app) listTasks(cmd *cobra.Command) error {
+	s, err := a.openStore()
+	if err != nil {
+		return err
+	}
+	tasks, err := s.Tasks(cmd.Context())
+	if err != nil {
+		return err
+	}
+	if a.jsonOut {
+		return a.printJSON(tasks)
+	}
+	if len(tasks) == 0 {
+		fmt.Fprintln(a.stdout, "(no tasks)")
+		return nil
+	}
+	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSTATUS\tSTEPS\tNEXT\tUPDATED\tGOAL")
+	for _, t := range tasks {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", t.ID, t.Status, len(t.Steps), t.Next, t.Updated.UTC().Format(timeLayout), oneLine(t.Goal, 50))
+	}
+	return tw.Flush()
+}
+
+func (a *app) withTask(cmd *cobra.Command, f func(*memory.Store) (memory.Task, error)) error {
+	s, err := a.openStore()
+	if err != nil {
+		return err
+	}
+	t, err := f(s)
+	if err != nil {
+		return err
+	}
+	if a.jsonOut {
+		return a.printJSON(t)
+	}
+	fmt.Fprintf(a.stdout, "task %s (%s): %s\n", t.ID, t.Status, t.Goal)
+	for _, st := range t.Steps {
+		res := ""
+		if len(st.Result) > 0 {
+			res = " -> " + oneLine(string(st.Result), 60)
+		}
+		fmt.Fprintf(a.stdout, "  [%s] %s%s\n", st.Status, st.Name, res)
+	}
+	if t.Next != "" {
+		fmt.Fprintf(a.stdout, "  next: %s\n", t.Next)
+	}
+	return nil
+}

@@ -1,0 +1,25 @@
+// Command memctl administers engram memory stores from the shell and serves
+// them to other programs.
+//
+//	memctl quickstart                      # a demo store: remember and recall, no server, no downloads
+//	memctl remember --session alice "Alice prefers green tea"
+//	memctl recall --session alice --explain "what does Alice drink?"
+//	memctl serve --addr 127.0.0.1:7077     # HTTP JSON API, /metrics, MCP over streamable HTTP
+//	memctl mcp                             # MCP over stdio, for agent clients
+//	memctl chat --session alice            # a memory-augmented chat with a local Ollama model
+//
+// # Configuration
+//
+// Every flag can also be set by an environment variable, ENGRAM_ followed by
+// the flag's name in upper case with dashes as underscores (--dir is
+// ENGRAM_DIR, --ollama-url is ENGRAM_OLLAMA_URL), or by a key of the same name
+// in a JSON config file (--config, ENGRAM_CONFIG, default
+// $XDG_CONFIG_HOME/engram/config.json). Flags win over environment variables,
+// which win over the config file. The store lives in --dir, by default
+// $XDG_DATA_HOME/engram (~/.local/share/engram).
+//
+// # Exit codes
+//
+// 0 success, 1 the operation failed, 2 the command line was wrong, 3 the
+// store is locked by another process.
+package main

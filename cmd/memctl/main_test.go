@@ -1,0 +1,301 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// memctl runs one command line in-process against dir and returns stdout,
+// stderr and the exit code.
+func memctl(t *testing.T, dir, stdin string, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(context.Background(), append([]string{"--dir", dir}, args...), strings.NewReader(stdin), &out, &errb)
+	return out.String(), errb.String(), code
+}
+
+// isolate keeps the user's config and environment out of a test.
+func isolate(t *testing.T) {
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	t.Setenv("XDG_DATA_HOME", t.TempDir())
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "ENGRAM_") {
+			t.Setenv(k, "")
+			os.Unsetenv(k)
+		}
+	}
+}
+
+func mustRun(t *testing.T, dir, stdin string, args ...string) string {
+	t.Helper()
+	out, errOut, code := memctl(t, dir, stdin, args...)
+	if code != exitOK {
+		t.Fatalf("memctl %q: exit %d\nstdout: %s\nstderr: %s", args, code, out, errOut)
+	}
+	return out
+}
+
+func TestRememberRecallForget(t *testing.T) {
+	isolate(t)
+	dir := filepath.Join(t.TempDir(), "store")
+	mustRun(t, dir, "", "init")
+	out := mustRun(t, dir, "", "remember", "--session", "alice", "Alice prefers green tea in the morning.")
+	if !strings.HasPrefix(out, "remembered ") {
+		t.Fatalf("remember output %q", out)
+	}
+	mustRun(t, dir, "Bob 喜欢喝手冲咖啡。", "remember", "--session", "bob", "-")
+
+	var results []recallJSON
+	if err := json.Unmarshal([]byte(mustRun(t, dir, "", "recall", "--json", "--session", "alice", "green tea")), &results); err != nil {
+		t.Fatal(err)
+	}
+	if len(results) != 1 || results[0].Session != "alice" || !strings.Contains(results[0].Text, "green tea") || results[0].Score.Final <= 0 {
+		t.Fatalf("alice's recall = %+v", results)
+	}
+	// Bob's memory never leaks into alice's session, even for Bob's words.
+	if err := json.Unmarshal([]byte(mustRun(t, dir, "", "recall", "--json", "--session", "alice", "咖啡")), &results); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range results {
+		if r.Session != "alice" {
+			t.Fatalf("recall in alice returned %+v", r)
+		}
+	}
+	explain := mustRun(t, dir, "", "recall", "--explain", "--session", "bob", "咖啡")
+	if !strings.Contains(explain, "KEYWORD") || !strings.Contains(explain, "咖啡") {
+		t.Fatalf("explain output:\n%s", explain)
+	}
+	prompt := mustRun(t, dir, "", "recall", "--prompt", "--session", "bob", "咖啡")
+	if !strings.Contains(prompt, "<memories>") || !strings.Contains(prompt, "咖啡") {
+		t.Fatalf("prompt output:\n%s", prompt)
+	}
+
+	var sessions []map[string]any
+	if err := json.Unmarshal([]byte(mustRun(t, dir, "", "sessions", "--json")), &sessions); err != nil || len(sessions) != 2 {
+		t.Fatalf("sessions = %v (%v)", sessions, err)
+	}
+	out = mustRun(t, dir, "", "forget", "--session", "bob", "--all")
+	if out != "forgot 1 memories\n" {
+		t.Fatalf("forget output %q", out)
+	}
+	if out := mustRun(t, dir, "", "recall", "--session", "bob", "咖啡"); !strings.Contains(out, "(no memories)") {
+		t.Fatalf("bob still has memories:\n%s", out)
+	}
+	mustRun(t, dir, "", "forget", results[0].ID)
+	if n := countMemories(t, dir); n != 0 {
+		t.Fatalf("%d memories left", n)
+	}
+}
+
+func countMemories(t *testing.T, dir string) int {
+	var st struct{ Memories int }
+	if err := json.Unmarshal([]byte(mustRun(t, dir, "", "stats", "--json")), &st); err != nil {
+		t.Fatal(err)
+	}
+	return st.Memories
+}
+
+func TestUsageErrorsExitTwo(t *testing.T) {
+	isolate(t)
+	dir := filepath.Join(t.TempDir(), "store")
+	for _, args := range [][]string{
+		{"recall"},                         // no query
+		{"recall", "a", "b"},               // two queries
+		{"recall", "--mode", "fuzzy", "x"}, // bad mode
+		{"remember"},                       // nothing to remember
+		{"forget"},                         // nothing to forget
+		{"no-such-command"},
+		{"recall", "--no-such-flag", "x"},
+		{"cleanup", "--older-than", "soon"},
+		{"serve", "--addr", "0.0.0.0:0"}, // off loopback without a token
+		{"--embedder", "word2vec", "stats"},
+	} {
+		_, errOut, code := memctl(t, dir, "", args...)
+		if code != exitUsage || !strings.HasPrefix(errOut, "memctl: ") {
+			t.Errorf("memctl %q: exit %d, stderr %q; want exit %d with a message", args, code, errOut, exitUsage)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "MANIFEST")); err == nil {
+		t.Error("a failed command line created a store")
+	}
+}
+
+func TestRuntimeErrorExitOne(t *testing.T) {
+	isolate(t)
+	dir := filepath.Join(t.TempDir(), "store")
+	if _, errOut, code := memctl(t, dir, "", "remember", "   "); code != exitFailed || !strings.Contains(errOut, "memctl:") {
+		t.Fatalf("whitespace-only text: exit %d, %q", code, errOut)
+	}
+	if _, _, code := memctl(t, dir, "", "tasks", "show", "nope"); code != exitFailed {
+		t.Fatalf("unknown task: exit %d", code)
+	}
+	notStore := t.TempDir()
+	os.WriteFile(filepath.Join(notStore, "MANIFEST"), []byte("garbage"), 0o600)
+	if _, errOut, code := memctl(t, notStore, "", "stats"); code != exitFailed || !strings.Contains(errOut, notStore) {
+		t.Fatalf("not a store: exit %d, %q", code, errOut)
+	}
+}
+
+func TestQuickstart(t *testing.T) {
+	isolate(t)
+	dir := filepath.Join(t.TempDir(), "qs")
+	for i := 0; i < 2; i++ { // a rerun shows the same store, not duplicates
+		out := mustRun(t, dir, "", "quickstart")
+		if !strings.Contains(out, "Remembered 8 memories") || !strings.Contains(out, "The store is in "+dir) {
+			t.Fatalf("quickstart output:\n%s", out)
+		}
+		// The first result of each demo query is the memory it is about.
+		for _, want := range []string{"green tea", "喜欢喝咖啡", "陆家嘴", "小学"} {
+			if !strings.Contains(out, want) {
+				t.Fatalf("quickstart output lacks %q:\n%s", want, out)
+			}
+		}
+		if n := countMemories(t, dir); n != 8 {
+			t.Fatalf("run %d: %d memories, want 8", i, n)
+		}
+	}
+}
+
+func TestTasks(t *testing.T) {
+	isolate(t)
+	dir := filepath.Join(t.TempDir(), "store")
+	mustRun(t, dir, "", "tasks", "start", "t1", "--goal", "write the report")
+	mustRun(t, dir, "", "tasks", "step", "t1", "collect", "--result", `{"rows":42}`, "--next", "draft")
+	if _, _, code := memctl(t, dir, "", "tasks", "step", "t1", "x", "--result", "not json"); code != exitUsage {
+		t.Fatalf("invalid JSON result: exit %d", code)
+	}
+	out := mustRun(t, dir, "", "tasks", "show", "t1")
+	if !strings.Contains(out, `[done] collect -> {"rows":42}`) || !strings.Contains(out, "next: draft") {
+		t.Fatalf("task:\n%s", out)
+	}
+	mustRun(t, dir, "", "tasks", "finish", "t1")
+	if out := mustRun(t, dir, "", "tasks"); !strings.Contains(out, "t1") || !strings.Contains(out, "done") {
+		t.Fatalf("tasks:\n%s", out)
+	}
+	mustRun(t, dir, "", "tasks", "delete", "t1")
+	if out := mustRun(t, dir, "", "tasks", "list"); !strings.Contains(out, "(no tasks)") {
+		t.Fatalf("tasks after delete:\n%s", out)
+	}
+}
+
+func TestExportImportRoundTrip(t *testing.T) {
+	isolate(t)
+	src := filepath.Join(t.TempDir(), "src")
+	mustRun(t, src, "", "remember", "--session", "s1", "--tag", "x", "--importance", "0.9", "The launch is on March 3rd.")
+	mustRun(t, src, "", "remember", "--session", "s2", "会议改到下周二下午三点。")
+	file := filepath.Join(t.TempDir(), "export.jsonl")
+	mustRun(t, src, "", "export", "--vectors", "--out", file)
+	if st, err := os.Stat(file); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("export file: %v %v", st, err)
+	}
+	dst := filepath.Join(t.TempDir(), "dst")
+	if out := mustRun(t, dst, "", "import", file); out != "imported 2 memories\n" {
+		t.Fatalf("import output %q", out)
+	}
+	a := mustRun(t, src, "", "export")
+	b := mustRun(t, dst, "", "export")
+	if a != b || strings.Count(a, "\n") != 2 {
+		t.Fatalf("exports differ:\n%s\n---\n%s", a, b)
+	}
+	// A malformed line fails the import before anything is written.
+	bad := filepath.Join(t.TempDir(), "bad.jsonl")
+	os.WriteFile(bad, []byte(strings.SplitN(a, "\n", 2)[0]+"\n{not json\n"), 0o600)
+	empty := filepath.Join(t.TempDir(), "empty")
+	if _, _, code := memctl(t, empty, "", "import", bad); code != exitFailed {
+		t.Fatalf("bad import: exit %d", code)
+	}
+	if n := countMemories(t, empty); n != 0 {
+		t.Fatalf("bad import wrote %d memories", n)
+	}
+}
+
+func TestCleanupArchiveRestore(t *testing.T) {
+	isolate(t)
+	dir := filepath.Join(t.TempDir(), "store")
+	mustRun(t, dir, "", "remember", "--session", "s", "An old note about the 2019 offsite.")
+	out := mustRun(t, dir, "", "cleanup", "--dry-run", "--older-than", "1ns")
+	if !strings.Contains(out, "would archive 1 memories") || countMemories(t, dir) != 1 {
+		t.Fatalf("dry run:\n%s", out)
+	}
+	mustRun(t, dir, "", "cleanup", "--older-than", "1ns")
+	if countMemories(t, dir) != 0 {
+		t.Fatal("cleanup left the memory live")
+	}
+	if out := mustRun(t, dir, "", "archive", "list"); !strings.Contains(out, "2019 offsite") {
+		t.Fatalf("archive list:\n%s", out)
+	}
+	mustRun(t, dir, "", "archive", "restore", "--all")
+	if countMemories(t, dir) != 1 {
+		t.Fatal("restore did not bring the memory back")
+	}
+}
+
+func TestAdminCommands(t *testing.T) {
+	isolate(t)
+	dir := filepath.Join(t.TempDir(), "store")
+	mustRun(t, dir, "", "remember", "--session", "s", "Backups are taken nightly at 02:00.")
+	if out := mustRun(t, dir, "", "check"); out != "ok\n" {
+		t.Fatalf("check: %q", out)
+	}
+	mustRun(t, dir, "", "compact")
+	backup := filepath.Join(t.TempDir(), "backup")
+	mustRun(t, dir, "", "backup", backup)
+	if out := mustRun(t, backup, "", "recall", "--session", "s", "backups nightly"); !strings.Contains(out, "02:00") {
+		t.Fatalf("backup recall:\n%s", out)
+	}
+	if out := mustRun(t, dir, "", "model", "info"); !strings.Contains(out, "lexical/") {
+		t.Fatalf("model info:\n%s", out)
+	}
+}
+
+func TestConfigPrecedence(t *testing.T) {
+	isolate(t)
+	cfgDir := t.TempDir()
+	fileStore := filepath.Join(t.TempDir(), "from-file")
+	envStore := filepath.Join(t.TempDir(), "from-env")
+	cfg := filepath.Join(cfgDir, "config.json")
+	os.WriteFile(cfg, []byte(`{"dir": "`+fileStore+`", "json": true}`), 0o600)
+	t.Setenv("ENGRAM_CONFIG", cfg)
+
+	var out, errb bytes.Buffer
+	if code := run(context.Background(), []string{"init"}, strings.NewReader(""), &out, &errb); code != 0 {
+		t.Fatalf("init: %d %s", code, errb.String())
+	}
+	if !strings.Contains(out.String(), `"dir": "`+fileStore+`"`) { // dir and json both from the file
+		t.Fatalf("config file not applied: %s", out.String())
+	}
+	t.Setenv("ENGRAM_DIR", envStore)
+	out.Reset()
+	run(context.Background(), []string{"init"}, strings.NewReader(""), &out, &errb)
+	if !strings.Contains(out.String(), envStore) {
+		t.Fatalf("env did not win over the file: %s", out.String())
+	}
+	flagStore := filepath.Join(t.TempDir(), "from-flag")
+	out.Reset()
+	run(context.Background(), []string{"init", "--dir", flagStore}, strings.NewReader(""), &out, &errb)
+	if !strings.Contains(out.String(), flagStore) {
+		t.Fatalf("flag did not win over env: %s", out.String())
+	}
+	os.WriteFile(cfg, []byte(`{"dir": ["not", "a", "string"]}`), 0o600)
+	if code := run(context.Background(), []string{"init"}, strings.NewReader(""), &out, &errb); code == 0 {
+		t.Fatal("a malformed config file was accepted")
+	}
+}
+
+func TestLockedStoreExitThree(t *testing.T) {
+	isolate(t)
+	dir := filepath.Join(t.TempDir(), "store")
+	a := &app{stdin: strings.NewReader(""), stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}, dir: dir, embedder: "lexical"}
+	if _, err := a.openStore(); err != nil {
+		t.Fatal(err)
+	}
+	defer a.close()
+	if _, errOut, code := memctl(t, dir, "", "stats"); code != exitLocked || !strings.Contains(errOut, "locked") {
+		t.Fatalf("second open: exit %d, %q", code, errOut)
+	}
+}

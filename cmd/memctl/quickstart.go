@@ -1,0 +1,75 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/engramdb/engram/memory"
+)
+
+// quickstartMemories is the built-in demo set: two users' memories in
+// Chinese and English, so recall can be seen to stay inside a session.
+var quickstartMemories = []struct{ session, source, text string }{
+	{"alice", "chat", "Alice prefers green tea in the morning and never drinks coffee after 3 pm."},
+	{"alice", "chat", "Alice is preparing a talk about vector databases for the Berlin meetup in June."},
+	{"alice", "chat", "Alice 的女儿叫小雨，今年九月开始上小学。"},
+	{"alice", "calendar", "Dentist appointment for Alice on Friday at 10:00."},
+	{"bob", "chat", "Bob 喜欢喝咖啡，尤其是手冲的埃塞俄比亚豆子。"},
+	{"bob", "chat", "Bob 下个月要去上海出差，需要预订靠近陆家嘴的酒店。"},
+	{"bob", "chat", "Bob is allergic to peanuts."},
+	{"bob", "doc", "Bob's team migrates the billing service to Go by the end of the quarter."},
+}
+
+var quickstartQueries = []struct{ session, query string }{
+	{"alice", "what does Alice like to drink?"},
+	{"bob", "咖啡"},
+	{"bob", "出差 酒店"},
+	{"alice", "女儿 上学"},
+}
+
+func (a *app) quickstartCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "quickstart",
+		Short: "Create a demo store, remember a few memories and recall them (no server, no downloads)",
+		Long: "quickstart creates a store (by default in DATA_DIR/quickstart), remembers a small built-in set of\n" +
+			"Chinese and English memories in two sessions, and runs a few recalls showing why each memory\n" +
+			"came back. It uses the built-in lexical embedder, so it works right after `git clone`.",
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !cmd.Flags().Changed("dir") && os.Getenv(envName("dir")) == "" {
+				a.dir = filepath.Join(a.dir, "quickstart")
+			}
+			s, err := a.openStore()
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			// Start from the demo set alone, so reruns show the same thing.
+			if _, err := s.ForgetWhere(ctx, memory.In(memory.FieldSession, "alice", "bob")); err != nil {
+				return err
+			}
+			for _, m := range quickstartMemories {
+				if _, err := s.Remember(ctx, m.session, m.text, memory.RememberOptions{Source: m.source}); err != nil {
+					return err
+				}
+			}
+			out := a.stdout
+			fmt.Fprintf(out, "Remembered %d memories in sessions alice and bob (embedder: %s).\n", len(quickstartMemories), s.Embedder().Fingerprint())
+			for _, q := range quickstartQueries {
+				res, err := s.Recall(ctx, q.query, memory.RecallOptions{Session: q.session, K: 3})
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(out, "\nrecall --session %s --explain %q\n", q.session, q.query)
+				printResults(out, res, true)
+			}
+			fmt.Fprintf(out, "\nThe store is in %s. Try:\n", a.dir)
+			fmt.Fprintf(out, "  go run ./cmd/memctl recall --dir %s --session alice --explain \"meetup talk\"\n", a.dir)
+			fmt.Fprintf(out, "  go run ./cmd/memctl remember --dir %s --session bob \"Bob 的生日是十月三号\"\n", a.dir)
+			return nil
+		},
+	}
+}

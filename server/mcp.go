@@ -1,0 +1,105 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/engramdb/engram/memory"
+)
+
+// Version is reported to MCP clients.
+const Version = "0.1.0"
+
+// MCPRememberInput is the remember tool's input.
+type MCPRememberInput struct {
+	Session    string   `json:"session" jsonschema:"the user or conversation the memory belongs to"`
+	Text       string   `json:"text" jsonschema:"what to remember; long text is split into chunks"`
+	Source     string   `json:"source,omitempty" jsonschema:"where the text came from, e.g. chat"`
+	Tags       []string `json:"tags,omitempty" jsonschema:"free-form labels"`
+	Importance float64  `json:"importance,omitempty" jsonschema:"importance in (0, 1]; omit for the default"`
+}
+
+// MCPRememberOutput is the remember tool's output.
+type MCPRememberOutput struct {
+	IDs    []string `json:"ids"`
+	Merged []bool   `json:"merged" jsonschema:"true where the chunk updated a near-duplicate memory instead of adding one"`
+}
+
+// MCPRecallInput is the recall tool's input.
+type MCPRecallInput struct {
+	Session string `json:"session" jsonschema:"the session to recall from"`
+	Query   string `json:"query" jsonschema:"what to look for"`
+	K       int    `json:"k,omitempty" jsonschema:"how many memories to return (default 5)"`
+}
+
+// MCPMemory is one recalled memory.
+type MCPMemory struct {
+	ID    string  `json:"id"`
+	Text  string  `json:"text"`
+	Score float64 `json:"score"`
+}
+
+// MCPRecallOutput is the recall tool's output.
+type MCPRecallOutput struct {
+	Memories []MCPMemory `json:"memories"`
+}
+
+// MCPForgetInput is the forget tool's input.
+type MCPForgetInput struct {
+	IDs []string `json:"ids" jsonschema:"IDs of the memories to delete, as returned by remember or recall"`
+}
+
+// MCPForgetOutput is the forget tool's output.
+type MCPForgetOutput struct {
+	Forgotten int `json:"forgotten"`
+}
+
+// NewMCP returns an MCP server exposing store as remember, recall and forget
+// tools, with the session as a parameter of each call.
+func NewMCP(store *memory.Store) *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: "engram", Version: Version}, &mcp.ServerOptions{
+		Instructions: "engram is the user's long-term memory. Call recall before answering questions that may depend on " +
+			"earlier conversations, and remember for facts worth keeping (preferences, plans, names, decisions).",
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "remember", Description: "Store a memory for a session."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in MCPRememberInput) (*mcp.CallToolResult, MCPRememberOutput, error) {
+			res, err := store.Remember(ctx, in.Session, in.Text, memory.RememberOptions{Source: in.Source, Tags: in.Tags, Importance: in.Importance})
+			if err != nil {
+				return nil, MCPRememberOutput{}, err
+			}
+			return nil, MCPRememberOutput{IDs: res.IDs, Merged: res.Merged}, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "recall", Description: "Recall the memories of a session most relevant to a query."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in MCPRecallInput) (*mcp.CallToolResult, MCPRecallOutput, error) {
+			results, err := store.Recall(ctx, in.Query, memory.RecallOptions{Session: in.Session, K: in.K})
+			if err != nil {
+				return nil, MCPRecallOutput{}, err
+			}
+			out := MCPRecallOutput{Memories: make([]MCPMemory, 0, len(results))}
+			var text strings.Builder
+			for _, r := range results {
+				out.Memories = append(out.Memories, MCPMemory{ID: r.ID, Text: r.Text, Score: r.Score.Final})
+				fmt.Fprintf(&text, "- %s (id %s, score %.3f)\n", r.Text, r.ID, r.Score.Final)
+			}
+			if len(results) == 0 {
+				text.WriteString("no memories found")
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text.String()}}}, out, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "forget", Description: "Delete memories by ID."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in MCPForgetInput) (*mcp.CallToolResult, MCPForgetOutput, error) {
+			if len(in.IDs) == 0 {
+				return nil, MCPForgetOutput{}, errors.New("forget: no ids given")
+			}
+			n, err := store.Forget(ctx, in.IDs...)
+			if err != nil {
+				return nil, MCPForgetOutput{}, err
+			}
+			return nil, MCPForgetOutput{Forgotten: n}, nil
+		})
+	return s
+}
