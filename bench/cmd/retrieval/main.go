@@ -1,0 +1,204 @@
+// Command retrieval measures the memory layer's retrieval quality and latency on a BEIR-style
+// folder: it ingests every document through memory.Store.Remember (one memory per document, no
+// chunking by default), runs every judged query through Recall, and prints one JSON object:
+//
+//	{"ndcg10":..,"recall5":..,"recall10":..,"mrr10":..,"ingest_s":..,"p50_us":..,"p99_us":.., ...}
+//
+// Usage:
+//
+//	go run ./bench/cmd/retrieval -data DIR [-prefix P] -mode bm25|vector|hybrid [-embedder lexical]
+//	    [-dedup] [-decay] [-fusion rrf|weighted] [-chunk N] [-backend engine|mem]
+//
+// Documents with a "session" field are remembered in that session and queries with one recall
+// from it (otherwise from all sessions); a "time" field dates the memory. De-duplication and
+// decay are off by default (merged documents would break the relevance labels); with -decay
+// the clock is the newest time in the data. Latencies are per Recall call, single-threaded,
+// query embedding included. The engine backend runs in a temporary directory without fsync
+// (-sync turns it on), since ingest speed is not what this measures.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/engramdb/engram/bench/beir"
+	"github.com/engramdb/engram/engine"
+	"github.com/engramdb/engram/memory"
+	"github.com/engramdb/engram/memory/lexical"
+)
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "retrieval:", err)
+		os.Exit(1)
+	}
+}
+
+// Output is the JSON the command prints.
+type Output struct {
+	beir.Metrics
+	IngestS  float64 `json:"ingest_s"`
+	P50US    float64 `json:"p50_us"`
+	P99US    float64 `json:"p99_us"`
+	Docs     int     `json:"docs"`
+	Memories int     `json:"memories"`
+	Merged   int     `json:"merged"`
+	Data     string  `json:"data"`
+	Mode     string  `json:"mode"`
+	Embedder string  `json:"embedder"`
+	Fusion   string  `json:"fusion,omitempty"`
+	Backend  string  `json:"backend"`
+	Dedup    bool    `json:"dedup"`
+	Decay    bool    `json:"decay"`
+}
+
+func run(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("retrieval", flag.ContinueOnError)
+	data := fs.String("data", "", "BEIR-style folder (corpus.jsonl, queries.jsonl, qrels.tsv; .gz accepted)")
+	prefix := fs.String("prefix", "", "file name prefix inside -data (e.g. zh_)")
+	mode := fs.String("mode", "hybrid", "bm25, vector or hybrid")
+	embName := fs.String("embedder", "lexical", "embedder: lexical")
+	dim := fs.Int("dim", 0, "lexical embedder dimension (0: its default)")
+	fusion := fs.String("fusion", "rrf", "hybrid fusion: rrf or weighted")
+	vw := fs.Float64("vw", 0, "vector weight in fusion (0 with -kw 0: defaults)")
+	kw := fs.Float64("kw", 0, "keyword weight in fusion")
+	candidates := fs.Int("candidates", 0, "candidates per list (0: the memory default)")
+	dedup := fs.Bool("dedup", false, "merge near-duplicate documents (breaks labels of merged documents)")
+	decay := fs.Bool("decay", false, "time decay, clock = newest time in the data")
+	chunkChars := fs.Int("chunk", -1, "chunk documents to this many characters (-1: one memory per document)")
+	backend := fs.String("backend", "engine", "engine or mem")
+	syncWrites := fs.Bool("sync", false, "fsync every write (engine backend)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *data == "" {
+		return errors.New("-data is required")
+	}
+	rmode, ok := map[string]memory.Mode{"bm25": memory.ModeKeyword, "vector": memory.ModeVector, "hybrid": memory.ModeHybrid}[*mode]
+	if !ok {
+		return fmt.Errorf("unknown -mode %q", *mode)
+	}
+	rfusion, ok := map[string]memory.Fusion{"rrf": memory.FusionRRF, "weighted": memory.FusionWeighted}[*fusion]
+	if !ok {
+		return fmt.Errorf("unknown -fusion %q", *fusion)
+	}
+	if *embName != "lexical" {
+		return fmt.Errorf("unknown -embedder %q (built in: lexical)", *embName)
+	}
+	emb, err := lexical.New(lexical.Options{Dim: *dim})
+	if err != nil {
+		return err
+	}
+	ds, err := beir.Load(*data, *prefix)
+	if err != nil {
+		return err
+	}
+	var newest time.Time
+	for _, d := range ds.Docs {
+		if d.Time.After(newest) {
+			newest = d.Time
+		}
+	}
+	if newest.IsZero() {
+		newest = time.Now()
+	}
+	opts := memory.Options{
+		Embedder:     emb,
+		ChunkChars:   *chunkChars,
+		MaxTextBytes: engine.MaxTextLen,
+		Clock:        func() time.Time { return newest },
+	}
+	if !*dedup {
+		opts.DedupThreshold = -1
+	}
+	ctx := context.Background()
+	var s *memory.Store
+	switch *backend {
+	case "engine":
+		dir, err := os.MkdirTemp("", "engram-retrieval-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		s, err = memory.Open(dir, memory.OpenOptions{Options: opts, Engine: engine.Options{UnsafeNoSync: !*syncWrites}})
+		if err != nil {
+			return err
+		}
+	case "mem":
+		if s, err = memory.New(ctx, memory.NewMemBackend(), opts); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("unknown -backend %q", *backend)
+	}
+	defer s.Close()
+
+	out := Output{Docs: len(ds.Docs), Data: *prefix + *data, Mode: *mode, Embedder: emb.Fingerprint(), Backend: *backend,
+		Dedup: *dedup, Decay: *decay}
+	if rmode == memory.ModeHybrid {
+		out.Fusion = *fusion
+	}
+	docOf := map[string]string{} // memory ID -> document ID (the first one, when merged)
+	start := time.Now()
+	for _, d := range ds.Docs {
+		text := d.Content()
+		if len(text) > engine.MaxTextLen {
+			text = text[:engine.MaxTextLen]
+		}
+		res, err := s.Remember(ctx, d.Session, text, memory.RememberOptions{Time: d.Time})
+		if errors.Is(err, memory.ErrInvalidInput) {
+			continue // an empty document: nothing to remember
+		}
+		if err != nil {
+			return fmt.Errorf("document %s: %w", d.ID, err)
+		}
+		for i, id := range res.IDs {
+			if res.Merged[i] {
+				out.Merged++
+			} else {
+				docOf[id] = d.ID
+			}
+		}
+	}
+	out.IngestS = time.Since(start).Seconds()
+	if out.Memories, err = s.Count(ctx, nil); err != nil {
+		return err
+	}
+
+	ro := memory.RecallOptions{K: 10, Mode: rmode, Fusion: rfusion, VectorWeight: *vw, KeywordWeight: *kw,
+		Candidates: *candidates, Decay: memory.Decay{Off: !*decay}, NoTouch: true}
+	r, err := beir.RunQueries(ds, func(q beir.Query) ([]string, error) {
+		o := ro
+		o.Session, o.AllSessions = q.Session, q.Session == ""
+		if *chunkChars > 0 {
+			o.K = 50 // several chunks of one document collapse into one ranked document
+		}
+		rs, err := s.Recall(ctx, q.Text, o)
+		if err != nil {
+			return nil, err
+		}
+		var ids []string
+		seen := map[string]bool{}
+		for _, res := range rs {
+			if d := docOf[res.ID]; !seen[d] {
+				seen[d] = true
+				ids = append(ids, d)
+			}
+		}
+		return ids, nil
+	})
+	if err != nil {
+		return err
+	}
+	out.Metrics = beir.Evaluate(r.Ranked, ds.Qrels)
+	out.P50US = float64(r.Percentile(50).Nanoseconds()) / 1e3
+	out.P99US = float64(r.Percentile(99).Nanoseconds()) / 1e3
+	enc := json.NewEncoder(stdout)
+	return enc.Encode(out)
+}

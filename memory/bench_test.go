@@ -1,0 +1,111 @@
+package memory
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/engramdb/engram/engine"
+	"github.com/engramdb/engram/memory/lexical"
+)
+
+// synthText returns a pseudo-sentence of Zipf-distributed words from a fixed vocabulary, so
+// that BM25 and the lexical embedder see realistic term statistics.
+func synthText(rng *rand.Rand, z *rand.Zipf, vocab []string, n int) string {
+	ws := make([]string, n)
+	for i := range ws {
+		ws[i] = vocab[z.Uint64()]
+	}
+	return strings.Join(ws, " ")
+}
+
+func synthVocab(rng *rand.Rand, n int) []string {
+	const letters = "abcdefghijklmnopqrstuvwxyz"
+	vocab := make([]string, n)
+	for i := range vocab {
+		b := make([]byte, 3+rng.IntN(7))
+		for j := range b {
+			b[j] = letters[rng.IntN(len(letters))]
+		}
+		vocab[i] = string(b)
+	}
+	return vocab
+}
+
+// BenchmarkRecall measures Recall latency on an engine store of n memories in 100 sessions
+// (n from ENGRAM_BENCH_N, default 100000), single-threaded, hybrid with RRF, decay on, session
+// filter on, query vectors precomputed (RecallWithVector: the embedder is not timed). It reports
+// p50 and p99 per call in microseconds. Building the store takes minutes at 100k.
+func BenchmarkRecall(b *testing.B) {
+	n := 100_000
+	if v, err := strconv.Atoi(os.Getenv("ENGRAM_BENCH_N")); err == nil && v > 0 {
+		n = v
+	}
+	const sessions = 100
+	emb, err := lexical.New(lexical.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(7, 7))
+	vocab := synthVocab(rng, 20000)
+	z := rand.NewZipf(rng, 1.1, 1, uint64(len(vocab)-1))
+	clk := newClock()
+	s, err := Open(filepath.Join(b.TempDir(), "store"), OpenOptions{
+		Options: Options{Embedder: emb, Clock: clk.Now, DedupThreshold: -1},
+		Engine:  engine.Options{UnsafeNoSync: true, CompactInterval: -1},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	start := time.Now()
+	const batch = 1000
+	for i := 0; i < n; i += batch {
+		ms := make([]Memory, min(batch, n-i))
+		for j := range ms {
+			t := clk.Now().Add(-time.Duration(rng.IntN(365*24)) * time.Hour)
+			ms[j] = Memory{ID: fmt.Sprintf("m%07d", i+j), Session: fmt.Sprintf("s%02d", (i+j)%sessions),
+				Text: synthText(rng, z, vocab, 8+rng.IntN(40)), Importance: 0.5, Created: t, Updated: t}
+		}
+		if err := s.Import(ctx, ms); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := s.Flush(ctx); err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("built %d memories in %v", n, time.Since(start).Round(time.Second))
+	queries := make([]string, 200)
+	for i := range queries {
+		queries[i] = synthText(rng, z, vocab, 3+rng.IntN(5))
+	}
+	qvecs, err := emb.Embed(ctx, queries)
+	if err != nil {
+		b.Fatal(err)
+	}
+	lat := make([]time.Duration, 0, b.N)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		q := i % len(queries)
+		t0 := time.Now()
+		rs, err := s.RecallWithVector(ctx, queries[q], qvecs[q], RecallOptions{Session: fmt.Sprintf("s%02d", q%sessions), NoTouch: true})
+		lat = append(lat, time.Since(t0))
+		if err != nil || len(rs) == 0 {
+			b.Fatalf("recall: %v, %d results", err, len(rs))
+		}
+	}
+	b.StopTimer()
+	slices.Sort(lat)
+	pct := func(p float64) float64 {
+		return float64(lat[min(len(lat)-1, int(p*float64(len(lat))))].Nanoseconds()) / 1e3
+	}
+	b.ReportMetric(pct(0.50), "p50_us")
+	b.ReportMetric(pct(0.99), "p99_us")
+}
