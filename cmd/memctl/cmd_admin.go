@@ -13,13 +13,14 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/engramdb/engram/engine"
 	"github.com/engramdb/engram/memory"
 	"github.com/engramdb/engram/onnx"
 )
 
 func (a *app) adminCommands() []*cobra.Command {
 	return []*cobra.Command{
-		a.sessionsCommand(), a.statsCommand(), a.checkCommand(), a.compactCommand(),
+		a.sessionsCommand(), a.statsCommand(), a.checkCommand(), a.repairCommand(), a.compactCommand(),
 		a.cleanupCommand(), a.archiveCommand(), a.exportCommand(), a.importCommand(),
 		a.backupCommand(), a.reembedCommand(), a.modelCommand(),
 	}
@@ -95,6 +96,40 @@ func (a *app) checkCommand() *cobra.Command {
 				return fmt.Errorf("check failed: %w (try `memctl repair` after a backup)", err)
 			}
 			fmt.Fprintln(a.stdout, "ok")
+			return nil
+		},
+	}
+}
+
+func (a *app) repairCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "repair",
+		Short: "Make a damaged store openable: cut the WAL at its first bad record, move bad segments aside",
+		Long: "repair works on a closed store (stop `memctl serve` first). It keeps everything before the first\n" +
+			"damaged WAL record and renames segments that fail their checks to seg/NAME.corrupt. Take a backup\n" +
+			"of the directory first if you can. On a healthy store it changes nothing.",
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			rep, err := engine.Repair(a.dir, engine.Options{})
+			if err != nil {
+				return err
+			}
+			if a.jsonOut {
+				return a.printJSON(rep)
+			}
+			if rep.WALTruncatedAt == 0 && len(rep.QuarantinedSegments) == 0 {
+				fmt.Fprintln(a.stdout, "store is healthy; nothing changed")
+				return nil
+			}
+			if rep.WALTruncatedAt != 0 {
+				fmt.Fprintf(a.stdout, "WAL cut at %v: records from there on were dropped\n", rep.WALTruncatedAt)
+			}
+			for _, seg := range rep.QuarantinedSegments {
+				fmt.Fprintf(a.stdout, "segment %s moved aside (.corrupt)\n", seg)
+			}
+			if rep.DroppedRecords > 0 {
+				fmt.Fprintf(a.stdout, "%d records were lost with those segments; restore them from a backup or export\n", rep.DroppedRecords)
+			}
 			return nil
 		},
 	}

@@ -299,3 +299,28 @@ func TestLockedStoreExitThree(t *testing.T) {
 		t.Fatalf("second open: exit %d, %q", code, errOut)
 	}
 }
+
+func TestRepair(t *testing.T) {
+	isolate(t)
+	dir := filepath.Join(t.TempDir(), "store")
+	mustRun(t, dir, "", "remember", "--session", "s", "The WAL keeps this memory safe.")
+	if out := mustRun(t, dir, "", "repair"); !strings.Contains(out, "healthy") {
+		t.Fatalf("repair on a healthy store: %q", out)
+	}
+	// Damage the newest WAL segment's tail and repair.
+	segs, _ := filepath.Glob(filepath.Join(dir, "wal", "*"))
+	if len(segs) == 0 {
+		t.Fatal("no WAL segments")
+	}
+	last := segs[len(segs)-1]
+	f, err := os.OpenFile(last, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write([]byte{0xde, 0xad, 0xbe, 0xef, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12})
+	f.Close()
+	mustRun(t, dir, "", "repair")
+	if out := mustRun(t, dir, "", "recall", "--session", "s", "WAL memory"); !strings.Contains(out, "keeps this memory safe") {
+		t.Fatalf("memory lost after repair:\n%s", out)
+	}
+}
