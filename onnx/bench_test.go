@@ -83,10 +83,10 @@ func openBench(b *testing.B, maxBatch int) *Embedder {
 	return e
 }
 
-// BenchmarkEmbed embeds 128 abstracts per op and reports throughput and the
+// BenchmarkEmbed embeds $ENGRAM_BENCH_TEXTS (default 128) abstracts per op and reports throughput and the
 // Go side's share (tokenize + tensors + pooling) of the ORT run time.
 func BenchmarkEmbed(b *testing.B) {
-	texts := scifactTexts(b, 128)
+	texts := scifactTexts(b, envInt("ENGRAM_BENCH_TEXTS", 128))
 	for _, batch := range []int{1, 8, 32} {
 		b.Run("batch="+strconv.Itoa(batch), func(b *testing.B) {
 			e := openBench(b, batch)

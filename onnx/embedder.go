@@ -183,9 +183,15 @@ func Open(opts Options) (*Embedder, error) {
 	if err := initRuntime(lib); err != nil {
 		return nil, err
 	}
-	ins, outs, err := ort.GetInputOutputInfo(opts.ModelPath)
+	// The graph is read here once: for its inputs and outputs, the external
+	// data it names and the fingerprint. ORT reads the weights itself.
+	model, err := os.ReadFile(opts.ModelPath)
 	if err != nil {
-		return nil, fmt.Errorf("onnx: loading %s: %w", opts.ModelPath, err)
+		return nil, fmt.Errorf("onnx: model: %w", err)
+	}
+	ins, outs, err := graphIO(model)
+	if err != nil {
+		return nil, fmt.Errorf("%w (file %s)", err, opts.ModelPath)
 	}
 	if err := e.pickInputs(ins); err != nil {
 		return nil, err
@@ -212,7 +218,7 @@ func Open(opts Options) (*Embedder, error) {
 		e.Close()
 		return nil, errors.New("onnx: model produced empty vectors")
 	}
-	e.fingerprint, err = fingerprint(opts, e)
+	e.fingerprint, err = fingerprint(opts, model, e)
 	if err != nil {
 		e.Close()
 		return nil, err
@@ -228,19 +234,19 @@ func orDefault(v, def int) int {
 	return v
 }
 
-func (e *Embedder) pickInputs(ins []ort.InputOutputInfo) error {
+func (e *Embedder) pickInputs(ins []valueInfo) error {
 	have := map[string]bool{}
 	for _, in := range ins {
-		switch in.Name {
+		switch in.name {
 		case inputIDs, attentionMask, tokenTypeIDs:
 		default:
 			return fmt.Errorf("onnx: model input %q is not supported (want %s, %s, %s)",
-				in.Name, inputIDs, attentionMask, tokenTypeIDs)
+				in.name, inputIDs, attentionMask, tokenTypeIDs)
 		}
-		if in.DataType != ort.TensorElementDataTypeInt64 {
-			return fmt.Errorf("onnx: model input %q has type %v, want int64", in.Name, in.DataType)
+		if in.elemType != onnxInt64 {
+			return fmt.Errorf("onnx: model input %q has ONNX element type %d, want int64 (%d)", in.name, in.elemType, onnxInt64)
 		}
-		have[in.Name] = true
+		have[in.name] = true
 	}
 	if !have[inputIDs] {
 		return fmt.Errorf("onnx: model has no %q input", inputIDs)
@@ -253,14 +259,14 @@ func (e *Embedder) pickInputs(ins []ort.InputOutputInfo) error {
 	return nil
 }
 
-func (e *Embedder) pickOutput(outs []ort.InputOutputInfo, want string) error {
-	byName := map[string]ort.InputOutputInfo{}
+func (e *Embedder) pickOutput(outs []valueInfo, want string) error {
+	byName := map[string]valueInfo{}
 	var names []string
 	for _, o := range outs {
-		byName[o.Name] = o
-		names = append(names, o.Name)
+		byName[o.name] = o
+		names = append(names, o.name)
 	}
-	var o ort.InputOutputInfo
+	var o valueInfo
 	var ok bool
 	if want != "" {
 		if o, ok = byName[want]; !ok {
@@ -280,19 +286,19 @@ func (e *Embedder) pickOutput(outs []ort.InputOutputInfo, want string) error {
 				strings.Join(names, ", "))
 		}
 	}
-	if o.DataType != ort.TensorElementDataTypeFloat {
-		return fmt.Errorf("onnx: output %q has type %v, want float32", o.Name, o.DataType)
+	if o.elemType != onnxFloat {
+		return fmt.Errorf("onnx: output %q has ONNX element type %d, want float32 (%d)", o.name, o.elemType, onnxFloat)
 	}
-	switch len(o.Dimensions) {
+	switch o.rank {
 	case 2:
 		e.pooling = PoolNone
 	case 3:
 		e.pooling = PoolCLS
 	default:
 		return fmt.Errorf("onnx: output %q has rank %d, want 2 ([batch, dim]) or 3 ([batch, seq, dim])",
-			o.Name, len(o.Dimensions))
+			o.name, o.rank)
 	}
-	e.output = o.Name
+	e.output = o.name
 	return nil
 }
 

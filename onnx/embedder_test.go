@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -469,5 +470,46 @@ func TestPlanBatches(t *testing.T) {
 	}
 	if len(planBatches(nil, budget, maxBatch)) != 0 {
 		t.Error("no lengths should give no batches")
+	}
+}
+
+// TestEmbedTokenizerJSON runs the whole path: tokenizer.json through
+// onnx/tokenizer, then the tiny model whose vocabulary matches it.
+func TestEmbedTokenizerJSON(t *testing.T) {
+	tok := filepath.Join(repoRoot(t), "testdata", "tokenizer", "tiny", "tokenizer.json")
+	e := openTiny(t, "tiny", Options{TokenizerPath: tok, MaxTokens: 32, MaxBatch: 4})
+	texts := append(slices.Clone(sample), strings.Repeat("memory recall ", 200), "多言語のテキスト 🙂 and English")
+	res, err := e.EmbedDetailed(context.Background(), texts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, text := range texts {
+		alone, err := e.EmbedDetailed(context.Background(), []string{text})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := maxAbsDiff(alone[0].Vector, res[i].Vector); d > 1e-5 {
+			t.Errorf("text %d: alone vs batch differ by %g", i, d)
+		}
+		if alone[0].Tokens != res[i].Tokens || alone[0].Tokens > 32 {
+			t.Errorf("text %d: %d tokens alone, %d in batch", i, alone[0].Tokens, res[i].Tokens)
+		}
+	}
+	if res[2].Tokens != 2 || res[2].Truncated {
+		t.Errorf("empty string: %+v", res[2])
+	}
+	long := res[len(sample)]
+	if !long.Truncated || long.Tokens != 32 {
+		t.Errorf("long text: %d tokens, truncated %v; want 32, true", long.Tokens, long.Truncated)
+	}
+	if _, err := e.Embed(context.Background(), []string{"\xed\xa0\x80"}); err == nil {
+		t.Error("surrogate half (invalid UTF-8) accepted")
+	}
+	bad := filepath.Join(t.TempDir(), "tokenizer.json")
+	os.WriteFile(bad, []byte(`{"model":{"type":"BPE"}}`), 0o600)
+	if _, err := Open(Options{ModelPath: tinyModel(t, "tiny"), TokenizerPath: bad, MaxTokens: 32}); err == nil {
+		t.Error("unsupported tokenizer kind accepted")
+	} else {
+		t.Log(err)
 	}
 }

@@ -12,12 +12,8 @@ import (
 // fingerprint hashes the model, its external data and the tokenizer file,
 // each prefixed by its role and size so that moving bytes between files
 // changes the sum, then appends what else decides the vectors.
-func fingerprint(opts Options, e *Embedder) (string, error) {
+func fingerprint(opts Options, model []byte, e *Embedder) (string, error) {
 	h := sha256.New()
-	model, err := os.ReadFile(opts.ModelPath)
-	if err != nil {
-		return "", fmt.Errorf("onnx: fingerprint: %w", err)
-	}
 	fmt.Fprintf(h, "model %d\n", len(model))
 	h.Write(model)
 	data := opts.DataFiles

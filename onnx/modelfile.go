@@ -114,6 +114,17 @@ func (w modelWalker) tensor(b []byte) error {
 // walkFields calls fn for each length-delimited field of the protobuf
 // message b and skips the others.
 func walkFields(b []byte, fn func(field int, data []byte) error) error {
+	return walkAll(b, func(field int, _ uint64, data []byte) error {
+		if data == nil {
+			return nil
+		}
+		return fn(field, data)
+	})
+}
+
+// walkAll calls fn for each varint field (with its value, data nil) and each
+// length-delimited field (data non-nil) of the protobuf message b.
+func walkAll(b []byte, fn func(field int, v uint64, data []byte) error) error {
 	for len(b) > 0 {
 		key, n := binary.Uvarint(b)
 		if n <= 0 {
@@ -126,10 +137,14 @@ func walkFields(b []byte, fn func(field int, data []byte) error) error {
 		}
 		switch key & 7 {
 		case 0: // varint
-			if _, n = binary.Uvarint(b); n <= 0 {
+			v, n := binary.Uvarint(b)
+			if n <= 0 {
 				return errors.New("bad varint")
 			}
 			b = b[n:]
+			if err := fn(int(field), v, nil); err != nil {
+				return err
+			}
 		case 1: // 64-bit
 			if len(b) < 8 {
 				return errors.New("truncated fixed64")
@@ -145,9 +160,9 @@ func walkFields(b []byte, fn func(field int, data []byte) error) error {
 			if n <= 0 || l > uint64(len(b)-n) {
 				return errors.New("bad length")
 			}
-			data := b[n : n+int(l)]
+			data := b[n : n+int(l) : n+int(l)]
 			b = b[n+int(l):]
-			if err := fn(int(field), data); err != nil {
+			if err := fn(int(field), 0, data); err != nil {
 				return err
 			}
 		default:
@@ -155,4 +170,98 @@ func walkFields(b []byte, fn func(field int, data []byte) error) error {
 		}
 	}
 	return nil
+}
+
+// ONNX TensorProto.DataType values the embedder deals with.
+const (
+	onnxFloat = 1
+	onnxInt64 = 7
+)
+
+// valueInfo is a graph input or output: its name, element type and rank.
+type valueInfo struct {
+	name     string
+	elemType int
+	rank     int
+}
+
+// graphIO reads the model's graph inputs (initializers excluded, which
+// old IR versions also list as inputs) and outputs, so that the session is
+// created once and the weights are read once.
+func graphIO(model []byte) (inputs, outputs []valueInfo, err error) {
+	var graph []byte
+	err = walkFields(model, func(f int, b []byte) error {
+		if f == 7 {
+			graph = b
+		}
+		return nil
+	})
+	if err == nil && graph == nil {
+		err = errors.New("no graph")
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("onnx: reading model: %w", err)
+	}
+	inits := map[string]bool{}
+	err = walkFields(graph, func(f int, b []byte) error {
+		switch f {
+		case 5: // initializer: TensorProto.name is field 8
+			return walkFields(b, func(f int, b []byte) error {
+				if f == 8 {
+					inits[string(b)] = true
+				}
+				return nil
+			})
+		case 11, 12: // input, output
+			vi, err := readValueInfo(b)
+			if err != nil {
+				return err
+			}
+			if f == 11 {
+				inputs = append(inputs, vi)
+			} else {
+				outputs = append(outputs, vi)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("onnx: reading model: %w", err)
+	}
+	inputs = slices.DeleteFunc(inputs, func(v valueInfo) bool { return inits[v.name] })
+	return inputs, outputs, nil
+}
+
+// readValueInfo reads ValueInfoProto{name 1, type 2: TypeProto{tensor_type 1:
+// {elem_type 1, shape 2: {dim 1 ...}}}}; non-tensor types get elemType 0.
+func readValueInfo(b []byte) (valueInfo, error) {
+	var vi valueInfo
+	err := walkFields(b, func(f int, b []byte) error {
+		switch f {
+		case 1:
+			vi.name = string(b)
+		case 2:
+			return walkFields(b, func(f int, b []byte) error {
+				if f != 1 {
+					return nil
+				}
+				return walkAll(b, func(f int, v uint64, b []byte) error {
+					switch {
+					case f == 1 && b == nil:
+						vi.elemType = int(min(v, 1<<16))
+					case f == 2 && b != nil:
+						return walkFields(b, func(f int, _ []byte) error {
+							if f == 1 {
+								vi.rank++
+							}
+							return nil
+						})
+					}
+					return nil
+				})
+			})
+		}
+		return nil
+	})
+	return vi, err
 }

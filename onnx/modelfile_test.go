@@ -2,8 +2,10 @@ package onnx
 
 import (
 	"encoding/binary"
+	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -70,7 +72,45 @@ func TestExternalDataLocations(t *testing.T) {
 	}
 }
 
-func FuzzExternalDataLocations(f *testing.F) {
+func TestGraphIO(t *testing.T) {
+	for model, want := range map[string][2]string{
+		"tiny":       {"input_ids/7/2 attention_mask/7/2", "last_hidden_state/1/3"},
+		"tiny-dense": {"input_ids/7/2 attention_mask/7/2 token_type_ids/7/2", "sentence_embedding/1/2"},
+	} {
+		b, err := os.ReadFile(tinyModel(t, model))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ins, outs, err := graphIO(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		str := func(vs []valueInfo) string {
+			var parts []string
+			for _, v := range vs {
+				parts = append(parts, fmt.Sprintf("%s/%d/%d", v.name, v.elemType, v.rank))
+			}
+			return strings.Join(parts, " ")
+		}
+		if str(ins) != want[0] || str(outs) != want[1] {
+			t.Errorf("%s: inputs %q outputs %q, want %q %q", model, str(ins), str(outs), want[0], want[1])
+		}
+	}
+	// Old IR versions list initializers among the inputs: they are dropped.
+	tensor := func(name string) []byte { return field(8, []byte(name)) }
+	vi := func(name string) []byte {
+		return field(1, []byte(name))
+	}
+	ins, _, err := graphIO(field(7, field(5, tensor("w")), field(11, vi("input_ids")), field(11, vi("w"))))
+	if err != nil || len(ins) != 1 || ins[0].name != "input_ids" {
+		t.Errorf("initializer inputs: %+v, %v", ins, err)
+	}
+	if _, _, err := graphIO([]byte{}); err == nil {
+		t.Error("no graph: no error")
+	}
+}
+
+func FuzzModelFile(f *testing.F) {
 	if b, err := os.ReadFile(tinyModel(f, "tiny")); err == nil {
 		f.Add(b)
 	}
@@ -80,6 +120,7 @@ func FuzzExternalDataLocations(f *testing.F) {
 	f.Add(field(7, field(1, field(5, field(5, extTensor("c"))))))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {
+		graphIO(b) // must not panic
 		locs, err := externalDataLocations(b)
 		if err != nil {
 			return

@@ -1,9 +1,34 @@
 package onnx
 
-import "errors"
+import (
+	"fmt"
 
-// NewTokenizer will load a Hugging Face tokenizer.json through onnx/tokenizer
-// once that package is committed; until then only Options.Tokenizer works.
+	"github.com/engramdb/engram/onnx/tokenizer"
+)
+
+// hfTokenizer adapts onnx/tokenizer to Tokenizer: truncation at the
+// embedder's MaxTokens, no padding (batches are padded by the embedder).
+type hfTokenizer struct{ t *tokenizer.Tokenizer }
+
+// NewTokenizer loads a Hugging Face tokenizer.json that truncates encodings
+// to maxTokens tokens, special tokens included.
 func NewTokenizer(path string, maxTokens int) (Tokenizer, error) {
-	return nil, errors.New("onnx: tokenizer.json loading is not available yet (onnx/tokenizer not committed); set Options.Tokenizer")
+	t, err := tokenizer.Load(path)
+	if err != nil {
+		return nil, fmt.Errorf("onnx: %w", err)
+	}
+	if t, err = t.WithTruncation(maxTokens); err != nil {
+		return nil, fmt.Errorf("onnx: %w", err)
+	}
+	if t, err = t.WithPadding(tokenizer.Padding{Strategy: tokenizer.PadNone}); err != nil {
+		return nil, fmt.Errorf("onnx: %w", err)
+	}
+	return hfTokenizer{t}, nil
 }
+
+func (h hfTokenizer) Encode(text string) ([]int32, bool, error) {
+	e, err := h.t.Encode(text)
+	return e.IDs, e.Truncated, err
+}
+
+func (h hfTokenizer) PadID() int32 { return h.t.PadID() }
