@@ -3,8 +3,10 @@ package quant
 import (
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"testing"
+	"time"
 	"unsafe"
 )
 
@@ -56,6 +58,28 @@ func randFloat32(r *rand.Rand, n int) []float32 {
 	return v
 }
 
+// cpuMeter reports GB/s per CPU-second of the benchmarking thread next to
+// the wall-clock MB/s that b.SetBytes gives.
+type cpuMeter struct {
+	b     *testing.B
+	bytes int64
+	start time.Duration
+}
+
+func startCPU(b *testing.B, bytes int64) *cpuMeter {
+	b.SetBytes(bytes)
+	runtime.LockOSThread()
+	return &cpuMeter{b, bytes, threadCPU()}
+}
+
+func (m *cpuMeter) stop() {
+	cpu := threadCPU() - m.start
+	runtime.UnlockOSThread()
+	if cpu > 0 {
+		m.b.ReportMetric(float64(m.bytes)*float64(m.b.N)/cpu.Seconds()/1e9, "cpu-GB/s")
+	}
+}
+
 var sinkI int32
 var sinkF float32
 
@@ -71,17 +95,18 @@ func BenchmarkKernels(b *testing.B) {
 			}{{"DotInt8", ks.dotInt8}, {"L2SqInt8", ks.l2SqInt8}}
 			for _, k := range int8Kernels {
 				b.Run(fmt.Sprintf("%s/%s/dim=%d/cache", k.name, ks.name, dim), func(b *testing.B) {
-					b.SetBytes(int64(2 * dim))
+					m := startCPU(b, int64(2*dim))
 					var s int32
 					for b.Loop() {
 						s += k.f(qa, qb)
 					}
+					m.stop()
 					sinkI = s
 				})
 				b.Run(fmt.Sprintf("%s/%s/dim=%d/stream", k.name, ks.name, dim), func(b *testing.B) {
 					codes := streamInt8()
 					n := len(codes) / dim
-					b.SetBytes(int64(dim))
+					m := startCPU(b, int64(dim))
 					var s int32
 					i := 0
 					for b.Loop() {
@@ -90,6 +115,7 @@ func BenchmarkKernels(b *testing.B) {
 							i = 0
 						}
 					}
+					m.stop()
 					sinkI = s
 				})
 			}
@@ -99,17 +125,18 @@ func BenchmarkKernels(b *testing.B) {
 			}{{"DotFloat32", ks.dotFloat32}, {"L2SqFloat32", ks.l2SqFloat32}}
 			for _, k := range floatKernels {
 				b.Run(fmt.Sprintf("%s/%s/dim=%d/cache", k.name, ks.name, dim), func(b *testing.B) {
-					b.SetBytes(int64(8 * dim))
+					m := startCPU(b, int64(8*dim))
 					var s float32
 					for b.Loop() {
 						s += k.f(fa, fb)
 					}
+					m.stop()
 					sinkF = s
 				})
 				b.Run(fmt.Sprintf("%s/%s/dim=%d/stream", k.name, ks.name, dim), func(b *testing.B) {
 					vecs := streamData()
 					n := len(vecs) / dim
-					b.SetBytes(int64(4 * dim))
+					m := startCPU(b, int64(4*dim))
 					var s float32
 					i := 0
 					for b.Loop() {
@@ -118,6 +145,7 @@ func BenchmarkKernels(b *testing.B) {
 							i = 0
 						}
 					}
+					m.stop()
 					sinkF = s
 				})
 			}
@@ -134,19 +162,21 @@ var sinkU uint64
 func BenchmarkMemory(b *testing.B) {
 	buf := streamData()
 	b.Run("read", func(b *testing.B) {
-		b.SetBytes(int64(len(buf) * 4))
+		m := startCPU(b, int64(len(buf)*4))
 		half := len(buf) / 2
 		var s float32
 		for b.Loop() {
 			s += dotFloat32(buf[:half], buf[half:])
 		}
+		m.stop()
 		sinkF = s
 	})
 	b.Run("copy", func(b *testing.B) {
 		dst := make([]float32, len(buf)/2)
-		b.SetBytes(int64(len(buf) / 2 * 4 * 2))
+		m := startCPU(b, int64(len(buf)/2*4*2))
 		for b.Loop() {
 			copy(dst, buf[len(buf)/2:])
 		}
+		m.stop()
 	})
 }
