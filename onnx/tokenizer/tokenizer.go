@@ -27,10 +27,9 @@ type Encoding struct {
 	Truncated     bool     // tokens were dropped to fit the maximum length
 }
 
-func (e *Encoding) add(id int32, tok string, typeID int32) {
+func (e *Encoding) add(id int32, tok string) {
 	e.IDs = append(e.IDs, id)
 	e.Tokens = append(e.Tokens, tok)
-	e.TypeIDs = append(e.TypeIDs, typeID)
 }
 
 // PadStrategy says how EncodeBatch pads.
@@ -323,22 +322,59 @@ func (t *Tokenizer) encode(text string) (Encoding, error) {
 		}
 	}
 	st := t.pool.Get().(*scratch)
-	defer t.pool.Put(st)
-	var e Encoding
-	if err := t.tokenize(&e, text, st); err != nil {
+	defer t.release(st)
+	// With right truncation, tokens past the limit are dropped anyway: stop
+	// once one more than fits has been produced (that one says "truncated").
+	// Pre-tokenized pieces are encoded independently, so the kept tokens are
+	// the same as with a full pass.
+	stop := -1
+	if t.trunc != nil && !t.trunc.left {
+		stop = t.trunc.maxLength - t.post.added() + 1
+	}
+	// The encoding is built in place: prefix special tokens, model tokens,
+	// truncation, suffix special tokens.
+	est := len(text)/3 + t.post.added() + 1
+	if stop >= 0 {
+		est = min(est, stop+t.post.added())
+	}
+	e := Encoding{IDs: make([]int32, 0, est), Tokens: make([]string, 0, est)}
+	for _, sp := range t.post.prefix {
+		e.add(sp.id, sp.token)
+	}
+	np := len(e.IDs)
+	if stop >= 0 {
+		stop += np
+	}
+	if err := t.tokenize(&e, text, st, stop); err != nil {
 		return Encoding{}, err
 	}
-	return t.postProcess(&e), nil
+	t.postProcess(&e, np)
+	return e, nil
+}
+
+// maxPooledLattice bounds the scratch memory kept between calls (16 bytes
+// per byte of the longest piece seen).
+const maxPooledLattice = 1 << 16
+
+func (t *Tokenizer) release(st *scratch) {
+	if cap(st.lat.score) > maxPooledLattice {
+		st.lat = lattice{}
+	}
+	t.pool.Put(st)
 }
 
 // tokenize appends the model tokens of text to e: added tokens are split off
 // the raw text, the rest is normalized, split off normalized added tokens,
-// pre-tokenized and run through the model — HF's order.
-func (t *Tokenizer) tokenize(e *Encoding, text string, st *scratch) error {
+// pre-tokenized and run through the model — HF's order. With stop >= 0 it
+// returns early once e holds at least stop tokens.
+func (t *Tokenizer) tokenize(e *Encoding, text string, st *scratch, stop int) error {
 	st.segs = t.added.split(st.segs[:0], text, 0)
 	for _, seg := range st.segs {
+		if stop >= 0 && len(e.IDs) >= stop {
+			return nil
+		}
 		if seg.tok >= 0 {
-			e.add(t.added.tokens[seg.tok].id, seg.text, 0)
+			e.add(t.added.tokens[seg.tok].id, seg.text)
 			continue
 		}
 		norm := seg.text
@@ -348,7 +384,7 @@ func (t *Tokenizer) tokenize(e *Encoding, text string, st *scratch) error {
 		st.subs = t.addedNorm.split(st.subs[:0], norm, 0)
 		for _, sub := range st.subs {
 			if sub.tok >= 0 {
-				e.add(t.addedNorm.tokens[sub.tok].id, sub.text, 0)
+				e.add(t.addedNorm.tokens[sub.tok].id, sub.text)
 				continue
 			}
 			st.in = append(st.in[:0], piece{sub.text, seg.start == 0 && sub.start == 0})
@@ -358,6 +394,9 @@ func (t *Tokenizer) tokenize(e *Encoding, text string, st *scratch) error {
 				pieces = st.out
 			}
 			for _, p := range pieces {
+				if stop >= 0 && len(e.IDs) >= stop {
+					return nil
+				}
 				if err := t.model.encode(e, p.text, &st.lat); err != nil {
 					return fmt.Errorf("tokenizer: %w", err)
 				}
@@ -367,44 +406,39 @@ func (t *Tokenizer) tokenize(e *Encoding, text string, st *scratch) error {
 	return nil
 }
 
-// postProcess truncates the model tokens to leave room for the special
-// tokens, then adds them (HF: truncate, then post-process).
-func (t *Tokenizer) postProcess(e *Encoding) Encoding {
-	ids, toks := e.IDs, e.Tokens
-	var truncated bool
-	if t.trunc != nil {
-		if limit := t.trunc.maxLength - t.post.added(); len(ids) > limit {
-			truncated = true
+// postProcess truncates the model tokens (e's tokens after the np prefix
+// special tokens) to leave room for all special tokens, then appends the
+// suffix special tokens and fills the type ids and attention mask (HF:
+// truncate, then post-process).
+func (t *Tokenizer) postProcess(e *Encoding, np int) {
+	if n := len(e.IDs) - np; t.trunc != nil {
+		if limit := t.trunc.maxLength - t.post.added(); n > limit {
+			e.Truncated = true
 			if t.trunc.left {
-				ids, toks = ids[len(ids)-limit:], toks[len(toks)-limit:]
-			} else {
-				ids, toks = ids[:limit], toks[:limit]
+				copy(e.IDs[np:], e.IDs[np+n-limit:])
+				copy(e.Tokens[np:], e.Tokens[np+n-limit:])
 			}
+			e.IDs, e.Tokens = e.IDs[:np+limit], e.Tokens[:np+limit]
 		}
 	}
-	n := len(ids) + t.post.added()
-	out := Encoding{
-		IDs:           make([]int32, 0, n),
-		Tokens:        make([]string, 0, n),
-		TypeIDs:       make([]int32, 0, n),
-		AttentionMask: make([]int32, n),
-		Truncated:     truncated,
+	end := len(e.IDs)
+	for _, sp := range t.post.suffix {
+		e.add(sp.id, sp.token)
 	}
-	for _, s := range t.post.prefix {
-		out.add(s.id, s.token, s.typeID)
+	n := len(e.IDs)
+	e.TypeIDs = make([]int32, n)
+	e.AttentionMask = make([]int32, n)
+	for i := range n {
+		e.AttentionMask[i] = 1
+		switch {
+		case i < np:
+			e.TypeIDs[i] = t.post.prefix[i].typeID
+		case i < end:
+			e.TypeIDs[i] = t.post.seqType
+		default:
+			e.TypeIDs[i] = t.post.suffix[i-end].typeID
+		}
 	}
-	out.IDs = append(out.IDs, ids...)
-	out.Tokens = append(out.Tokens, toks...)
-	for range ids {
-		out.TypeIDs = append(out.TypeIDs, t.post.seqType)
-	}
-	for _, s := range t.post.suffix {
-		out.add(s.id, s.token, s.typeID)
-	}
-	for i := range out.AttentionMask {
-		out.AttentionMask[i] = 1
-	}
-	return out
 }
 
 // padLength is HF's target length: fixed or the batch's longest, rounded up

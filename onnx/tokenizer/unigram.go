@@ -95,16 +95,24 @@ func (u *unigram) encode(e *Encoding, s string, lat *lattice) error {
 			_, mblen = utf8.DecodeRuneInString(s[pos:])
 		}
 		single := false
-		u.trie.prefixes(s[pos:], func(length int, tok int32) {
-			end := pos + length
-			cand := u.scores[tok] + base
-			if start[end] < 0 || cand > score[end] {
-				score[end], start[end], id[end] = cand, int32(pos), tok
+		// Walk the trie along s[pos:]: every node with an id is a candidate
+		// piece, shortest first.
+		for cur, i := u.trie.root[s[pos]], pos+1; cur >= 0; i++ {
+			nd := &u.trie.nodes[cur]
+			if tok := nd.id; tok >= 0 {
+				cand := u.scores[tok] + base
+				if start[i] < 0 || cand > score[i] {
+					score[i], start[i], id[i] = cand, int32(pos), tok
+				}
+				if i-pos == mblen {
+					single = true
+				}
 			}
-			if length == mblen {
-				single = true
+			if i == len(s) {
+				break
 			}
-		})
+			cur = u.trie.child(nd, s[i])
+		}
 		if !single {
 			end := pos + mblen
 			if u.unkID < 0 {
@@ -127,7 +135,7 @@ func (u *unigram) encode(e *Encoding, s string, lat *lattice) error {
 	for k := len(path) - 1; k >= 0; k-- {
 		end := int(path[k])
 		if id[end] != u.unkID {
-			e.add(id[end], u.pieces[id[end]], 0)
+			e.add(id[end], u.pieces[id[end]])
 			pos = end
 			continue
 		}
@@ -145,7 +153,7 @@ func (u *unigram) encode(e *Encoding, s string, lat *lattice) error {
 // when byte_fallback is on and all of them exist, else unk_id.
 func (u *unigram) emitUnknown(e *Encoding, tok string) {
 	if id, ok := u.ids[tok]; ok {
-		e.add(id, u.pieces[id], 0)
+		e.add(id, u.pieces[id])
 		return
 	}
 	if u.byteFallback {
@@ -156,12 +164,12 @@ func (u *unigram) emitUnknown(e *Encoding, tok string) {
 		if all {
 			for i := 0; i < len(tok); i++ {
 				id := u.byteIDs[tok[i]]
-				e.add(id, u.pieces[id], 0)
+				e.add(id, u.pieces[id])
 			}
 			return
 		}
 	}
-	e.add(u.unkID, tok, 0)
+	e.add(u.unkID, tok)
 }
 
 // trie is a byte trie over the vocabulary, flattened into arrays: children of
@@ -226,38 +234,20 @@ func buildTrie(ids map[string]int32) trie {
 	return t
 }
 
-// prefixes calls fn for every vocabulary piece that is a prefix of s,
-// shortest first.
-func (t *trie) prefixes(s string, fn func(length int, id int32)) {
-	if s == "" {
-		return
+// child returns the child of nd labelled c, or -1.
+func (t *trie) child(nd *trieNode, c byte) int32 {
+	edges := t.edges[nd.first : nd.first+nd.n]
+	lo, hi := 0, len(edges)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if edges[m].label < c {
+			lo = m + 1
+		} else {
+			hi = m
+		}
 	}
-	cur := t.root[s[0]]
-	if cur < 0 {
-		return
+	if lo == len(edges) || edges[lo].label != c {
+		return -1
 	}
-	for i := 1; ; i++ {
-		nd := &t.nodes[cur]
-		if nd.id >= 0 {
-			fn(i, nd.id)
-		}
-		if i == len(s) || nd.n == 0 {
-			return
-		}
-		c := s[i]
-		edges := t.edges[nd.first : nd.first+nd.n]
-		lo, hi := 0, len(edges)
-		for lo < hi {
-			m := int(uint(lo+hi) >> 1)
-			if edges[m].label < c {
-				lo = m + 1
-			} else {
-				hi = m
-			}
-		}
-		if lo == len(edges) || edges[lo].label != c {
-			return
-		}
-		cur = int32(edges[lo].child)
-	}
+	return int32(edges[lo].child)
 }

@@ -1,5 +1,6 @@
 // HF tokenizers (npm @anush008/tokenizers) speed on the golden strings:
 //   NODE_PATH=<dir>/node_modules node scripts/tokenizer/bench.js testdata/tokenizer/xlmr ROUNDS
+// (scripts/tokenizer/bench.sh runs it next to the Go benchmark).
 // Prints tokens/s for sequential encode() calls (one string at a time, as the
 // Go benchmark does) and for one encodeBatch call per round; run it with
 // RAYON_NUM_THREADS=1 so HF uses one thread.
