@@ -20,6 +20,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -74,6 +75,7 @@ type config struct {
 	efs                   []int
 	maxQueries, maxBase   int
 	noRescore             bool
+	cpuProfile            string
 }
 
 func main() {
@@ -112,6 +114,7 @@ func run(args []string, out io.Writer) error {
 	fs.IntVar(&c.maxQueries, "queries", 0, "use only the first N queries (0: all)")
 	fs.IntVar(&c.maxBase, "n", 0, "use only the first N base vectors (needs a matching -gt; 0: all)")
 	fs.BoolVar(&c.noRescore, "norescore", false, "return code-distance order without float rescoring")
+	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the query sweep to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -267,6 +270,17 @@ func bench(set *dataset.Set, c config, out io.Writer) error {
 	}
 	n, dim := set.Base.Len(), set.Base.Dim
 	enc := json.NewEncoder(out)
+	if c.cpuProfile != "" {
+		f, err := os.OpenFile(c.cpuProfile, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	for _, ef := range c.efs {
