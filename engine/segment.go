@@ -17,9 +17,11 @@ import (
 )
 
 // textBlockSize is the uncompressed size at which a text block is closed:
-// small enough that fetching one text decompresses a few KiB, large enough
-// for zstd to find redundancy across records.
-const textBlockSize = 8 << 10
+// a search materializes k texts from k different blocks, so a block must
+// decompress in a couple of microseconds; a few records per block still
+// let zstd share their vocabulary. (Texts are a small part of a record
+// next to a 1024-d vector: 4 KiB float32 + 1 KiB int8.)
+const textBlockSize = 2 << 10
 
 // segment is an open, immutable segment file plus the mutable deleted set
 // the manifest keeps for it.
@@ -257,7 +259,11 @@ func (s *segment) init(count uint32, verify bool) error {
 			name, dim, metric, n, s.cfg.Name, s.cfg.Dim, s.cfg.Metric, count)
 	}
 	s.n = int(n)
-	view, err := hnsw.OpenView(secs[secGraph])
+	open := hnsw.OpenViewUnverified // reads the header only; Check verifies
+	if verify {
+		open = hnsw.OpenView
+	}
+	view, err := open(secs[secGraph])
 	if err != nil {
 		return fmt.Errorf("graph section: %w", err)
 	}
@@ -492,6 +498,9 @@ func (s *segment) check() error {
 	}
 	if err := s.sf.verify(); err != nil {
 		return err
+	}
+	if err := s.view.Verify(); err != nil {
+		return fail("graph section: %v", err)
 	}
 	if _, err := s.keyword(); err != nil {
 		return err
