@@ -44,7 +44,13 @@ func Search(parts []Part, query string, k int, allow func(part int, doc uint32) 
 // average length, document frequencies) are summed over all parts, so scores
 // are comparable across parts. allow, if not nil, filters documents before
 // they are ranked (the engine passes deleted documents and session filters
-// here); documents it rejects still count in the statistics, as in Lucene.
+// here); it is called at most once per (part, document) and only for
+// documents matching a query term. Documents it rejects still count in the
+// statistics, as in Lucene.
+//
+// Scores are accumulated per part in a pooled dense array when the part's
+// document numbers are compact (Index and Segment report a bound), else in a
+// map, so a search costs time in proportion to the postings of its terms.
 //
 // A query without tokens returns no hits and no error.
 func (s BM25) Search(parts []Part, query string, k int, allow func(part int, doc uint32) bool) ([]Hit, error) {
@@ -71,11 +77,15 @@ func (s BM25) Search(parts []Part, query string, k int, allow func(part int, doc
 	if avgLen == 0 {
 		avgLen = 1
 	}
-	type key struct {
-		part int
-		doc  uint32
+	accs := make([]*accumulator, len(parts))
+	for pi, p := range parts {
+		accs[pi] = getAccumulator(p)
 	}
-	scores := make(map[key]float64)
+	defer func() {
+		for _, acc := range accs {
+			acc.release()
+		}
+	}()
 	for _, qt := range qterms {
 		var df int64
 		for _, p := range parts {
@@ -86,26 +96,33 @@ func (s BM25) Search(parts []Part, query string, k int, allow func(part int, doc
 		}
 		idf := math.Log(1 + (float64(n)-float64(df)+0.5)/(float64(df)+0.5))
 		w := idf * float64(qt.count) * (k1 + 1)
+		c0, c1 := k1*(1-b), k1*b/avgLen // length norm = c0 + c1*docLen
 		for pi, p := range parts {
+			acc := accs[pi]
+			var ok func(uint32) bool
+			if allow != nil {
+				ok = func(doc uint32) bool { return allow(pi, doc) }
+			}
 			p.Postings(qt.term, func(doc uint32, tf, docLen uint32) {
-				if allow != nil && !allow(pi, doc) {
-					return
-				}
 				f := float64(tf)
-				norm := k1 * (1 - b + b*float64(docLen)/avgLen)
-				scores[key{pi, doc}] += w * f / (f + norm)
+				acc.add(doc, w*f/(f+c0+c1*float64(docLen)), ok)
 			})
 		}
 	}
-	h := make(hitHeap, 0, min(k, len(scores)))
-	for kk, sc := range scores {
-		hit := Hit{Part: kk.part, Doc: kk.doc, Score: sc}
-		if len(h) < k {
-			heap.Push(&h, hit)
-		} else if better(hit, h[0]) {
-			h[0] = hit
-			heap.Fix(&h, 0)
-		}
+	h := make(hitHeap, 0, k)
+	for pi, acc := range accs {
+		acc.each(func(doc uint32, sc float64) {
+			hit := Hit{Part: pi, Doc: doc, Score: sc}
+			if len(h) < k {
+				heap.Push(&h, hit)
+			} else if better(hit, h[0]) {
+				h[0] = hit
+				heap.Fix(&h, 0)
+			}
+		})
+	}
+	if len(h) == 0 {
+		return nil, nil
 	}
 	sort.Slice(h, func(i, j int) bool { return better(h[i], h[j]) })
 	return h, nil
