@@ -7,8 +7,9 @@
 #   ${ENGRAM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/engram}/onnxruntime/$ORT_VERSION/libonnxruntime.so
 # which is where the onnx package looks when neither an option nor
 # ENGRAM_ONNXRUNTIME_LIB names a library. When the file is already there this
-# step does nothing. Without npm or the registry, it warns and goes on: the
-# ONNX tests then skip and say why.
+# step does nothing. Without npm or the registry, it warns and goes on (the
+# ONNX tests then skip and say why), except under CI=true, where it fails:
+# CI must run the real ONNX Runtime path.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -52,6 +53,10 @@ install_ort() {
   echo "setup: ONNX Runtime $ORT_VERSION -> $ort_lib"
 }
 
-if [ ! -s "$ort_lib" ]; then
-  install_ort || echo "setup: WARNING: ONNX Runtime not installed; ONNX tests will skip" >&2
+if [ ! -s "$ort_lib" ] && ! install_ort; then
+  if [ "${CI:-}" = "true" ]; then
+    echo "setup: ONNX Runtime $ORT_VERSION could not be installed; CI needs it (see the messages above)" >&2
+    exit 1
+  fi
+  echo "setup: WARNING: ONNX Runtime not installed; ONNX tests will skip" >&2
 fi
