@@ -278,3 +278,47 @@ func TestRemove(t *testing.T) {
 		}
 	}
 }
+
+// lowBound wraps an Index and reports a DocBound below its largest document,
+// as a concurrent Add can make happen, forcing the dense and sparse paths of
+// one accumulator to be mixed.
+type lowBound struct{ *Index }
+
+func (l lowBound) DocBound() uint32 { return l.Index.DocBound() / 2 }
+
+// noBound hides DocBound, forcing the sparse path.
+type noBound struct{ Part }
+
+func TestAccumulatorPaths(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	idx := NewIndex()
+	sparse := NewIndex() // document numbers spread over the uint32 range
+	for d, s := range randomDocs(r, 300) {
+		_ = idx.Add(d, s)
+		_ = sparse.Add(d*1_400_000+d%7, s)
+	}
+	allow := func(_ int, d uint32) bool { return d%3 != 0 }
+	for range 30 {
+		q := vocab[r.IntN(len(vocab))] + " " + vocab[r.IntN(len(vocab))]
+		want, _ := Search([]Part{noBound{idx}}, q, 15, allow)
+		for name, p := range map[string]Part{"dense": idx, "mixed": lowBound{idx}} {
+			got, err := Search([]Part{p}, q, 15, allow)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("%s path, %q: %v, want %v", name, q, got, want)
+			}
+		}
+		got, _ := Search([]Part{sparse}, q, 15, nil)
+		all, _ := Search([]Part{noBound{idx}}, q, 15, nil)
+		if len(got) != len(all) {
+			t.Fatalf("sparse numbering: %d hits, want %d", len(got), len(all))
+		}
+		for i := range got {
+			if got[i].Score != all[i].Score {
+				t.Fatalf("sparse numbering rank %d: %v, want %v", i, got[i].Score, all[i].Score)
+			}
+		}
+	}
+}
