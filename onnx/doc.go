@@ -13,13 +13,17 @@
 //
 // # Model
 //
-// Open reads the model's inputs and outputs. Inputs must be int64 and named
-// input_ids (required), attention_mask and token_type_ids (zeros). The output
-// is a [batch, dim] embedding used as it is (sentence_embedding, dense_vecs)
-// or a [batch, seq, dim] last_hidden_state reduced to the first token's row
-// (CLS) and L2-normalized, BGE-M3's dense vector. Weights in an external data
-// file (model.onnx_data) are read by ONNX Runtime from the model's directory.
-// Open runs the model once on an empty text to learn the dimension.
+// Open reads model.onnx once itself (a small protobuf walk, fuzzed) for the
+// graph's inputs and outputs and the external data files its tensors name,
+// then creates one ONNX Runtime session, which reads the weights. Inputs must
+// be int64 and named input_ids (required), attention_mask and token_type_ids
+// (zeros). The output is a [batch, dim] embedding used as it is
+// (sentence_embedding, dense_vecs) or a [batch, seq, dim] last_hidden_state
+// reduced to the first token's row (CLS) and L2-normalized, BGE-M3's dense
+// vector. Open runs the model once on an empty text to learn the dimension.
+//
+// The tokenizer is a Hugging Face tokenizer.json loaded by onnx/tokenizer,
+// set to truncate at MaxTokens and not to pad, or any Tokenizer.
 //
 // # Batching
 //
@@ -30,6 +34,20 @@
 // memory stays bounded. Padding uses the tokenizer's pad id with a zero
 // attention mask, so a text's vector does not depend on its batch mates. The
 // context is checked between batches and terminates a running batch.
+//
+// # Ollama
+//
+// OllamaEmbedder offers the same methods over a local Ollama server through
+// the ollama package (/api/embed, timeouts, retries on a refused
+// connection). Its fingerprint is the model name and dimension only.
+//
+// # Download
+//
+// Pull fetches model files from a Hugging Face-style hub (base URL
+// configurable; nothing is fetched unless it is called) into a directory
+// (0700, files 0600): NAME.part first, resumed with a Range request after an
+// interruption, checked against the expected or the hub's (X-Linked-Etag)
+// sha256, then fsynced and renamed into place.
 //
 // # Fingerprint
 //
@@ -46,8 +64,12 @@
 //     promise that an environment can be created again after that. All
 //     embedders in a process share one library; Open with a different
 //     library path fails.
-//   - Open loads the model twice (once to read input/output metadata) and
-//     hashes every model file: for BGE-M3 (2.2 GB) this costs seconds.
+//   - Open hashes every model file for the fingerprint: for BGE-M3 (2.3 GB)
+//     this costs a second or two. A model with its weights inside model.onnx
+//     is also held in memory while Open reads it.
+//   - Embed on an empty batch returns an empty slice and no error; an empty
+//     string is embedded (from its special tokens alone); Embed truncates
+//     silently, EmbedDetailed reports it.
 //   - GPU providers (Device) need ORT's provider libraries next to
 //     libonnxruntime.so; the npm CPU build has none, so Open fails with a
 //     clear error, or runs on the CPU when CPUFallback is set (Provider says
