@@ -64,8 +64,19 @@
 //
 // Backend and Collection are the index store's contract: upsert with vectors and metadata,
 // get, delete (by ID and by Filter), vector and keyword candidates under a Filter, Touch for
-// access statistics, Scan and Count, plus a durable KV namespace. NewMemBackend keeps
-// everything in memory (exact search; tests and ephemeral stores).
+// access statistics, Scan and Count, plus a durable KV namespace. Two implementations:
+//
+//   - NewEngineBackend (what Open uses): package engine in one directory. A memory is an engine
+//     record whose metadata holds session, source, tags (a string list), importance, and copies
+//     of created/updated, so every filter on those runs inside the engine (session equality on
+//     its per-session postings); filters on last access or access count (kept by the engine
+//     outside metadata) select a superset there and are completed here by Filter.Match, with
+//     the search fetching more candidates until k pass. Every hit is checked with Match anyway.
+//     It also implements Maintainer, behind Store.Flush, Compact, Check, Backup and Stats.
+//   - NewMemBackend: everything in process memory, exact search, BM25 through package keyword;
+//     for tests and ephemeral stores. The test suite runs against both.
+//
+// Import and Scan move memories in and out as they are (export/import, migration).
 //
 // # Caveats
 //
@@ -73,4 +84,10 @@
 //     one lock per Store; recalls run concurrently with them and with each other.
 //   - The session "" is a session like any other; RecallOptions{} recalls from it.
 //   - A Store does not own a Backend passed to New.
+//   - Sessions and Stats scan every memory; they are for administration, not hot paths.
+//   - KV values are bounded (1 MiB, the engine's limit): a task's JSON (all its steps and
+//     results) must stay below it, so UpdateStep fails with ErrInvalidInput past that;
+//     archive parts are split to fit.
+//   - The lexical default embedder matches spelling, not meaning (see package memory/lexical);
+//     bench/results/retrieval.md reports what it achieves. Plug a semantic Embedder for paraphrases.
 package memory
