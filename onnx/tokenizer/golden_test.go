@@ -200,3 +200,38 @@ func TestGoldenPadding(t *testing.T) {
 		}
 	}
 }
+
+// TestGoldenCoversGraphemeQuirk makes sure the goldens exercise the
+// Precompiled normalizer's whole-cluster replacement (see doc.go): strings
+// where it gives another result than a character-by-character pass.
+func TestGoldenCoversGraphemeQuirk(t *testing.T) {
+	seq, ok := loadVariant(t, "xlmr").norm.(sequenceNormalizer)
+	if !ok {
+		t.Fatal("xlmr normalizer is not a Sequence")
+	}
+	p, ok := seq[0].(*precompiled)
+	if !ok {
+		t.Fatal("xlmr normalizer does not start with Precompiled")
+	}
+	perChar := func(s string) string {
+		var b []byte
+		for _, r := range s {
+			c := string(r)
+			if repl, ok := p.transform(c); ok {
+				c = repl
+			}
+			b = append(b, c...)
+		}
+		return string(b)
+	}
+	n := 0
+	for _, s := range testStrings(t) {
+		if p.normalize(s) != perChar(s) {
+			n++
+		}
+	}
+	t.Logf("%d golden strings depend on whole-cluster replacement", n)
+	if n < 100 {
+		t.Fatalf("only %d golden strings exercise whole-cluster replacement", n)
+	}
+}

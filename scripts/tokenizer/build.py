@@ -133,6 +133,44 @@ def combining(r):
     return out
 
 
+def nfkc_changing_chars():
+    """Characters NFKC rewrites: the ones the nmt_nfkc charsmap holds keys for."""
+    import unicodedata
+    out = []
+    for c in range(0x80, 0x2FFFF):
+        if 0xD800 <= c <= 0xDFFF:
+            continue
+        ch = chr(c)
+        if unicodedata.normalize("NFKC", ch) != ch:
+            out.append(ch)
+    return out
+
+
+GRAPHEME_TAILS = ["\u0301", "\u0308", "\u0301\u0323", "\u200d", "\ufe0f", "\ufe0e", "\U0001f3fd", "\u3099", "\u093c",
+                  "\u094d", "\u0e31", "\u20e3", "\u200d\u2640", "\u0345", "\u1161", "\u11a8"]
+
+
+def grapheme_stress(r, mapped):
+    """A character the charsmap maps, followed by what can extend its grapheme
+    cluster: exercises HF's whole-cluster replacement for clusters < 6 bytes."""
+    out = ""
+    for _ in range(r.randint(1, 4)):
+        k = r.random()
+        if k < 0.6:
+            out += r.choice(mapped) + "".join(r.choice(GRAPHEME_TAILS) for _ in range(r.choice([0, 1, 1, 2, 3])))
+        elif k < 0.7:
+            out += "".join(chr(r.randint(0x1F1E6, 0x1F1FF)) for _ in range(r.randint(1, 5)))  # regional indicators
+        elif k < 0.8:
+            out += chr(r.randint(0x1100, 0x1112)) + chr(r.randint(0x1161, 0x1175)) + r.choice(["", chr(r.randint(0x11A8, 0x11C2))])
+        elif k < 0.9:
+            out += r.choice(["\r\n", "\r", "\n", " ", "\t"]) + r.choice(mapped)
+        else:
+            out += r.choice(["a", "e", "A", "1", "ｱ", "가"]) + "".join(r.choice(GRAPHEME_TAILS) for _ in range(r.randint(1, 3)))
+        if r.random() < 0.3:
+            out += " "
+    return out
+
+
 def random_char(r):
     while True:
         c = r.choice([r.randint(0x20, 0x7e), r.randint(0xa0, 0x2fff), r.randint(0x3000, 0xffff),
@@ -183,6 +221,8 @@ def make_strings(en, zh, n_total):
         (0.02, lambda: r.choice(["", " ", "a"]).join(r.choice(SPECIAL) if r.random() < 0.5 else r.choice(["hello", "你好", " ", "x"]) for _ in range(r.randint(1, 6)))),
         (0.06, lambda: "".join(random_char(r) for _ in range(r.randint(1, 6)))),
     ]
+    mapped = nfkc_changing_chars()
+    gens.append((0.15, lambda: grapheme_stress(r, mapped)))
     fixed = ["", " ", "  ", "\t", "\n", "\r\n", "a", "▁", "▁▁a", " ▁ ", "cafe\u0301", "café", "<s>", "<mask>", "hello world",
              "Hello  world", "  leading", "trailing  ", "tab\there", "new\nline", "ＦＵＬＬＷＩＤＴＨ", "👩‍👩‍👧‍👦",
              "नमस्ते दुनिया", "こんにちは世界", "안녕하세요 세계", "你好，世界！", "\x00", "\u200b", "a\u200bb"]
@@ -219,6 +259,9 @@ def write_corpus(path, en, zh):
 
 
 def train(corpus, prefix, vocab_size, coverage, byte_fallback=False):
+    """Trains prefix.model unless it exists (delete WORKDIR to retrain)."""
+    if os.path.exists(prefix + ".model"):
+        return prefix + ".model"
     spm.SentencePieceTrainer.train(
         input=corpus, model_prefix=prefix, vocab_size=vocab_size, model_type="unigram",
         normalization_rule_name="nmt_nfkc", character_coverage=coverage, byte_fallback=byte_fallback,
@@ -362,7 +405,7 @@ def main():
         with open(os.path.join(work, name + ".raw.json"), "w", encoding="utf-8") as f:
             json.dump(convert(models[model], variant), f, ensure_ascii=False)
     with open(os.path.join(work, "strings.jsonl"), "w", encoding="utf-8") as f:
-        for s in make_strings(en, zh, 12000):
+        for s in make_strings(en, zh, 14000):
             f.write(json.dumps(s, ensure_ascii=False) + "\n")
     print("wrote", work)
 
