@@ -95,6 +95,10 @@ func reportRun(b *testing.B, m Metrics, run *Run) {
 	b.ReportMetric(float64(run.Percentile(50).Microseconds()), "p50_us")
 	b.ReportMetric(float64(run.Percentile(99).Microseconds()), "p99_us")
 	b.ReportMetric(float64(m.Queries), "queries")
+	if len(run.CPU) > 0 {
+		b.ReportMetric(float64(run.CPUPercentile(50).Microseconds()), "p50_cpu_us")
+		b.ReportMetric(float64(run.CPUPercentile(99).Microseconds()), "p99_cpu_us")
+	}
 }
 
 // TestBM25Sweep prints nDCG@10 for a grid of (k1, b) on every set; it is a

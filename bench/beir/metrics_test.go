@@ -3,6 +3,7 @@ package beir
 import (
 	"math"
 	"testing"
+	"time"
 )
 
 func near(a, b float64) bool { return math.Abs(a-b) < 1e-6 }
@@ -56,5 +57,18 @@ func TestEvaluate(t *testing.T) {
 	}
 	if m := Evaluate(nil, qrels); m.Queries != 2 || m.NDCG10 != 0 {
 		t.Fatalf("empty run: %+v", m)
+	}
+}
+
+func TestPercentile(t *testing.T) {
+	r := &Run{Latencies: []time.Duration{5, 1, 4, 2, 3, 6, 7, 8, 9, 10}}
+	if got := r.Percentile(50); got != 5 {
+		t.Errorf("p50 = %v, want 5", got)
+	}
+	if got := r.Percentile(99); got != 10 {
+		t.Errorf("p99 = %v, want 10", got)
+	}
+	if got := (&Run{}).CPUPercentile(50); got != 0 {
+		t.Errorf("empty: %v", got)
 	}
 }
