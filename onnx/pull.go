@@ -1,6 +1,7 @@
 package onnx
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -28,7 +29,8 @@ type HubFile struct {
 	// is stored under the same relative path in the destination directory.
 	Name string
 	// SHA256 is the expected hex digest. When empty, the hub's X-Linked-Etag
-	// or ETag header is used if it is a sha256 (as it is for LFS files);
+	// (on the redirect to its CDN, or on the response) or ETag header is used
+	// if it is a sha256 (as it is for LFS files);
 	// otherwise the file is downloaded unverified (PulledFile.Verified false).
 	SHA256 string
 }
@@ -169,7 +171,23 @@ func pullFile(ctx context.Context, client *http.Client, u string, f HubFile, dst
 	if have > 0 {
 		req.Header.Set("Range", fmt.Sprintf("bytes=%d-", have))
 	}
-	resp, err := client.Do(req)
+	// The hub answers an LFS file with a redirect to a CDN and puts the
+	// sha256 on the redirect (X-Linked-Etag): keep it from there.
+	var linked string
+	c := *client
+	c.CheckRedirect = func(r *http.Request, via []*http.Request) error {
+		if d := hubDigest(r.Response.Header); d != "" && linked == "" {
+			linked = d
+		}
+		if client.CheckRedirect != nil {
+			return client.CheckRedirect(r, via)
+		}
+		if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects")
+		}
+		return nil
+	}
+	resp, err := c.Do(req)
 	if err != nil {
 		return res, err
 	}
@@ -198,10 +216,7 @@ func pullFile(ctx context.Context, client *http.Client, u string, f HubFile, dst
 	default:
 		return res, fmt.Errorf("GET %s: %s", u, resp.Status)
 	}
-	want := f.SHA256
-	if want == "" {
-		want = hubDigest(resp.Header)
-	}
+	want := cmp.Or(f.SHA256, linked, hubDigest(resp.Header))
 
 	w := &progressWriter{w: pf, file: f.Name, done: have, total: total, fn: progress}
 	if progress != nil {

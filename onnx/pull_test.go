@@ -24,6 +24,7 @@ type hub struct {
 	files      map[string][]byte
 	noRange    bool // ignore Range headers, like some proxies
 	noDigest   bool
+	redirect   bool // answer with a redirect carrying the digest, like the hub for LFS files
 	mu         sync.Mutex
 	ranges     []string
 	failAfter  int // if > 0, cut the body after this many bytes (once)
@@ -33,6 +34,15 @@ type hub struct {
 func (h *hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	name, ok := strings.CutPrefix(r.URL.Path, "/org/model/resolve/main/")
 	data, found := h.files[name]
+	if cdn, isCDN := strings.CutPrefix(r.URL.Path, "/cdn/"); isCDN {
+		name, ok = cdn, true
+		data, found = h.files[name]
+	} else if found && h.redirect {
+		sum := sha256.Sum256(data)
+		w.Header().Set("X-Linked-Etag", `"`+hex.EncodeToString(sum[:])+`"`)
+		http.Redirect(w, r, "/cdn/"+name, http.StatusFound)
+		return
+	}
 	if !ok || !found {
 		http.NotFound(w, r)
 		return
@@ -42,7 +52,7 @@ func (h *hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	cut := h.failAfter > 0 && !h.failedOnce
 	h.failedOnce = h.failedOnce || cut
 	h.mu.Unlock()
-	if !h.noDigest {
+	if !h.noDigest && !h.redirect {
 		sum := sha256.Sum256(data)
 		w.Header().Set("X-Linked-Etag", `"`+hex.EncodeToString(sum[:])+`"`)
 	}
@@ -151,6 +161,31 @@ func TestPullResume(t *testing.T) {
 				t.Error("resumed file differs")
 			}
 		})
+	}
+}
+
+func TestPullRedirectDigest(t *testing.T) {
+	h, srv := newHub(t)
+	h.redirect = true
+	dir := t.TempDir()
+	p := filepath.Join(dir, "onnx", "model.onnx")
+	os.MkdirAll(filepath.Dir(p), 0o700)
+	os.WriteFile(p+".part", h.files["onnx/model.onnx"][:5000], 0o600)
+	got, err := Pull(context.Background(), pullOpts(srv, dir, "onnx/model.onnx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got[0].Verified || !got[0].Resumed {
+		t.Errorf("through a redirect: %+v", got[0])
+	}
+	if b, _ := os.ReadFile(p); !bytes.Equal(b, h.files["onnx/model.onnx"]) {
+		t.Error("content differs")
+	}
+	// A wrong partial file is caught by the digest taken from the redirect.
+	os.Remove(p)
+	os.WriteFile(p+".part", bytes.Repeat([]byte{1}, 5000), 0o600)
+	if _, err := Pull(context.Background(), pullOpts(srv, dir, "onnx/model.onnx")); !errors.Is(err, ErrChecksum) {
+		t.Errorf("bad part through a redirect: got %v, want ErrChecksum", err)
 	}
 }
 
