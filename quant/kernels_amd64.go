@@ -83,3 +83,24 @@ func selectedKernels() string {
 	}
 	return genericKernels.name
 }
+
+//go:noescape
+func dotInt8GatherAVX512(dst []int32, q, codes []int8, ids []uint32)
+
+//go:noescape
+func l2SqInt8GatherAVX512(dst []int32, q, codes []int8, ids []uint32)
+
+// codeDistancesSIMD fills dst (len(ids) long) with dot products (L2 false)
+// or squared L2 distances from q to the codes of ids, and reports whether
+// it could; the caller has validated the ids.
+func codeDistancesSIMD(l2 bool, dst []int32, q, codes []int8, ids []uint32) bool {
+	if !useAVX512 {
+		return false
+	}
+	if l2 {
+		l2SqInt8GatherAVX512(dst, q, codes, ids)
+	} else {
+		dotInt8GatherAVX512(dst, q, codes, ids)
+	}
+	return true
+}
