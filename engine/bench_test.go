@@ -27,7 +27,7 @@ type benchData struct {
 	loadRate   float64 // records/s acknowledged while loading (UnsafeNoSync)
 	flushTime  time.Duration
 	diskBytes  int64
-	loadErrMsg string
+	keep       bool
 }
 
 var benchStore = sync.OnceValues(func() (*benchData, error) {
@@ -39,11 +39,30 @@ var benchStore = sync.OnceValues(func() (*benchData, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "engram-bench-")
-	if err != nil {
-		return nil, err
+	// ENGRAM_BENCH_DIR keeps the store between runs (it is rebuilt when
+	// it holds another N); by default it lives in a temporary directory.
+	base := os.Getenv("ENGRAM_BENCH_DIR")
+	keep := base != ""
+	if !keep {
+		if base, err = os.MkdirTemp("", "engram-bench-"); err != nil {
+			return nil, err
+		}
 	}
-	bd := &benchData{dir: filepath.Join(dir, "store"), set: set, n: n}
+	bd := &benchData{dir: filepath.Join(base, fmt.Sprintf("store-%d", n)), set: set, n: n, keep: keep}
+	if keep {
+		if db, err := Open(bd.dir, Options{FlushBytes: -1, CompactInterval: -1}); err == nil {
+			c, cerr := db.Collection("bench")
+			if cerr == nil {
+				if cnt, _ := c.Count(nil); cnt == n {
+					bd.diskBytes = db.Stats().Collections[0].DiskBytes
+					db.Close()
+					return bd, nil
+				}
+			}
+			db.Close()
+			os.RemoveAll(bd.dir)
+		}
+	}
 	db, err := Open(bd.dir, Options{UnsafeNoSync: true, FlushBytes: -1, CompactInterval: -1})
 	if err != nil {
 		return nil, err
@@ -89,7 +108,7 @@ func needBench(b *testing.B) *benchData {
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if bd, err := benchStoreIfBuilt(); err == nil && bd != nil {
+	if bd, err := benchStoreIfBuilt(); err == nil && bd != nil && !bd.keep {
 		os.RemoveAll(filepath.Dir(bd.dir))
 	}
 	os.Exit(code)
@@ -216,6 +235,16 @@ func BenchmarkSearch(b *testing.B) {
 			})
 		})
 	}
+	b.Run("engine-ids-only/ef=64", func(b *testing.B) {
+		runSearchBench(b, bd, func(q []float32) ([]string, error) {
+			hits, err := c.Search(ctx, SearchRequest{Vector: q, K: 10, Ef: 64, IDsOnly: true})
+			ids := make([]string, len(hits))
+			for i, h := range hits {
+				ids[i] = h.ID
+			}
+			return ids, err
+		})
+	})
 	b.Run("engine/session-filter", func(b *testing.B) {
 		runSearchBench(b, bd, func(q []float32) ([]string, error) {
 			_, err := c.Search(ctx, SearchRequest{Vector: q, K: 10, Filter: Eq("session", String("s7"))})

@@ -101,9 +101,6 @@ func (d *DB) segPath(file uint64) string { return filepath.Join(d.segDir(), segN
 // held by another handle with ErrLocked; none of these write anything.
 func Open(dir string, opts Options) (*DB, error) {
 	opts = opts.withDefaults()
-	if opts.FlushBytes < 0 && opts.FlushBytes != -1 {
-		opts.FlushBytes = -1
-	}
 	dir = filepath.Clean(dir)
 	fresh, err := inspectDir(dir)
 	if err != nil {

@@ -25,6 +25,10 @@ type SearchRequest struct {
 	Exact bool
 	// WithVectors fills Hit.Record.Vector.
 	WithVectors bool
+	// IDsOnly leaves Hit.Record empty (only Hit.ID and the scores are
+	// set), skipping the text and metadata reads: for callers that fetch
+	// records later, or only need IDs.
+	IDsOnly bool
 }
 
 // Hit is one search result. Score is higher for closer records: the cosine
@@ -86,7 +90,15 @@ func (c *Collection) Search(ctx context.Context, req SearchRequest) ([]Hit, erro
 			}
 		}
 		sort.Slice(cands, func(i, j int) bool { return less(cands[i], cands[j]) })
-		hits, err = c.materializeLocked(cands[:min(len(cands), req.K)], req.WithVectors)
+		cands = cands[:min(len(cands), req.K)]
+		if req.IDsOnly {
+			hits = make([]Hit, len(cands))
+			for i, cd := range cands {
+				hits[i] = Hit{ID: cd.id, Score: cd.score, Distance: cd.dist}
+			}
+			return nil
+		}
+		hits, err = c.materializeLocked(cands, req.WithVectors)
 		return err
 	})
 	return hits, err
@@ -99,13 +111,19 @@ func scoreOf(m quant.Metric, dist float32) float64 {
 	return -float64(dist)
 }
 
-// parts returns the memtable and segments as hnsw searchers with the
-// allow-filter of each.
+// partFilter returns the hnsw filter for the memtable (part < 0) or a
+// segment: nil when the graph's own tombstones already exclude everything
+// that must be excluded, a bitset from the namespace postings when f pins
+// the namespace field (hnsw scans a small bitset exactly), else a function
+// evaluating f per node.
 func (c *Collection) partFilter(part int, f *Filter) (hnsw.Filter, error) {
 	ns, useNS := f.namespaceValue(c.db.opts.NamespaceField)
 	if part < 0 {
 		m := c.mem
-		if useNS {
+		switch {
+		case f == nil:
+			return nil, nil // dead nodes are hnsw tombstones
+		case useNS:
 			bs := hnsw.NewBitset(len(m.recs))
 			for node := range m.recs {
 				if !m.recs[node].dead && f.match(m.getter(uint32(node))) {
@@ -119,6 +137,11 @@ func (c *Collection) partFilter(part int, f *Filter) (hnsw.Filter, error) {
 		}), nil
 	}
 	s := c.segs[part]
+	if f == nil && s.ndel == s.view.Len()-s.view.Live() {
+		// Deleted nodes are a superset of the graph's tombstones; equal
+		// counts mean they are the same set.
+		return nil, nil
+	}
 	if useNS {
 		nodes, err := s.namespace(c.db.opts.NamespaceField, ns)
 		if err == nil {
@@ -133,9 +156,6 @@ func (c *Collection) partFilter(part int, f *Filter) (hnsw.Filter, error) {
 		if err != errNoNamespace {
 			return nil, err
 		}
-	}
-	if f == nil && s.ndel == 0 {
-		return nil, nil
 	}
 	return hnsw.FilterFunc(func(node uint32) bool {
 		return !s.isDeleted(node) && f.match(s.getter(node))
@@ -152,14 +172,7 @@ func (c *Collection) approxLocked(q []float32, req SearchRequest) ([]candidate, 
 		if err != nil {
 			return err
 		}
-		if part < 0 && filt == nil {
-			filt = hnsw.FilterFunc(func(uint32) bool { return true })
-		}
-		opts := hnsw.SearchOptions{Ef: req.Ef, Filter: filt}
-		if filt == nil {
-			opts.Filter = nil
-		}
-		res, err := sr.Search(q, req.K, opts)
+		res, err := sr.Search(q, req.K, hnsw.SearchOptions{Ef: req.Ef, Filter: filt})
 		if err != nil {
 			return fmt.Errorf("engine: search: %w", err)
 		}
