@@ -16,9 +16,9 @@
 // CJK unigrams and bigrams, stemmed English words), each fetching RecallOptions.Candidates
 // candidates (default max(10k, 50)) under the session filter, unless AllSessions is set. The
 // session filter is built by Recall itself and always ANDed with the caller's Filter, so no
-// option combination can leak another session's memories. The two lists are fused by reciprocal
-// rank fusion (default; k = 60) or by a weighted sum of the cosine and the max-normalized BM25
-// score, then each candidate is reranked by
+// option combination can leak another session's memories. The two lists are fused by a weighted
+// sum of the cosine and the max-normalized BM25 score (default) or by reciprocal rank fusion
+// (k = 60), then each candidate is reranked by
 //
 //	Final = Fused × Decay × Weight
 //	Decay  = (1 − PerDay)^age_days  (default PerDay 0.10)  or  0.5^(age / HalfLife)

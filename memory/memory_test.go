@@ -178,7 +178,7 @@ func TestFusionAndWeights(t *testing.T) {
 		mustRemember(t, s, "f", "rust borrow checker lifetimes", RememberOptions{Source: "docs", Importance: 1})
 		mustRemember(t, s, "f", "go garbage collector pauses", RememberOptions{Source: "chat", Importance: 0.1})
 		mustRemember(t, s, "f", "borrow a book from the library", RememberOptions{Source: "chat"})
-		rs, err := s.Recall(ctx, "borrow checker", RecallOptions{Session: "f", K: 3, NoTouch: true, Decay: Decay{Off: true}, ImportanceWeight: -1})
+		rs, err := s.Recall(ctx, "borrow checker", RecallOptions{Session: "f", K: 3, NoTouch: true, Fusion: FusionRRF, Decay: Decay{Off: true}, ImportanceWeight: -1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -320,7 +320,7 @@ func TestBadInput(t *testing.T) {
 		{"decay rate", "q", RecallOptions{Decay: Decay{PerDay: 1}}},
 		{"half-life", "q", RecallOptions{Decay: Decay{HalfLife: -time.Hour}}},
 		{"mode", "q", RecallOptions{Mode: 7}},
-		{"fusion", "q", RecallOptions{Fusion: -1}},
+		{"fusion", "q", RecallOptions{Fusion: 2}},
 		{"source weight", "q", RecallOptions{SourceWeights: map[string]float64{"x": -2}}},
 		{"importance weight", "q", RecallOptions{ImportanceWeight: 3}},
 		{"candidates", "q", RecallOptions{K: 10, Candidates: 5}},

@@ -7,7 +7,7 @@
 // Usage:
 //
 //	go run ./bench/cmd/retrieval -data DIR [-prefix P] -mode bm25|vector|hybrid [-embedder lexical]
-//	    [-dedup] [-decay] [-fusion rrf|weighted] [-chunk N] [-backend engine|mem]
+//	    [-dedup] [-decay] [-fusion weighted|rrf] [-chunk N] [-backend engine|mem]
 //
 // Documents with a "session" field are remembered in that session and queries with one recall
 // from it (otherwise from all sessions); a "time" field dates the memory. De-duplication and
@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/engramdb/engram/bench/beir"
@@ -65,7 +66,7 @@ func run(args []string, stdout io.Writer) error {
 	mode := fs.String("mode", "hybrid", "bm25, vector or hybrid")
 	embName := fs.String("embedder", "lexical", "embedder: lexical")
 	dim := fs.Int("dim", 0, "lexical embedder dimension (0: its default)")
-	fusion := fs.String("fusion", "rrf", "hybrid fusion: rrf or weighted")
+	fusion := fs.String("fusion", "weighted", "hybrid fusion: weighted or rrf")
 	vw := fs.Float64("vw", 0, "vector weight in fusion (0 with -kw 0: defaults)")
 	kw := fs.Float64("kw", 0, "keyword weight in fusion")
 	candidates := fs.Int("candidates", 0, "candidates per list (0: the memory default)")
@@ -139,7 +140,7 @@ func run(args []string, stdout io.Writer) error {
 	}
 	defer s.Close()
 
-	out := Output{Docs: len(ds.Docs), Data: *prefix + *data, Mode: *mode, Embedder: emb.Fingerprint(), Backend: *backend,
+	out := Output{Docs: len(ds.Docs), Data: filepath.Join(*data, *prefix), Mode: *mode, Embedder: emb.Fingerprint(), Backend: *backend,
 		Dedup: *dedup, Decay: *decay}
 	if rmode == memory.ModeHybrid {
 		out.Fusion = *fusion

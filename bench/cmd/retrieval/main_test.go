@@ -37,7 +37,7 @@ func writeSet(t *testing.T) string {
 func TestRunTinySet(t *testing.T) {
 	dir := writeSet(t)
 	for _, args := range [][]string{
-		{"-mode", "bm25"}, {"-mode", "vector"}, {"-mode", "hybrid"}, {"-mode", "hybrid", "-fusion", "weighted", "-backend", "mem"},
+		{"-mode", "bm25"}, {"-mode", "vector"}, {"-mode", "hybrid"}, {"-mode", "hybrid", "-fusion", "rrf", "-backend", "mem"},
 		{"-mode", "hybrid", "-decay", "-dedup", "-chunk", "20"},
 	} {
 		var out bytes.Buffer
