@@ -95,7 +95,7 @@ func TestSyncFailureFailsWholeGroup(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := 0; ; i++ {
+			for i := 0; i < 1000; i++ { // bounded in case the fault never fires
 				p := payload(w*100+i, 500)
 				lsn, err := l.Append(p)
 				mu.Lock()
