@@ -1,0 +1,13 @@
+// Package migrate copies a memory store from one backend to another — in
+// practice from the embedded engine to a Weaviate cluster when a memory set
+// outgrows one machine — and verifies the copy.
+//
+// Copy moves the live collection (memories with their vectors, metadata,
+// timestamps and access statistics) in batches ordered by memory ID, then
+// the KV namespace (short-term buffers, tasks, the cold archive, the pointer
+// to the live collection). After every batch it records the last ID copied in
+// the destination's KV namespace, so an interrupted migration resumes where
+// it stopped; upserts are idempotent, so a batch repeated after a crash does
+// no harm. Verify then compares counts, checks that every ID arrived, and
+// runs a sample of recalls against both stores.
+package migrate
