@@ -21,13 +21,13 @@ import (
 // process in a temporary directory.
 
 type benchData struct {
-	dir        string
-	set        *dataset.Set
-	n          int
-	loadRate   float64 // records/s acknowledged while loading (UnsafeNoSync)
-	flushTime  time.Duration
-	diskBytes  int64
-	keep       bool
+	dir       string
+	set       *dataset.Set
+	n         int
+	loadRate  float64 // records/s acknowledged while loading (UnsafeNoSync)
+	flushTime time.Duration
+	diskBytes int64
+	keep      bool
 }
 
 var benchStore = sync.OnceValues(func() (*benchData, error) {
