@@ -65,6 +65,10 @@
 //     offset 0 of the text; HF decides with its alignment tracking, which can
 //     differ when a normalizer deletes leading characters before a
 //     WhitespaceSplit.
+//   - Viterbi needs 16 bytes per byte of a pre-tokenized piece; text without
+//     spaces (Chinese, Japanese) is one piece per run, so a 10 MB run takes
+//     160 MB while it is encoded (HF needs more). With right truncation,
+//     encoding stops after the piece that crosses the limit.
 //   - A Tokenizer is immutable and safe for concurrent use; With* methods
 //     return copies. Slices in an Encoding belong to the caller.
 package tokenizer

@@ -331,3 +331,23 @@ func TestConcurrent(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestNormalizedAddedToken: a normalized=true added token is matched in the
+// normalized text by its normalized form, a normalized=false one in the raw text.
+func TestNormalizedAddedToken(t *testing.T) {
+	tok := small(t, func(m map[string]any) {
+		m["normalizer"] = map[string]any{"type": "Replace", "pattern": map[string]any{"String": "Q"}, "content": "a"}
+		m["added_tokens"] = []any{
+			map[string]any{"id": 7, "content": "ab", "normalized": true},   // matches "Qb" after Replace
+			map[string]any{"id": 10, "content": "Qc", "normalized": false}, // raw text only
+		}
+	})
+	e, err := tok.Encode("Qb Qc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// "Qb " -> "ab " -> [ab] + " " -> "▁"; "Qc" is raw-matched before normalization.
+	if want := []int32{0, 7, 4, 10, 2}; !slices.Equal(e.IDs, want) {
+		t.Fatalf("got %v %q, want %v", e.IDs, e.Tokens, want)
+	}
+}

@@ -313,9 +313,9 @@ def precompiled_charsmap(model_path):
     return b""
 
 
-def added(id_, content, lstrip=False, special=True):
+def added(id_, content, lstrip=False, special=True, normalized=False):
     return {"id": id_, "content": content, "single_word": False, "lstrip": lstrip, "rstrip": False,
-            "normalized": False, "special": special}
+            "normalized": normalized, "special": special}
 
 
 def convert(model_path, variant):
@@ -379,7 +379,8 @@ def convert(model_path, variant):
         "truncation": None,
         "padding": None,
         "added_tokens": [added(0, "<s>"), added(1, "<pad>"), added(2, "</s>"), added(3, "<unk>"),
-                         added(mask_id, "<mask>", lstrip=True)],
+                         # Older XLM-R files have a normalized <mask>: matched after normalization.
+                         added(mask_id, "<mask>", lstrip=True, normalized=variant == "legacy")],
         "normalizer": normalizer,
         "pre_tokenizer": pretok,
         "post_processor": post,
