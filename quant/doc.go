@@ -49,7 +49,10 @@
 //     a' = a XOR 0x80 = a+128, Σa'b = a·b + 128·Σb, and Σb comes from a
 //     second VPDPBUSD against ones; exact for all inputs including -128
 //     (dword sums wrap exactly like the reference int32 loop).
-//   - L2SqInt8, AVX-512: bytes sign-extended to words, VPSUBW, VPDPWSSD.
+//   - L2SqInt8, AVX-512: d = max(a,b) - min(a,b) is |a-b| as an unsigned
+//     byte; with d = lo + 128h (lo = d AND 0x7f), Σd² = VPDPBUSD(d, lo) -
+//     VPDPBUSD(d, d AND 0x80), since the signed byte 0x80 is -128. This
+//     avoids widening to words (1.24x the VPMOVSXBW+VPDPWSSD version).
 //   - AVX2: bytes sign-extended to words, VPMADDWD (exact: a pair sum is at
 //     most 2·128² = 32768). VPMADDUBSW, which saturates at int16, is not used.
 //   - Float32: four independent FMA accumulators (AVX-512 or AVX2); the

@@ -104,7 +104,8 @@ gdot_done:
 	RET
 
 // func l2SqInt8GatherAVX512(dst []int32, q, codes []int8, ids []uint32)
-// The per-vector body is l2SqInt8AVX512's; K1 here masks dim%32 bytes.
+// The per-vector body is l2SqInt8AVX512's (|a-b| as unsigned bytes, split
+// into low 7 bits and top bit for VPDPBUSD); K1 masks the dim%64 tail.
 TEXT ·l2SqInt8GatherAVX512(SB), NOSPLIT, $0-96
 	MOVQ dst_base+0(FP), R8
 	MOVQ q_base+24(FP), R9
@@ -112,12 +113,16 @@ TEXT ·l2SqInt8GatherAVX512(SB), NOSPLIT, $0-96
 	MOVQ codes_base+48(FP), R11
 	MOVQ ids_base+72(FP), R12
 	MOVQ ids_len+80(FP), R13
+	MOVL $0x7f7f7f7f, AX
+	VPBROADCASTD AX, Z4
+	MOVL $0x80808080, AX
+	VPBROADCASTD AX, Z5
 	MOVQ R10, CX
-	ANDQ $31, CX
-	MOVL $1, AX
-	SHLL CX, AX
-	DECL AX
-	KMOVD AX, K1
+	ANDQ $63, CX
+	MOVQ $1, AX
+	SHLQ CX, AX
+	DECQ AX
+	KMOVQ AX, K1
 	XORQ BX, BX
 
 gl2_next:
@@ -132,30 +137,35 @@ gl2_next:
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 
-gl2_loop32:
-	CMPQ CX, $32
+gl2_loop64:
+	CMPQ CX, $64
 	JB   gl2_tail
-	VPMOVSXBW (SI), Z6
-	VPMOVSXBW (DI), Z7
-	VPSUBW    Z7, Z6, Z6
-	VPDPWSSD  Z6, Z6, Z0
-	ADDQ      $32, SI
-	ADDQ      $32, DI
-	SUBQ      $32, CX
-	JMP       gl2_loop32
+	VMOVDQU64 (SI), Z6
+	VMOVDQU64 (DI), Z7
+	ADDQ      $64, SI
+	ADDQ      $64, DI
+	SUBQ      $64, CX
+	JMP       gl2_block
 
 gl2_tail:
 	TESTQ CX, CX
 	JZ    gl2_reduce
-	VMOVDQU8.Z (SI), K1, Y6
-	VMOVDQU8.Z (DI), K1, Y7
-	VPMOVSXBW  Y6, Z6
-	VPMOVSXBW  Y7, Z7
-	VPSUBW     Z7, Z6, Z6
-	VPDPWSSD   Z6, Z6, Z1
+	VMOVDQU8.Z (SI), K1, Z6
+	VMOVDQU8.Z (DI), K1, Z7
+	XORQ  CX, CX
+
+gl2_block:
+	VPMAXSB  Z7, Z6, Z8
+	VPMINSB  Z7, Z6, Z9
+	VPSUBB   Z9, Z8, Z8
+	VPANDD   Z4, Z8, Z9
+	VPANDD   Z5, Z8, Z10
+	VPDPBUSD Z9, Z8, Z0
+	VPDPBUSD Z10, Z8, Z1
+	JMP      gl2_loop64
 
 gl2_reduce:
-	VPADDD  Z1, Z0, Z0
+	VPSUBD  Z1, Z0, Z0
 	VEXTRACTI64X4 $1, Z0, Y1
 	VPADDD  Y1, Y0, Y0
 	VEXTRACTI128 $1, Y0, X1

@@ -86,59 +86,85 @@ dot8_reduce:
 
 // func l2SqInt8AVX512(a, b []int8) int32
 //
-// Differences need 9 bits, so bytes are sign-extended to words, subtracted,
-// and squared-and-summed in pairs by VPDPWSSD (|d| <= 255, so a pair sum
-// fits easily in a dword).
+// d = max(a,b) - min(a,b) is |a-b| as an unsigned byte (0..255, exact).
+// VPDPBUSD multiplies unsigned by signed bytes, so with d = lo + 128h
+// (lo = d AND 0x7f, h = top bit), d·lo is taken directly and d·128h as the
+// negation of d·(d AND 0x80), whose signed value is -128h:
+// Σd² = Σd·lo - Σd·s8(d AND 0x80). No widening to words, no shuffles.
 TEXT ·l2SqInt8AVX512(SB), NOSPLIT, $0-52
 	MOVQ a_base+0(FP), SI
 	MOVQ a_len+8(FP), CX
 	MOVQ b_base+24(FP), DI
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
+	VPXORD Z0, Z0, Z0 // Σd·lo, even blocks
+	VPXORD Z1, Z1, Z1 // Σd·s8(hi), even blocks
+	VPXORD Z2, Z2, Z2 // odd blocks
+	VPXORD Z3, Z3, Z3
+	MOVL $0x7f7f7f7f, AX
+	VPBROADCASTD AX, Z4
+	MOVL $0x80808080, AX
+	VPBROADCASTD AX, Z5
+
+l28_loop128:
+	CMPQ CX, $128
+	JB   l28_loop64
+	VMOVDQU64 (SI), Z6
+	VMOVDQU64 (DI), Z7
+	VPMAXSB   Z7, Z6, Z8
+	VPMINSB   Z7, Z6, Z9
+	VPSUBB    Z9, Z8, Z8
+	VPANDD    Z4, Z8, Z9
+	VPANDD    Z5, Z8, Z10
+	VPDPBUSD  Z9, Z8, Z0
+	VPDPBUSD  Z10, Z8, Z1
+	VMOVDQU64 64(SI), Z11
+	VMOVDQU64 64(DI), Z12
+	VPMAXSB   Z12, Z11, Z13
+	VPMINSB   Z12, Z11, Z14
+	VPSUBB    Z14, Z13, Z13
+	VPANDD    Z4, Z13, Z14
+	VPANDD    Z5, Z13, Z15
+	VPDPBUSD  Z14, Z13, Z2
+	VPDPBUSD  Z15, Z13, Z3
+	ADDQ      $128, SI
+	ADDQ      $128, DI
+	SUBQ      $128, CX
+	JMP       l28_loop128
 
 l28_loop64:
 	CMPQ CX, $64
-	JB   l28_loop32
-	VPMOVSXBW (SI), Z6
-	VPMOVSXBW (DI), Z7
-	VPSUBW    Z7, Z6, Z6
-	VPDPWSSD  Z6, Z6, Z0
-	VPMOVSXBW 32(SI), Z8
-	VPMOVSXBW 32(DI), Z9
-	VPSUBW    Z9, Z8, Z8
-	VPDPWSSD  Z8, Z8, Z1
+	JB   l28_tail
+	VMOVDQU64 (SI), Z6
+	VMOVDQU64 (DI), Z7
 	ADDQ      $64, SI
 	ADDQ      $64, DI
 	SUBQ      $64, CX
-	JMP       l28_loop64
-
-l28_loop32:
-	CMPQ CX, $32
-	JB   l28_tail
-	VPMOVSXBW (SI), Z6
-	VPMOVSXBW (DI), Z7
-	VPSUBW    Z7, Z6, Z6
-	VPDPWSSD  Z6, Z6, Z0
-	ADDQ      $32, SI
-	ADDQ      $32, DI
-	SUBQ      $32, CX
+	JMP       l28_block
 
 l28_tail:
 	TESTQ CX, CX
 	JZ    l28_reduce
-	MOVL  $1, AX
-	SHLL  CX, AX
-	DECL  AX
-	KMOVD AX, K1
-	VMOVDQU8.Z (SI), K1, Y6
-	VMOVDQU8.Z (DI), K1, Y7
-	VPMOVSXBW  Y6, Z6
-	VPMOVSXBW  Y7, Z7
-	VPSUBW     Z7, Z6, Z6
-	VPDPWSSD   Z6, Z6, Z1
+	MOVQ  $1, AX
+	SHLQ  CX, AX
+	DECQ  AX
+	KMOVQ AX, K1
+	VMOVDQU8.Z (SI), K1, Z6 // masked-off bytes are 0 in both: d = 0
+	VMOVDQU8.Z (DI), K1, Z7
+	XORQ  CX, CX
+
+l28_block: // one 64-byte block in Z6, Z7; CX is 0 after the tail
+	VPMAXSB  Z7, Z6, Z8
+	VPMINSB  Z7, Z6, Z9
+	VPSUBB   Z9, Z8, Z8
+	VPANDD   Z4, Z8, Z9
+	VPANDD   Z5, Z8, Z10
+	VPDPBUSD Z9, Z8, Z0
+	VPDPBUSD Z10, Z8, Z1
+	JMP      l28_loop64
 
 l28_reduce:
-	VPADDD  Z1, Z0, Z0
+	VPADDD  Z2, Z0, Z0
+	VPADDD  Z3, Z1, Z1
+	VPSUBD  Z1, Z0, Z0
 	VEXTRACTI64X4 $1, Z0, Y1
 	VPADDD  Y1, Y0, Y0
 	VEXTRACTI128 $1, Y0, X1
