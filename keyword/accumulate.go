@@ -78,13 +78,17 @@ func getAccumulator(p Part) *accumulator {
 }
 
 // add adds s to doc's score unless ok rejects doc (ok nil accepts all).
-func (a *accumulator) add(doc uint32, s float64, ok func(uint32) bool) {
+// With existingOnly, a document not seen before is ignored.
+func (a *accumulator) add(doc uint32, s float64, ok func(uint32) bool, existingOnly bool) {
 	if int(doc) < len(a.dense) {
 		switch a.state[doc] {
 		case accepted:
 			a.dense[doc] += s
 			return
 		case rejected:
+			return
+		}
+		if existingOnly {
 			return
 		}
 		a.touched = append(a.touched, doc)
@@ -103,7 +107,7 @@ func (a *accumulator) add(doc uint32, s float64, ok func(uint32) bool) {
 		a.sparse[doc] = v + s
 		return
 	}
-	if a.reject[doc] {
+	if existingOnly || a.reject[doc] {
 		return
 	}
 	if ok != nil && !ok(doc) {

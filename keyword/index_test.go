@@ -322,3 +322,37 @@ func TestAccumulatorPaths(t *testing.T) {
 		}
 	}
 }
+
+// TestPruningIsExact: skipping new documents once the top k is settled must
+// give exactly the exhaustive result, and must actually save filter calls
+// on queries mixing rare and common words.
+func TestPruningIsExact(t *testing.T) {
+	docs, qs := zipfCorpus(3000, 200)
+	idx := NewIndex()
+	for i, d := range docs {
+		_ = idx.Add(uint32(i), d)
+	}
+	seg := mustSegment(t, idx)
+	var prunedCalls, fullCalls int
+	for qi, q := range qs {
+		for _, k := range []int{1, 5, 50} {
+			for _, parts := range [][]Part{{idx}, {seg, idx}} {
+				count := func(n *int) func(int, uint32) bool {
+					return func(_ int, d uint32) bool { *n++; return d%4 != 1 }
+				}
+				got, err := Search(parts, q, k, count(&prunedCalls))
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, _ := BM25{K1: DefaultK1, B: DefaultB, exhaustive: true}.Search(parts, q, k, count(&fullCalls))
+				if !slices.Equal(got, want) {
+					t.Fatalf("query %d %q k=%d: pruned %v, exhaustive %v", qi, q, k, got, want)
+				}
+			}
+		}
+	}
+	t.Logf("filter calls: pruned %d, exhaustive %d", prunedCalls, fullCalls)
+	if prunedCalls >= fullCalls {
+		t.Errorf("pruning saved nothing: %d filter calls vs %d", prunedCalls, fullCalls)
+	}
+}

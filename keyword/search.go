@@ -21,6 +21,8 @@ const (
 type BM25 struct {
 	K1 float64 // term-frequency saturation, >= 0
 	B  float64 // length normalization, in [0, 1]
+
+	exhaustive bool // tests: score every matching document, no pruning
 }
 
 // Hit is one search result: a document of parts[Part].
@@ -86,6 +88,16 @@ func (s BM25) Search(parts []Part, query string, k int, allow func(part int, doc
 			acc.release()
 		}
 	}()
+	// Rarest (highest-weight) terms first: once the k-th best score so far
+	// exceeds what the remaining terms could add together, no document that
+	// has not matched yet can reach the top k, and the long posting lists of
+	// common terms only update documents already found (MaxScore's idea;
+	// results are identical to the exhaustive evaluation).
+	type weighted struct {
+		term string
+		w    float64 // upper bound of the term's contribution
+	}
+	var terms []weighted
 	for _, qt := range qterms {
 		var df int64
 		for _, p := range parts {
@@ -95,17 +107,29 @@ func (s BM25) Search(parts []Part, query string, k int, allow func(part int, doc
 			continue
 		}
 		idf := math.Log(1 + (float64(n)-float64(df)+0.5)/(float64(df)+0.5))
-		w := idf * float64(qt.count) * (k1 + 1)
-		c0, c1 := k1*(1-b), k1*b/avgLen // length norm = c0 + c1*docLen
+		terms = append(terms, weighted{qt.term, idf * float64(qt.count) * (k1 + 1)})
+	}
+	sort.SliceStable(terms, func(i, j int) bool { return terms[i].w > terms[j].w })
+	rest := make([]float64, len(terms)+1) // rest[i]: sum of the bounds of terms[i:]
+	for i := len(terms) - 1; i >= 0; i-- {
+		rest[i] = rest[i+1] + terms[i].w
+	}
+	c0, c1 := k1*(1-b), k1*b/avgLen // length norm = c0 + c1*docLen
+	existingOnly := false
+	for i, t := range terms {
+		if i > 0 && !existingOnly && !s.exhaustive {
+			existingOnly = kthScore(accs, k) > rest[i]
+		}
+		w := t.w
 		for pi, p := range parts {
 			acc := accs[pi]
 			var ok func(uint32) bool
 			if allow != nil {
 				ok = func(doc uint32) bool { return allow(pi, doc) }
 			}
-			p.Postings(qt.term, func(doc uint32, tf, docLen uint32) {
+			p.Postings(t.term, func(doc uint32, tf, docLen uint32) {
 				f := float64(tf)
-				acc.add(doc, w*f/(f+c0+c1*float64(docLen)), ok)
+				acc.add(doc, w*f/(f+c0+c1*float64(docLen)), ok, existingOnly)
 			})
 		}
 	}
@@ -126,6 +150,39 @@ func (s BM25) Search(parts []Part, query string, k int, allow func(part int, doc
 	}
 	sort.Slice(h, func(i, j int) bool { return better(h[i], h[j]) })
 	return h, nil
+}
+
+// kthScore returns the k-th best accepted score over accs, or -1 when fewer
+// than k documents have been accepted.
+func kthScore(accs []*accumulator, k int) float64 {
+	h := make(minFloats, 0, k)
+	for _, acc := range accs {
+		acc.each(func(_ uint32, s float64) {
+			if len(h) < k {
+				heap.Push(&h, s)
+			} else if s > h[0] {
+				h[0] = s
+				heap.Fix(&h, 0)
+			}
+		})
+	}
+	if len(h) < k {
+		return -1
+	}
+	return h[0]
+}
+
+type minFloats []float64
+
+func (h minFloats) Len() int           { return len(h) }
+func (h minFloats) Less(i, j int) bool { return h[i] < h[j] }
+func (h minFloats) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *minFloats) Push(x any)        { *h = append(*h, x.(float64)) }
+func (h *minFloats) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
 }
 
 func (s BM25) params() (k1, b float64) {
