@@ -78,8 +78,9 @@ func openBench(b *testing.B, maxBatch int) *Embedder {
 	if _, err := os.Stat(tok); err == nil {
 		opts.TokenizerPath = tok
 	}
+	start := time.Now()
 	e := openTiny(b, "tiny", opts)
-	b.Logf("fingerprint %s, provider %s", e.Fingerprint(), e.Provider())
+	b.Logf("opened in %v: fingerprint %s, provider %s", time.Since(start).Round(time.Millisecond), e.Fingerprint(), e.Provider())
 	return e
 }
 

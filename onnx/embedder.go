@@ -1,6 +1,7 @@
 package onnx
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -146,9 +147,9 @@ func Open(opts Options) (*Embedder, error) {
 		return nil, errors.New("onnx: Options.TokenizerPath or Options.Tokenizer is required")
 	}
 	e := &Embedder{
-		maxTokens:   orDefault(opts.MaxTokens, 8192),
-		batchTokens: orDefault(opts.BatchTokens, 8192),
-		maxBatch:    orDefault(opts.MaxBatch, 32),
+		maxTokens:   cmp.Or(opts.MaxTokens, 8192),
+		batchTokens: cmp.Or(opts.BatchTokens, 8192),
+		maxBatch:    cmp.Or(opts.MaxBatch, 32),
 	}
 	if opts.MaxTokens < 0 || opts.BatchTokens < 0 || opts.MaxBatch < 0 ||
 		opts.IntraOpThreads < 0 || opts.InterOpThreads < 0 || opts.DeviceID < 0 {
@@ -199,14 +200,8 @@ func Open(opts Options) (*Embedder, error) {
 	if err := e.pickOutput(outs, opts.Output); err != nil {
 		return nil, err
 	}
-	so, err := e.sessionOptions(opts)
-	if err != nil {
+	if e.sess, e.provider, err = e.newSession(opts); err != nil {
 		return nil, err
-	}
-	defer so.Destroy()
-	e.sess, err = ort.NewDynamicAdvancedSession(opts.ModelPath, e.inputs, []string{e.output}, so)
-	if err != nil {
-		return nil, fmt.Errorf("onnx: creating session for %s: %w", opts.ModelPath, err)
 	}
 	probe, err := e.EmbedDetailed(context.Background(), []string{""})
 	if err != nil {
@@ -225,13 +220,6 @@ func Open(opts Options) (*Embedder, error) {
 	}
 	e.resetStats() // the probe is not the caller's work
 	return e, nil
-}
-
-func orDefault(v, def int) int {
-	if v == 0 {
-		return def
-	}
-	return v
 }
 
 func (e *Embedder) pickInputs(ins []valueInfo) error {
@@ -302,45 +290,53 @@ func (e *Embedder) pickOutput(outs []valueInfo, want string) error {
 	return nil
 }
 
-func (e *Embedder) sessionOptions(opts Options) (*ort.SessionOptions, error) {
+// newSession creates the session on the requested device, or on the CPU
+// when that fails and opts.CPUFallback allows it (a GPU provider can fail
+// when it is added or only when the session is created). It returns the
+// provider actually used.
+func (e *Embedder) newSession(opts Options) (*ort.DynamicAdvancedSession, string, error) {
+	dev := cmp.Or(opts.Device, DeviceCPU)
+	sess, err := e.trySession(opts, dev)
+	if err == nil || dev == DeviceCPU {
+		return sess, string(dev), err
+	}
+	if !opts.CPUFallback {
+		return nil, "", fmt.Errorf("onnx: %s execution provider unavailable (set Options.CPUFallback "+
+			"to run on the CPU instead): %w", dev, err)
+	}
+	sess, cpuErr := e.trySession(opts, DeviceCPU)
+	return sess, fmt.Sprintf("cpu (fallback: %s unavailable: %v)", dev, err), cpuErr
+}
+
+func (e *Embedder) trySession(opts Options, dev Device) (*ort.DynamicAdvancedSession, error) {
 	so, err := ort.NewSessionOptions()
 	if err != nil {
 		return nil, fmt.Errorf("onnx: session options: %w", err)
 	}
-	fail := func(err error) (*ort.SessionOptions, error) {
-		so.Destroy()
-		return nil, fmt.Errorf("onnx: session options: %w", err)
-	}
+	defer so.Destroy()
 	if opts.IntraOpThreads > 0 {
 		if err := so.SetIntraOpNumThreads(opts.IntraOpThreads); err != nil {
-			return fail(err)
+			return nil, fmt.Errorf("onnx: intra-op threads: %w", err)
 		}
 	}
 	if opts.InterOpThreads > 0 {
 		if err := so.SetInterOpNumThreads(opts.InterOpThreads); err != nil {
-			return fail(err)
+			return nil, fmt.Errorf("onnx: inter-op threads: %w", err)
 		}
 	}
-	e.provider = string(DeviceCPU)
-	switch opts.Device {
-	case "", DeviceCPU:
-	case DeviceCUDA, DeviceTensorRT:
-		if err := appendGPU(so, opts.Device, opts.DeviceID); err != nil {
-			if !opts.CPUFallback {
-				so.Destroy()
-				return nil, fmt.Errorf("onnx: %s execution provider unavailable (set Options.CPUFallback "+
-					"to run on the CPU instead): %w", opts.Device, err)
-			}
-			e.provider = fmt.Sprintf("cpu (fallback: %s unavailable: %v)", opts.Device, err)
-			break
+	if dev != DeviceCPU {
+		if err := appendGPU(so, dev, opts.DeviceID); err != nil {
+			return nil, err
 		}
-		e.provider = string(opts.Device)
 	}
-	return so, nil
+	sess, err := ort.NewDynamicAdvancedSession(opts.ModelPath, e.inputs, []string{e.output}, so)
+	if err != nil {
+		return nil, fmt.Errorf("onnx: creating session for %s: %w", opts.ModelPath, err)
+	}
+	return sess, nil
 }
 
-// appendGPU adds the GPU providers; a failure leaves so as it was for the
-// providers that could not be added.
+// appendGPU adds the GPU providers to so.
 func appendGPU(so *ort.SessionOptions, d Device, id int) error {
 	devID := map[string]string{"device_id": fmt.Sprint(id)}
 	if d == DeviceTensorRT {

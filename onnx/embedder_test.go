@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/engramdb/engram/onnx/tokenizer"
 )
 
 // byteTokenizer is an XLM-R-laid-out tokenizer over bytes (<s>=0, <pad>=1,
@@ -477,10 +479,19 @@ func TestPlanBatches(t *testing.T) {
 	}
 }
 
+// tinyVocab is the vocabulary size testdata/model/tiny* were exported with.
+const tinyVocab = 3002
+
 // TestEmbedTokenizerJSON runs the whole path: tokenizer.json through
 // onnx/tokenizer, then the tiny model whose vocabulary matches it.
 func TestEmbedTokenizerJSON(t *testing.T) {
 	tok := filepath.Join(repoRoot(t), "testdata", "tokenizer", "tiny", "tokenizer.json")
+	if tk, err := tokenizer.Load(tok); err != nil {
+		t.Fatal(err)
+	} else if tk.VocabSize() != tinyVocab || tk.PadID() != 1 {
+		t.Fatalf("tiny tokenizer has %d ids and pad %d; the tiny models were made for %d and 1: "+
+			"re-export them with scripts/onnx/export_tiny.py (testdata/model/README.md)", tk.VocabSize(), tk.PadID(), tinyVocab)
+	}
 	e := openTiny(t, "tiny", Options{TokenizerPath: tok, MaxTokens: 32, MaxBatch: 4})
 	texts := append(slices.Clone(sample), strings.Repeat("memory recall ", 200), "多言語のテキスト 🙂 and English")
 	res, err := e.EmbedDetailed(context.Background(), texts)

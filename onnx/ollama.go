@@ -1,6 +1,7 @@
 package onnx
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -40,7 +41,7 @@ func NewOllama(ctx context.Context, client *ollama.Client, opts OllamaOptions) (
 	if opts.MaxBatch < 0 {
 		return nil, fmt.Errorf("onnx: NewOllama: negative MaxBatch %d", opts.MaxBatch)
 	}
-	e := &OllamaEmbedder{client: client, model: opts.Model, maxBatch: orDefault(opts.MaxBatch, 64)}
+	e := &OllamaEmbedder{client: client, model: opts.Model, maxBatch: cmp.Or(opts.MaxBatch, 64)}
 	v, err := e.Embed(ctx, []string{"dimension probe"})
 	if err != nil {
 		return nil, err

@@ -99,11 +99,6 @@ func parseModel(raw json.RawMessage) (*unigram, error) {
 	if err := json.Unmarshal(raw, &m); err != nil {
 		return nil, fmt.Errorf("tokenizer: model: %w", err)
 	}
-	for i, e := range m.Vocab {
-		if e.piece == "" {
-			return nil, fmt.Errorf("tokenizer: model: vocabulary entry %d is empty", i)
-		}
-	}
 	u, err := newUnigram(m.Vocab, m.UnkID, m.ByteFallback)
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: %w", err)

@@ -191,45 +191,48 @@ type trieEdge struct {
 	child uint32
 }
 
+// buildTrie lays the trie out from the sorted pieces: each node's children
+// are appended together, so they are contiguous and label-sorted. An explicit
+// stack keeps long pieces from deepening the Go stack.
 func buildTrie(ids map[string]int32) trie {
-	type bnode struct {
-		kids map[byte]int
-		id   int32
+	keys := make([]string, 0, len(ids))
+	for k := range ids {
+		if k != "" { // an empty piece can never match
+			keys = append(keys, k)
+		}
 	}
-	b := []bnode{{kids: map[byte]int{}, id: -1}}
-	for piece, id := range ids {
-		cur := 0
-		for i := 0; i < len(piece); i++ {
-			next, ok := b[cur].kids[piece[i]]
-			if !ok {
-				next = len(b)
-				b = append(b, bnode{kids: map[byte]int{}, id: -1})
-				b[cur].kids[piece[i]] = next
+	sort.Strings(keys)
+	t := trie{nodes: []trieNode{{id: -1}}}
+	type job struct{ node, lo, hi, depth int }
+	stack := []job{{0, 0, len(keys), 0}}
+	for len(stack) > 0 {
+		j := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		lo := j.lo
+		if lo < j.hi && len(keys[lo]) == j.depth { // a prefix sorts first
+			t.nodes[j.node].id = ids[keys[lo]]
+			lo++
+		}
+		first := uint32(len(t.edges))
+		for i := lo; i < j.hi; {
+			c := keys[i][j.depth]
+			k := i + 1
+			for k < j.hi && keys[k][j.depth] == c {
+				k++
 			}
-			cur = next
+			child := len(t.nodes)
+			t.nodes = append(t.nodes, trieNode{id: -1})
+			t.edges = append(t.edges, trieEdge{c, uint32(child)})
+			stack = append(stack, job{child, i, k, j.depth + 1})
+			i = k
 		}
-		if cur != 0 {
-			b[cur].id = id
-		}
-	}
-	var t trie
-	t.nodes = make([]trieNode, len(b))
-	for i, nd := range b {
-		labels := make([]int, 0, len(nd.kids))
-		for l := range nd.kids {
-			labels = append(labels, int(l))
-		}
-		sort.Ints(labels)
-		t.nodes[i] = trieNode{first: uint32(len(t.edges)), n: uint32(len(labels)), id: nd.id}
-		for _, l := range labels {
-			t.edges = append(t.edges, trieEdge{byte(l), uint32(nd.kids[byte(l)])})
-		}
+		t.nodes[j.node].first, t.nodes[j.node].n = first, uint32(len(t.edges))-first
 	}
 	for i := range t.root {
 		t.root[i] = -1
 	}
-	for l, c := range b[0].kids {
-		t.root[l] = int32(c)
+	for _, e := range t.edges[t.nodes[0].first : t.nodes[0].first+t.nodes[0].n] {
+		t.root[e.label] = int32(e.child)
 	}
 	return t
 }
