@@ -8,6 +8,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/engramdb/engram/internal/vfs"
 )
@@ -235,4 +236,26 @@ func TestIntervalAndNoSyncDurability(t *testing.T) {
 			l2.Close()
 		})
 	}
+}
+
+// TestIntervalSyncsInBackground: in Interval mode a record becomes durable
+// without any further call.
+func TestIntervalSyncsInBackground(t *testing.T) {
+	mem := vfs.NewMem()
+	l := mustOpen(t, "/wal", Options{FS: mem, Sync: Interval(2 * time.Millisecond)})
+	defer l.Close()
+	want := appendAll(t, l, nil, payload(1, 500))
+	if s := l.Stats(); s.Syncs != 0 {
+		t.Fatalf("Interval mode synced in Append: %+v", s)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for l.Stats().Syncs == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no background sync within 5s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	l2 := mustOpen(t, "/wal", Options{FS: mem.Crash()})
+	defer l2.Close()
+	checkRecs(t, replayAll(t, l2, 0), want)
 }

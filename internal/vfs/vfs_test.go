@@ -1,0 +1,177 @@
+package vfs
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+)
+
+// exercise runs the same checks against any FS rooted at dir.
+func exercise(t *testing.T, fsys FS, dir string) {
+	t.Helper()
+	if err := fsys.MkdirAll(filepath.Join(dir, "a", "b"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "a", "f")
+	f, err := fsys.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_RDWR|os.O_APPEND, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fsys.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o600); !errors.Is(err, fs.ErrExist) {
+		t.Fatalf("O_EXCL on existing file: %v", err)
+	}
+	if _, err := fsys.OpenFile(filepath.Join(dir, "missing"), os.O_RDONLY, 0); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("open missing: %v", err)
+	}
+	for _, s := range []string{"hello ", "world"} {
+		if n, err := f.Write([]byte(s)); err != nil || n != len(s) {
+			t.Fatalf("Write: %d %v", n, err)
+		}
+	}
+	buf := make([]byte, 5)
+	if n, err := f.ReadAt(buf, 6); n != 5 || (err != nil && err != io.EOF) || string(buf) != "world" {
+		t.Fatalf("ReadAt: %d %v %q", n, err, buf)
+	}
+	if n, err := f.ReadAt(buf, 9); n != 2 || err != io.EOF {
+		t.Fatalf("ReadAt past end: %d %v", n, err)
+	}
+	if err := f.Truncate(5); err != nil {
+		t.Fatal(err)
+	}
+	f.Write([]byte("!")) // O_APPEND writes at the new end
+	if fi, err := f.Stat(); err != nil || fi.Size() != 6 {
+		t.Fatalf("Stat after truncate+append: %v %v", fi, err)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := fsys.Rename(p, filepath.Join(dir, "a", "g")); err != nil {
+		t.Fatal(err)
+	}
+	names, err := fsys.ReadDir(filepath.Join(dir, "a"))
+	if err != nil || len(names) != 2 || names[0] != "b" || names[1] != "g" {
+		t.Fatalf("ReadDir: %v %v", names, err)
+	}
+	if err := fsys.SyncDir(filepath.Join(dir, "a")); err != nil {
+		t.Fatal(err)
+	}
+	r, err := fsys.OpenFile(filepath.Join(dir, "a", "g"), os.O_RDONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, 6)
+	if _, err := r.ReadAt(got, 0); err != nil && err != io.EOF || string(got) != "hello!" {
+		t.Fatalf("content %q, %v", got, err)
+	}
+	if _, err := r.Write([]byte("x")); err == nil {
+		t.Fatal("write to a read-only file succeeded")
+	}
+	r.Close()
+	if err := fsys.Remove(filepath.Join(dir, "a", "g")); err != nil {
+		t.Fatal(err)
+	}
+	if err := fsys.Remove(filepath.Join(dir, "a", "g")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("second remove: %v", err)
+	}
+}
+
+func TestOS(t *testing.T) {
+	dir := t.TempDir()
+	exercise(t, OS, dir)
+	f, err := OS.OpenFile(filepath.Join(dir, "fd"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, ok := f.(interface{ Fd() uintptr }); !ok {
+		t.Fatal("OS files must expose Fd for mmap")
+	}
+}
+
+func TestMem(t *testing.T) { exercise(t, NewMem(), "/root") }
+
+func TestMemCrash(t *testing.T) {
+	m := NewMem()
+	m.MkdirAll("/d", 0o700)
+	write := func(name, s string, sync bool) File {
+		f, err := m.OpenFile(name, os.O_CREATE|os.O_RDWR|os.O_APPEND, 0o600)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Write([]byte(s))
+		if sync {
+			f.Sync()
+		}
+		return f
+	}
+	a := write("/d/a", "durable", true)
+	m.SyncDir("/d")
+	a.Write([]byte(" lost")) // never synced
+	write("/d/b", "synced data, entry not synced", true)
+	c := m.Crash()
+	if got, _ := c.Bytes("/d/a"); string(got) != "durable" {
+		t.Fatalf("a after crash: %q", got)
+	}
+	if _, err := c.Bytes("/d/b"); err == nil {
+		t.Fatal("a file whose directory entry was never synced survived")
+	}
+	if got, _ := m.Bytes("/d/a"); string(got) != "durable lost" {
+		t.Fatalf("the crash changed the original: %q", got)
+	}
+	// A removal is durable only after SyncDir too.
+	m.Remove("/d/a")
+	if _, err := m.Crash().Bytes("/d/a"); err != nil {
+		t.Fatal("an unsynced removal was durable")
+	}
+	m.SyncDir("/d")
+	if _, err := m.Crash().Bytes("/d/a"); err == nil {
+		t.Fatal("a synced removal was undone")
+	}
+}
+
+func TestMemInjectError(t *testing.T) {
+	m := NewMem()
+	m.MkdirAll("/d", 0o700)
+	f, _ := m.OpenFile("/d/f", os.O_CREATE|os.O_RDWR|os.O_APPEND, 0o600)
+	m.InjectError(OpWrite, "/d/f", 1, syscall.ENOSPC)
+	if _, err := f.Write([]byte("ok")); err != nil {
+		t.Fatal(err)
+	}
+	n, err := f.Write([]byte("abcd"))
+	if !errors.Is(err, syscall.ENOSPC) || n != 2 {
+		t.Fatalf("injected write: %d %v", n, err)
+	}
+	if got, _ := m.Bytes("/d/f"); !bytes.Equal(got, []byte("okab")) {
+		t.Fatalf("short write left %q", got)
+	}
+	if _, err := f.Write([]byte("!")); err != nil {
+		t.Fatalf("the fault fired twice: %v", err)
+	}
+	m.InjectError(OpSync, "", 0, syscall.EIO)
+	if err := f.Sync(); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("sync: %v", err)
+	}
+	if _, err := m.Crash().Bytes("/d/f"); err == nil {
+		t.Fatal("nothing was synced, yet the file survived")
+	}
+	m.InjectError(OpSyncDir, "/d", 0, syscall.EIO)
+	if err := m.SyncDir("/d"); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("syncdir: %v", err)
+	}
+	m.InjectError(OpOpen, "/d/g", 0, syscall.ENOSPC)
+	if _, err := m.OpenFile("/d/g", os.O_CREATE|os.O_RDWR, 0o600); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("open: %v", err)
+	}
+	f.Close()
+	if _, err := f.Write([]byte("x")); err == nil {
+		t.Fatal("write after close succeeded")
+	}
+}
