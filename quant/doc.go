@@ -70,6 +70,7 @@
 //
 // The kernels panic if the two vectors' lengths differ: dimensions are
 // validated once at the API boundary, and the assembly relies on the check.
-// Encode and Decode write min(len(dst), len(src)) elements and do not
-// validate values; callers reject NaN and Inf before encoding.
+// Encode and Decode panic if the destination is shorter than the source,
+// and do not validate values: callers reject NaN and Inf before encoding
+// (a NaN encodes to an unspecified code).
 package quant

@@ -72,8 +72,12 @@ func Train(sample []float32, dim int, m Metric, opts TrainOptions) (*Quantizer, 
 	return &Quantizer{Dim: dim, Metric: m, Scale: clip / 127}, nil
 }
 
-// Encode writes the code of v into dst. Both must have length q.Dim.
+// Encode writes the code of v into dst[:len(v)]; normally both have length
+// q.Dim. It panics if dst is shorter than v.
 func (q *Quantizer) Encode(dst []int8, v []float32) {
+	if len(dst) < len(v) {
+		panic("quant: Encode destination shorter than the vector")
+	}
 	inv := 1 / q.Scale
 	dst = dst[:len(v)]
 	for i, x := range v {
@@ -87,8 +91,12 @@ func (q *Quantizer) Encode(dst []int8, v []float32) {
 	}
 }
 
-// Decode writes the approximate vector of code c into dst.
+// Decode writes the approximate vector of code c into dst[:len(c)]. It
+// panics if dst is shorter than c.
 func (q *Quantizer) Decode(dst []float32, c []int8) {
+	if len(dst) < len(c) {
+		panic("quant: Decode destination shorter than the code")
+	}
 	dst = dst[:len(c)]
 	for i, x := range c {
 		dst[i] = float32(x) * q.Scale
