@@ -201,7 +201,9 @@ func (s *Store) plan(query string, o RecallOptions) (recallPlan, error) {
 }
 
 // Recall returns the memories most relevant to query, best first: candidates from vector and/or
-// keyword search (session-scoped unless AllSessions), fused, multiplied by time decay and
+// keyword search (session-scoped unless AllSessions; a candidate with a cosine or BM25 score of
+// zero or less shares nothing with the query and is dropped from its list, so a memory matching
+// neither list never comes back), fused, multiplied by time decay and
 // source/importance weights, cut to K. Unless NoTouch, the returned memories' access counts and
 // last access times are updated durably in one batch. Invalid options give ErrInvalidInput.
 func (s *Store) Recall(ctx context.Context, query string, opts RecallOptions) ([]Result, error) {
@@ -260,6 +262,9 @@ func (s *Store) recall(ctx context.Context, query string, vec []float32, opts Re
 			return nil, fmt.Errorf("memory: vector search: %w", err)
 		}
 		for i, h := range hits {
+			if h.Score <= 0 {
+				break // sorted: the rest share nothing with the query either
+			}
 			c := get(h)
 			c.vec, c.vRank = h.Score, i+1
 		}
@@ -271,6 +276,9 @@ func (s *Store) recall(ctx context.Context, query string, vec []float32, opts Re
 			return nil, fmt.Errorf("memory: keyword search: %w", err)
 		}
 		for i, h := range hits {
+			if h.Score <= 0 {
+				break
+			}
 			c := get(h)
 			c.kw, c.kRank = h.Score, i+1
 			maxKW = max(maxKW, h.Score)
