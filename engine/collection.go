@@ -86,11 +86,11 @@ func (c *Collection) locateLocked(id string) (where, bool) {
 	return where{}, false
 }
 
-func (c *Collection) recordAt(w where, withVec bool) (Record, error) {
+func (c *Collection) recordAt(w where, withVec, withText bool) (Record, error) {
 	if w.seg == nil {
-		return c.mem.record(w.node, withVec), nil
+		return c.mem.record(w.node, withVec, withText), nil
 	}
-	return w.seg.record(w.node, c.overrides, withVec)
+	return w.seg.record(w.node, c.overrides, withVec, withText)
 }
 
 func (c *Collection) accessOf(w where, id string) access {
@@ -206,7 +206,7 @@ func (c *Collection) Upsert(ctx context.Context, records []Record) error {
 			if r.Created.IsZero() {
 				r.Created = now
 				if w, ok := c.locateLocked(r.ID); ok {
-					if old, err := c.recordAt(w, false); err == nil && !old.Created.IsZero() {
+					if old, err := c.recordAt(w, false, false); err == nil && !old.Created.IsZero() {
 						r.Created = old.Created
 					}
 				}
@@ -230,7 +230,7 @@ func (c *Collection) Get(id string) (Record, error) {
 			return fmt.Errorf("%w: record %.60q in %q", ErrNotFound, id, c.cfg.Name)
 		}
 		var err error
-		r, err = c.recordAt(w, true)
+		r, err = c.recordAt(w, true, true)
 		return err
 	})
 	return r, err
@@ -365,7 +365,7 @@ func (c *Collection) scanLocked(f *Filter, withVec bool, fn func(Record) bool) e
 		if c.mem.recs[node].dead || !f.match(c.mem.getter(uint32(node))) {
 			continue
 		}
-		if !fn(c.mem.record(uint32(node), withVec)) {
+		if !fn(c.mem.record(uint32(node), withVec, true)) {
 			return nil
 		}
 	}
@@ -375,7 +375,7 @@ func (c *Collection) scanLocked(f *Filter, withVec bool, fn func(Record) bool) e
 				continue
 			}
 			var r Record
-			if r, err = s.record(node, c.overrides, withVec); err != nil {
+			if r, err = s.record(node, c.overrides, withVec, true); err != nil {
 				return err
 			}
 			if !fn(r) {

@@ -88,6 +88,23 @@ func TestBasicLifecycle(t *testing.T) {
 		if err != nil || len(th) == 0 || th[0].ID != "r00013" {
 			t.Fatalf("SearchText = %v, %v", th, err)
 		}
+		th, err = c.SearchTextWith(ctx, TextRequest{Query: "topic 3", K: 50, Filter: Eq("session", String("s1")), NoText: true})
+		if err != nil || len(th) == 0 {
+			t.Fatalf("SearchTextWith = %v, %v", th, err)
+		}
+		for _, h := range th {
+			if s, _ := h.Record.Meta["session"].Str(); s != "s1" || h.Record.Text != "" || h.Record.Created.IsZero() {
+				t.Fatalf("text hit %+v: want session s1, no text, times set", h)
+			}
+		}
+		hits, err = c.Search(ctx, SearchRequest{Vector: recs[7].Vector, K: 3, NoText: true})
+		if err != nil || hits[0].Record.Text != "" || hits[0].Record.Meta == nil {
+			t.Fatalf("NoText search = %+v, %v", hits, err)
+		}
+		hits, err = c.Search(ctx, SearchRequest{Vector: recs[7].Vector, K: 3, IDsOnly: true})
+		if err != nil || hits[0].ID != "r00007" || hits[0].Record.ID != "" {
+			t.Fatalf("IDsOnly search = %+v, %v", hits, err)
+		}
 		n, err := c.Count(Eq("tags", String("m1")))
 		if err != nil || n != 20 {
 			t.Fatalf("Count = %d, %v", n, err)

@@ -140,7 +140,7 @@ func FuzzSegment(f *testing.F) {
 		s.find("r00007")
 		s.namespace("session", "s1")
 		for node := uint32(0); node < uint32(s.n); node++ {
-			s.record(node, nil, true)
+			s.record(node, nil, true, true)
 		}
 	})
 }
@@ -166,7 +166,7 @@ func TestSegmentReadBack(t *testing.T) {
 	if !ok {
 		t.Fatal("r00017 not found")
 	}
-	rec, err := s.record(node, map[string]access{"r00017": {count: 4, last: 99}}, true)
+	rec, err := s.record(node, map[string]access{"r00017": {count: 4, last: 99}}, true, true)
 	if err != nil || rec.ID != "r00017" || rec.Text != "text of r00017 about topic 3" || rec.AccessCount != 4 || len(rec.Vector) != 4 ||
 		!rec.Meta["n"].Equal(Int(17)) {
 		t.Fatalf("record = %+v, %v", rec, err)

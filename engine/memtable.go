@@ -78,11 +78,15 @@ func (m *memtable) get(id string) (*memRec, uint32, bool) {
 	return &m.recs[node], node, true
 }
 
-// record returns a copy of node's record, with the vector when withVec.
-func (m *memtable) record(node uint32, withVec bool) Record {
+// record returns a copy of node's record, with the vector and the text
+// when asked.
+func (m *memtable) record(node uint32, withVec, withText bool) Record {
 	r := m.recs[node].rec.Clone()
 	if withVec {
 		r.Vector = m.idx.Vector(node)
+	}
+	if !withText {
+		r.Text = ""
 	}
 	return r
 }

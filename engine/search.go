@@ -25,6 +25,9 @@ type SearchRequest struct {
 	Exact bool
 	// WithVectors fills Hit.Record.Vector.
 	WithVectors bool
+	// NoText leaves Hit.Record.Text empty, skipping the decompression of
+	// text blocks (fetch the text of the few hits kept with Get).
+	NoText bool
 	// IDsOnly leaves Hit.Record empty (only Hit.ID and the scores are
 	// set), skipping the text and metadata reads: for callers that fetch
 	// records later, or only need IDs.
@@ -98,7 +101,7 @@ func (c *Collection) Search(ctx context.Context, req SearchRequest) ([]Hit, erro
 			}
 			return nil
 		}
-		hits, err = c.materializeLocked(cands, req.WithVectors)
+		hits, err = c.materializeLocked(cands, req.WithVectors, !req.NoText)
 		return err
 	})
 	return hits, err
@@ -250,14 +253,14 @@ func (c *Collection) idOf(cd candidate) string {
 }
 
 // materializeLocked builds the hits of cands, in order.
-func (c *Collection) materializeLocked(cands []candidate, withVec bool) ([]Hit, error) {
+func (c *Collection) materializeLocked(cands []candidate, withVec, withText bool) ([]Hit, error) {
 	hits := make([]Hit, 0, len(cands))
 	for _, cd := range cands {
 		w := where{node: cd.node}
 		if cd.part >= 0 {
 			w.seg = c.segs[cd.part]
 		}
-		r, err := c.recordAt(w, withVec)
+		r, err := c.recordAt(w, withVec, withText)
 		if err != nil {
 			return nil, err
 		}
@@ -266,39 +269,66 @@ func (c *Collection) materializeLocked(cands []candidate, withVec bool) ([]Hit, 
 	return hits, nil
 }
 
+// TextRequest is one BM25 search.
+type TextRequest struct {
+	Query  string
+	K      int
+	Filter *Filter
+	// NoText leaves Hit.Record.Text empty (see SearchRequest.NoText).
+	NoText bool
+}
+
 // SearchText returns the k records best matching query by BM25 (statistics
-// over the whole collection) that f matches, best first.
+// over the whole collection) that f matches, best first. It is
+// SearchTextWith without options.
 func (c *Collection) SearchText(ctx context.Context, query string, k int, f *Filter) ([]Hit, error) {
+	return c.SearchTextWith(ctx, TextRequest{Query: query, K: k, Filter: f})
+}
+
+// SearchTextWith runs a BM25 search; Hit.Score is the BM25 score.
+func (c *Collection) SearchTextWith(ctx context.Context, req TextRequest) ([]Hit, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if k < 1 || k > MaxK {
-		return nil, fmt.Errorf("%w: k %d outside 1..%d", ErrInvalid, k, MaxK)
+	if req.K < 1 || req.K > MaxK {
+		return nil, fmt.Errorf("%w: k %d outside 1..%d", ErrInvalid, req.K, MaxK)
 	}
-	if err := f.Validate(); err != nil {
+	if err := req.Filter.Validate(); err != nil {
 		return nil, err
 	}
-	if len(query) > MaxTextLen {
-		return nil, fmt.Errorf("%w: query of %d bytes, limit %d", ErrInvalid, len(query), MaxTextLen)
+	if len(req.Query) > MaxTextLen {
+		return nil, fmt.Errorf("%w: query of %d bytes, limit %d", ErrInvalid, len(req.Query), MaxTextLen)
 	}
 	var hits []Hit
 	err := c.read(func() error {
 		parts := []keyword.Part{c.mem.kw}
-		for _, s := range c.segs {
+		allows := make([]hnsw.Filter, 1+len(c.segs))
+		var err error
+		if allows[0], err = c.partFilter(-1, req.Filter); err != nil {
+			return err
+		}
+		for i, s := range c.segs {
 			kw, err := s.keyword()
 			if err != nil {
 				return err
 			}
 			parts = append(parts, kw)
-		}
-		allow := func(part int, doc uint32) bool {
-			if part == 0 {
-				return int(doc) < len(c.mem.recs) && !c.mem.recs[doc].dead && f.match(c.mem.getter(doc))
+			if allows[i+1], err = c.partFilter(i, req.Filter); err != nil {
+				return err
 			}
-			s := c.segs[part-1]
-			return doc < uint32(s.n) && !s.isDeleted(doc) && f.match(s.getter(doc))
 		}
-		res, err := keyword.Search(parts, query, k, allow)
+		// The same per-part filters as vector search: a bitset from the
+		// namespace postings when the filter pins the namespace field.
+		allow := func(part int, doc uint32) bool {
+			if a := allows[part]; a != nil {
+				return a.Allow(doc)
+			}
+			if part == 0 {
+				return int(doc) < len(c.mem.recs) && !c.mem.recs[doc].dead
+			}
+			return !c.segs[part-1].isDeleted(doc)
+		}
+		res, err := keyword.Search(parts, req.Query, req.K, allow)
 		if err != nil {
 			return fmt.Errorf("engine: %w", err)
 		}
@@ -306,7 +336,7 @@ func (c *Collection) SearchText(ctx context.Context, query string, k int, f *Fil
 		for i, r := range res {
 			cands[i] = candidate{part: r.Part - 1, node: r.Doc, score: r.Score}
 		}
-		hits, err = c.materializeLocked(cands, false)
+		hits, err = c.materializeLocked(cands, false, !req.NoText)
 		return err
 	})
 	return hits, err

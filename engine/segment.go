@@ -44,6 +44,9 @@ type segment struct {
 
 	deleted []uint64 // bitset over nodes; nil while none
 	ndel    int
+
+	cacheMu sync.Mutex
+	cache   map[uint64][]byte // decompressed text blocks
 }
 
 func segName(file uint64) string { return fmt.Sprintf("%08d.seg", file) }
@@ -373,7 +376,7 @@ func (s *segment) textOf(node uint32) (string, error) {
 	if comp == nil || blk >= nb {
 		return "", errShort
 	}
-	raw, err := zstdDecoder().DecodeAll(comp, nil)
+	raw, err := s.block(blk, comp)
 	if err != nil {
 		return "", err
 	}
@@ -384,14 +387,47 @@ func (s *segment) textOf(node uint32) (string, error) {
 	return string(t), nil
 }
 
-// record assembles node's record; access stats come from override when set.
-func (s *segment) record(node uint32, ov map[string]access, withVec bool) (Record, error) {
-	r := Record{ID: s.id(node)}
-	text, err := s.textOf(node)
-	if err != nil {
-		return Record{}, &CorruptionError{File: s.sf.path, Err: fmt.Errorf("text of node %d: %v", node, err)}
+// blockCacheSize bounds the decompressed text blocks a segment keeps:
+// hits of one search often share blocks, and Get of recent hits too.
+const blockCacheSize = 64
+
+// block returns text block blk decompressed, from the cache when present.
+func (s *segment) block(blk uint64, comp []byte) ([]byte, error) {
+	s.cacheMu.Lock()
+	raw, ok := s.cache[blk]
+	s.cacheMu.Unlock()
+	if ok {
+		return raw, nil
 	}
-	r.Text = text
+	raw, err := zstdDecoder().DecodeAll(comp, nil)
+	if err != nil {
+		return nil, err
+	}
+	s.cacheMu.Lock()
+	if s.cache == nil {
+		s.cache = make(map[uint64][]byte, blockCacheSize)
+	}
+	if len(s.cache) >= blockCacheSize {
+		for k := range s.cache { // evict an arbitrary block
+			delete(s.cache, k)
+			break
+		}
+	}
+	s.cache[blk] = raw
+	s.cacheMu.Unlock()
+	return raw, nil
+}
+
+// record assembles node's record; access stats come from ov when set.
+func (s *segment) record(node uint32, ov map[string]access, withVec, withText bool) (Record, error) {
+	r := Record{ID: s.id(node)}
+	if withText {
+		text, err := s.textOf(node)
+		if err != nil {
+			return Record{}, &CorruptionError{File: s.sf.path, Err: fmt.Errorf("text of node %d: %v", node, err)}
+		}
+		r.Text = text
+	}
 	if mb := s.metaBytes(node); len(mb) > 0 {
 		d := dec{b: mb}
 		r.Meta = readMeta(&d)
@@ -531,7 +567,7 @@ func (s *segment) check() error {
 		if s.isDeleted(node) {
 			continue
 		}
-		if _, err := s.record(node, nil, false); err != nil {
+		if _, err := s.record(node, nil, false, true); err != nil {
 			return err
 		}
 		if v := s.view.Vector(node); len(v) != s.cfg.Dim {
