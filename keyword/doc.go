@@ -37,6 +37,14 @@
 // ranking, while they still count in the statistics until compaction drops
 // them, as in Lucene.
 //
+// Search reads the rarest query terms first and accumulates scores in
+// pooled dense arrays indexed by document number, calling the filter once
+// per document. Once the k-th best score so far exceeds the most the
+// remaining (common) terms could add, documents not yet found cannot reach
+// the top k, so the remaining lists only update documents already found
+// and the filter is not called for new ones; the results are exactly those
+// of the exhaustive evaluation.
+//
 // # Caveats
 //
 //   - A Segment reads the slice given to Open for its whole life: the caller

@@ -262,15 +262,26 @@ func joined(text string, a, b piece) int {
 }
 
 // pack merges consecutive pieces: within a paragraph while they fit, across
-// a paragraph break only when one side is shorter than minChars; then a
-// remaining short chunk joins its previous or next neighbour if that fits.
+// a paragraph break only when the chunk so far or the whole next paragraph
+// is shorter than minChars; then a remaining short chunk joins its next
+// neighbour if that fits.
 func pack(text string, pieces []piece, maxChars, minChars int) []piece {
+	// Paragraph sizes decide whether a paragraph is a fragment to merge.
+	paraRunes := map[int]int{}
+	for i := 0; i < len(pieces); {
+		j := i
+		for j+1 < len(pieces) && pieces[j+1].para == pieces[i].para {
+			j++
+		}
+		paraRunes[pieces[i].para] = utf8.RuneCountInString(text[pieces[i].start:pieces[j].end])
+		i = j + 1
+	}
 	var out []piece
 	for _, p := range pieces {
 		if len(out) > 0 {
 			last := &out[len(out)-1]
 			sameParagraph := last.para == p.para
-			tiny := last.runes < minChars || p.runes < minChars
+			tiny := last.runes < minChars || paraRunes[p.para] < minChars
 			if n := joined(text, *last, p); (sameParagraph || tiny) && n <= maxChars {
 				last.end, last.para, last.runes = p.end, p.para, n
 				continue
