@@ -202,7 +202,21 @@ func buildTrie(ids map[string]int32) trie {
 		}
 	}
 	sort.Strings(keys)
-	t := trie{nodes: []trieNode{{id: -1}}}
+	// Exact sizes: each key adds one node per byte past its common prefix
+	// with the previous key.
+	nodes := 1
+	for i, k := range keys {
+		common := 0
+		if i > 0 {
+			prev := keys[i-1]
+			for common < len(prev) && common < len(k) && prev[common] == k[common] {
+				common++
+			}
+		}
+		nodes += len(k) - common
+	}
+	t := trie{nodes: make([]trieNode, 1, nodes), edges: make([]trieEdge, 0, nodes-1)}
+	t.nodes[0].id = -1
 	type job struct{ node, lo, hi, depth int }
 	stack := []job{{0, 0, len(keys), 0}}
 	for len(stack) > 0 {
