@@ -86,6 +86,22 @@ func (a analyzer) appendTokens(dst []string, text string) []string {
 	)
 	cjkPrev = -1
 	for i := 0; i < len(text); {
+		if c := text[i]; c < utf8.RuneSelf && c != '\'' {
+			// ASCII fast path: most text is mostly ASCII.
+			switch {
+			case c >= 'a' && c <= 'z' || c >= '0' && c <= '9':
+				word = append(word, c)
+				cjkPrev = -1
+			case c >= 'A' && c <= 'Z':
+				word = append(word, c+'a'-'A')
+				cjkPrev = -1
+			default:
+				dst = a.flushWord(dst, word)
+				word, cjkPrev = word[:0], -1
+			}
+			i++
+			continue
+		}
 		r, size := utf8.DecodeRuneInString(text[i:])
 		switch {
 		case r == utf8.RuneError && size <= 1:
