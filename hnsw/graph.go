@@ -177,6 +177,7 @@ type scratch struct {
 	keys  []uint64
 	keys2 []uint64
 	ids   []uint32
+	batch []uint32
 	ids2  []uint32
 }
 
@@ -261,13 +262,31 @@ func (g *graph) searchLayer(s *scratch, qc []int8, ep uint32, epD int32, ef, lev
 		if len(s.res) >= ef && c > ^s.res[0] {
 			break
 		}
+		if len(s.cand) > 0 && level == 0 {
+			// The next candidate is likely expanded next: start loading
+			// its list now.
+			l0 := g.level0
+			prefetchU32(&l0[int(keyID(s.cand[0]))*g.stride0()])
+		}
 		l := g.list(keyID(c), level)
 		cnt := min(int(atomic.LoadUint32(&l[0])), len(l)-1)
+		// Two passes: collect and prefetch the unvisited neighbours'
+		// codes, then compute their distances.
+		batch := s.batch[:0]
 		for i := 1; i <= cnt; i++ {
 			nb := atomic.LoadUint32(&l[i])
 			if int(nb) >= len(g.flags) || !s.visit(nb) {
 				continue
 			}
+			o := int(nb) * g.dim
+			prefetch(&g.codes[o])
+			if g.dim > 64 {
+				prefetch(&g.codes[o+64])
+			}
+			batch = append(batch, nb)
+		}
+		s.batch = batch
+		for _, nb := range batch {
 			d := g.codeDist(qc, nb)
 			k := intKey(d, nb)
 			if len(s.res) < ef || k < ^s.res[0] {
@@ -339,6 +358,16 @@ func (g *graph) search(s *scratch, q []float32, k, ef int, ep uint32, top int, a
 	g.searchLayer(s, qc, cur, curD, ef, 0, a)
 	keys := s.sortedResults()
 	if rescore {
+		// Code order is close to float order: rescoring the best
+		// rescoreCount(k) keeps recall (measured on GloVe-100 and SIFT)
+		// and skips most of the float vectors' cache misses.
+		keys = keys[:min(len(keys), rescoreCount(k))]
+		for _, key := range keys {
+			o := int(keyID(key)) * g.dim
+			for j := 0; j < g.dim; j += 16 {
+				prefetchF32(&g.vectors[o+j])
+			}
+		}
 		for i, key := range keys {
 			id := keyID(key)
 			keys[i] = floatKey(quant.FloatDistance(g.metric, q, g.vector(id)), id)
@@ -397,3 +426,6 @@ func (g *graph) exact(s *scratch, q []float32, k, n int, a *accept) []Result {
 	}
 	return out
 }
+
+// rescoreCount is how many of the best code candidates are rescored.
+func rescoreCount(k int) int { return max(4*k, 40) }

@@ -200,7 +200,7 @@ func (ix *Index) connect(id uint32, level int) {
 	for l := top; l > level; l-- {
 		cur, curD = g.greedy(qc, cur, curD, l)
 	}
-	acc := accept{deletes: true}
+	acc := accept{deletes: ix.deleted.Load() > 0}
 	for l := min(level, top); l >= 0; l-- {
 		g.searchLayer(s, qc, cur, curD, ix.cfg.EfConstruction, l, &acc)
 		cands := s.sortedResults()
@@ -508,4 +508,14 @@ func (ix *Index) Deleted(id uint32) bool {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	return id < ix.n.Load() && ix.g.flag(id)&flagDeleted != 0
+}
+
+// residentBytes is what search needs in memory: codes and graph (level-0
+// and upper adjacency, levels, offsets, flags), not the float vectors.
+func (ix *Index) residentBytes() int {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	n := int(ix.n.Load())
+	g := &ix.g
+	return n*g.dim + n*g.stride0()*4 + n*(1+4+4) + ix.upperUsed*4
 }
