@@ -26,7 +26,11 @@ type app struct {
 	embedder   string
 	ollamaURL  string
 
-	store *memory.Store
+	weaviateToken string
+	replication   int
+
+	store        *memory.Store
+	closeBackend func() error
 }
 
 func (a *app) rootCommand() *cobra.Command {
@@ -47,6 +51,8 @@ func (a *app) rootCommand() *cobra.Command {
 	pf.BoolVar(&a.jsonOut, "json", false, "print JSON for scripts")
 	pf.StringVar(&a.embedder, "embedder", "lexical", "embedder: lexical (built in), onnx:MODEL_DIR, or ollama:MODEL")
 	pf.StringVar(&a.ollamaURL, "ollama-url", "", "Ollama server address (default $OLLAMA_HOST or http://127.0.0.1:11434)")
+	pf.StringVar(&a.weaviateToken, "weaviate-token", "", "API key for a Weaviate cluster (--dir weaviate://... or migrate)")
+	pf.IntVar(&a.replication, "replication", 1, "replication factor of collections created in a Weaviate cluster")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err.Error()} })
 
 	root.AddCommand(
@@ -173,7 +179,12 @@ func (a *app) openStoreWith(opts memory.Options) (*memory.Store, error) {
 		return nil, err
 	}
 	opts.Embedder = emb
-	s, err := memory.Open(a.dir, memory.OpenOptions{Options: opts})
+	var s *memory.Store
+	if isRemote(a.dir) {
+		s, err = a.openRemote(a.dir, opts)
+	} else {
+		s, err = memory.Open(a.dir, memory.OpenOptions{Options: opts})
+	}
 	if err != nil {
 		return nil, fmt.Errorf("opening store %s: %w", a.dir, err)
 	}
@@ -187,6 +198,10 @@ func (a *app) close() {
 			fmt.Fprintln(a.stderr, "memctl: closing store:", err)
 		}
 		a.store = nil
+	}
+	if a.closeBackend != nil {
+		a.closeBackend()
+		a.closeBackend = nil
 	}
 }
 

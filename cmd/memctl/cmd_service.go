@@ -17,7 +17,7 @@ import (
 )
 
 func (a *app) serviceCommands() []*cobra.Command {
-	return []*cobra.Command{a.serveCommand(), a.mcpCommand(), a.chatCommand()}
+	return []*cobra.Command{a.serveCommand(), a.mcpCommand(), a.chatCommand(), a.migrateCommand()}
 }
 
 func (a *app) serveCommand() *cobra.Command {

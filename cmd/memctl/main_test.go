@@ -57,6 +57,7 @@ func TestRememberRecallForget(t *testing.T) {
 	if len(results) != 1 || results[0].Session != "alice" || !strings.Contains(results[0].Text, "green tea") || results[0].Score.Final <= 0 {
 		t.Fatalf("alice's recall = %+v", results)
 	}
+	aliceID := results[0].ID
 	// Bob's memory never leaks into alice's session, even for Bob's words.
 	if err := json.Unmarshal([]byte(mustRun(t, dir, "", "recall", "--json", "--session", "alice", "咖啡")), &results); err != nil {
 		t.Fatal(err)
@@ -86,7 +87,7 @@ func TestRememberRecallForget(t *testing.T) {
 	if out := mustRun(t, dir, "", "recall", "--session", "bob", "咖啡"); !strings.Contains(out, "(no memories)") {
 		t.Fatalf("bob still has memories:\n%s", out)
 	}
-	mustRun(t, dir, "", "forget", results[0].ID)
+	mustRun(t, dir, "", "forget", aliceID)
 	if n := countMemories(t, dir); n != 0 {
 		t.Fatalf("%d memories left", n)
 	}
