@@ -261,3 +261,29 @@ func TestReplayReportsCorruption(t *testing.T) {
 		t.Fatalf("callback error not returned: %v", err)
 	}
 }
+
+// TestZeroedRecordIsNotPadding: zeros from a record start to the end of a
+// page, with intact records after them, must be reported, not read as
+// padding (the writer never pads more than 6 bytes).
+func TestZeroedRecordIsNotPadding(t *testing.T) {
+	b := segmentHeader(1)
+	b, _, _ = appendRecord(b, int64(len(b)), false, make([]byte, PageSize-segHeaderSize-fragHeader)) // fills page 0
+	b, _, _ = appendRecord(b, int64(len(b)), false, []byte("next page"))
+	if len(b) != PageSize+fragHeader+9 {
+		t.Fatalf("layout: %d bytes", len(b))
+	}
+	clear(b[segHeaderSize:PageSize])
+	r := NewReader(bytes.NewReader(b), int64(len(b)), 1)
+	if r.Next() {
+		t.Fatalf("read record %v out of zeroed data", r.LSN())
+	}
+	var ce *CorruptionError
+	if !errors.As(r.Err(), &ce) || ce.Offset != segHeaderSize || !r.dataFollows() {
+		t.Fatalf("err %v, want corruption at %d with data after it", r.Err(), segHeaderSize)
+	}
+	// The same zeros at the end of the file are a clean, zero-filled end.
+	r = NewReader(bytes.NewReader(b[:PageSize]), PageSize, 1)
+	if r.Next() || r.Err() != nil || r.intactEnd() != segHeaderSize {
+		t.Fatalf("zero-filled segment: err %v, end %d", r.Err(), r.intactEnd())
+	}
+}

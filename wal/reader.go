@@ -22,6 +22,7 @@ var (
 	errBadLength     = errors.New("fragment length crosses a page boundary")
 	errBadCRC        = errors.New("fragment checksum mismatch")
 	errBadPadding    = errors.New("non-zero bytes in page padding")
+	errZeroed        = errors.New("zeroed bytes where a fragment should start")
 	errBadSequence   = errors.New("fragment out of sequence")
 	errTooLarge      = errors.New("record larger than MaxRecordSize")
 	errDecompression = errors.New("record does not decompress")
@@ -94,7 +95,7 @@ func (r *Reader) Next() bool {
 		}
 		in := r.off - r.pageStart
 		p := r.page
-		if p[in] == fragPad || PageSize-in < fragHeader {
+		if PageSize-in < fragHeader { // the writer's padding: rest of the page
 			if start >= 0 {
 				return r.corrupt(r.off, errBadSequence)
 			}
@@ -103,6 +104,15 @@ func (r *Reader) Next() bool {
 			}
 			r.off = r.pageStart + PageSize
 			continue
+		}
+		if p[in] == fragPad {
+			// The writer never leaves a longer run of zeros, so this is a
+			// zero-filled tail (a clean end) or zeroed data (damage).
+			if start < 0 && r.zerosToEnd() {
+				r.off = r.size
+				return false
+			}
+			return r.corrupt(r.off, errZeroed)
 		}
 		if int64(len(p))-in < fragHeader {
 			return r.corrupt(r.off, io.ErrUnexpectedEOF)
@@ -210,6 +220,21 @@ func (r *Reader) corrupt(at int64, err error) bool {
 	r.badFrag = at
 	r.err = &CorruptionError{Segment: r.seg, Offset: r.end, Err: fmt.Errorf("at offset %d: %w", at, err)}
 	return false
+}
+
+// zerosToEnd reports whether the segment holds only zeros from r.off on.
+func (r *Reader) zerosToEnd() bool {
+	if !allZero(r.page[r.off-r.pageStart:]) {
+		return false
+	}
+	buf := make([]byte, PageSize)
+	for off := r.pageStart + int64(len(r.page)); off < r.size; off += PageSize {
+		b := buf[:min(PageSize, r.size-off)]
+		if readFull(r.r, b, off) != nil || !allZero(b) {
+			return false
+		}
+	}
+	return true
 }
 
 // Record returns the current record. The slice is valid until the next
