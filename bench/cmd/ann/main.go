@@ -63,8 +63,10 @@ type Result struct {
 	BytesPerVector float64 `json:"bytes_per_vector"`
 	// FloatBytesPerVector is the full-precision vector, 4*dim.
 	FloatBytesPerVector float64 `json:"float_bytes_per_vector"`
-	// HeapBytesPerVector is the Go heap in use after the build and a GC,
-	// over n: everything, floats and build slack included.
+	// HeapBytesPerVector is the growth of the Go heap in use from before
+	// the build to after it (each after a GC), over n: the whole index,
+	// floats and spare capacity included, the benchmark's own copy of the
+	// data excluded.
 	HeapBytesPerVector float64 `json:"heap_bytes_per_vector"`
 }
 
@@ -174,6 +176,7 @@ type built struct {
 
 func build(set *dataset.Set, c config) (*built, error) {
 	n, dim := set.Base.Len(), set.Base.Dim
+	heap0 := heapInUse() // before New, which preallocates Capacity
 	ix, err := hnsw.New(hnsw.Config{Dim: dim, Metric: set.Metric, M: c.m, EfConstruction: c.efc, Capacity: n, Seed: 1})
 	if err != nil {
 		return nil, err
@@ -215,12 +218,17 @@ func build(set *dataset.Set, c config) (*built, error) {
 		return nil, err
 	}
 	b.resident = float64(cw.n-int64(n*4*dim)) / float64(n)
+	b.heap = float64(heapInUse()-heap0) / float64(n)
+	return b, nil
+}
+
+// heapInUse returns the bytes of heap in use after a full collection.
+func heapInUse() int64 {
 	runtime.GC()
 	debug.FreeOSMemory()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	b.heap = float64(ms.HeapInuse) / float64(n)
-	return b, nil
+	return int64(ms.HeapInuse)
 }
 
 type countingWriter struct{ n int64 }
