@@ -1,4 +1,4 @@
-package memory
+package memory_test
 
 import (
 	"fmt"
@@ -15,6 +15,9 @@ import (
 	"github.com/engramdb/engram/engine"
 	"github.com/engramdb/engram/memory/lexical"
 	"golang.org/x/sys/unix"
+
+	"github.com/engramdb/engram/memory"
+	"github.com/engramdb/engram/memory/memorytest"
 )
 
 // synthText returns a pseudo-sentence of Zipf-distributed words from a fixed vocabulary, so
@@ -59,9 +62,9 @@ func BenchmarkRecall(b *testing.B) {
 	rng := rand.New(rand.NewPCG(7, 7))
 	vocab := synthVocab(rng, 20000)
 	z := rand.NewZipf(rng, 1.1, 1, uint64(len(vocab)-1))
-	clk := newClock()
-	s, err := Open(filepath.Join(b.TempDir(), "store"), OpenOptions{
-		Options: Options{Embedder: emb, Clock: clk.Now, DedupThreshold: -1},
+	clk := memorytest.NewClock()
+	s, err := memory.Open(filepath.Join(b.TempDir(), "store"), memory.OpenOptions{
+		Options: memory.Options{Embedder: emb, Clock: clk.Now, DedupThreshold: -1},
 		Engine:  engine.Options{UnsafeNoSync: true, CompactInterval: -1},
 	})
 	if err != nil {
@@ -71,10 +74,10 @@ func BenchmarkRecall(b *testing.B) {
 	start := time.Now()
 	const batch = 1000
 	for i := 0; i < n; i += batch {
-		ms := make([]Memory, min(batch, n-i))
+		ms := make([]memory.Memory, min(batch, n-i))
 		for j := range ms {
 			t := clk.Now().Add(-time.Duration(rng.IntN(365*24)) * time.Hour)
-			ms[j] = Memory{ID: fmt.Sprintf("m%07d", i+j), Session: fmt.Sprintf("s%02d", (i+j)%sessions),
+			ms[j] = memory.Memory{ID: fmt.Sprintf("m%07d", i+j), Session: fmt.Sprintf("s%02d", (i+j)%sessions),
 				Text: synthText(rng, z, vocab, 8+rng.IntN(40)), Importance: 0.5, Created: t, Updated: t}
 		}
 		if err := s.Import(ctx, ms); err != nil {
@@ -103,7 +106,7 @@ func BenchmarkRecall(b *testing.B) {
 // benchRecallLoop times recalls: wall-clock latency, and the CPU time of the calling thread
 // (CLOCK_THREAD_CPUTIME_ID, with the goroutine locked to it): on a machine shared with other
 // work the second shows what one recall costs without the time spent waiting for a core.
-func benchRecallLoop(b *testing.B, s *Store, queries []string, qvecs [][]float32, sessions int, noTouch bool) {
+func benchRecallLoop(b *testing.B, s *memory.Store, queries []string, qvecs [][]float32, sessions int, noTouch bool) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	var wall, cpu []time.Duration
@@ -111,7 +114,7 @@ func benchRecallLoop(b *testing.B, s *Store, queries []string, qvecs [][]float32
 	for i := 0; b.Loop(); i++ {
 		q := i % len(queries)
 		c0, t0 := threadCPU(), time.Now()
-		rs, err := s.RecallWithVector(ctx, queries[q], qvecs[q], RecallOptions{Session: fmt.Sprintf("s%02d", q%sessions), NoTouch: noTouch})
+		rs, err := s.RecallWithVector(ctx, queries[q], qvecs[q], memory.RecallOptions{Session: fmt.Sprintf("s%02d", q%sessions), NoTouch: noTouch})
 		wall, cpu = append(wall, time.Since(t0)), append(cpu, threadCPU()-c0)
 		if err != nil || len(rs) == 0 {
 			b.Fatalf("recall: %v, %d results", err, len(rs))

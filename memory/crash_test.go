@@ -1,4 +1,4 @@
-package memory
+package memory_test
 
 import (
 	"bufio"
@@ -11,13 +11,16 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/engramdb/engram/memory"
+	"github.com/engramdb/engram/memory/memorytest"
 )
 
 const crashDirEnv = "ENGRAM_MEMORY_CRASH_DIR"
 
-func openCrashStore(t testing.TB, dir string) *Store {
+func openCrashStore(t testing.TB, dir string) *memory.Store {
 	t.Helper()
-	s, err := Open(dir, OpenOptions{Options: Options{Embedder: newHashEmbedder(64, "h64"), ShortTermTokens: 80, DedupThreshold: -1}})
+	s, err := memory.Open(dir, memory.OpenOptions{Options: memory.Options{Embedder: memorytest.NewHashEmbedder(64, "h64"), ShortTermTokens: 80, DedupThreshold: -1}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,20 +52,20 @@ func TestCrashChild(t *testing.T) {
 	}
 	for i := 1; ; i++ {
 		if turns < i {
-			if _, err := s.AddTurn(ctx, "conv", Turn{Role: "user", Text: fmt.Sprintf("turn %d says something memorable", i)}); err != nil {
+			if _, err := s.AddTurn(ctx, "conv", memory.Turn{Role: "user", Text: fmt.Sprintf("turn %d says something memorable", i)}); err != nil {
 				t.Fatal(err)
 			}
 			turns++
 		}
 		if steps < i {
 			res, _ := json.Marshal(map[string]int{"i": i})
-			if _, err := s.UpdateStep(ctx, "job", Step{Name: fmt.Sprintf("step-%d", i), Status: StepDone, Result: res}, fmt.Sprintf("step-%d", i+1)); err != nil {
+			if _, err := s.UpdateStep(ctx, "job", memory.Step{Name: fmt.Sprintf("step-%d", i), Status: memory.StepDone, Result: res}, fmt.Sprintf("step-%d", i+1)); err != nil {
 				t.Fatal(err)
 			}
 			steps++
 		}
 		if mems < i {
-			if _, err := s.Remember(ctx, "s", fmt.Sprintf("fact %d: the code word is w%d", i, i*7919), RememberOptions{}); err != nil {
+			if _, err := s.Remember(ctx, "s", fmt.Sprintf("fact %d: the code word is w%d", i, i*7919), memory.RememberOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			mems++
@@ -121,11 +124,11 @@ func TestKill9(t *testing.T) {
 
 func verifyAfterCrash(t *testing.T, dir string, acked int) {
 	t.Helper()
-	var s *Store
+	var s *memory.Store
 	// The killed child's lock is released by the kernel; retry briefly for slow process teardown.
 	for i := 0; ; i++ {
 		var err error
-		s, err = Open(dir, OpenOptions{Options: Options{Embedder: newHashEmbedder(64, "h64"), ShortTermTokens: 80, DedupThreshold: -1}})
+		s, err = memory.Open(dir, memory.OpenOptions{Options: memory.Options{Embedder: memorytest.NewHashEmbedder(64, "h64"), ShortTermTokens: 80, DedupThreshold: -1}})
 		if err == nil {
 			break
 		}
@@ -169,12 +172,12 @@ func verifyAfterCrash(t *testing.T, dir string, acked int) {
 			t.Fatalf("turn %d = %q", conv.Compressed+i, tn.Text)
 		}
 	}
-	n, err := s.Count(ctx, Eq(FieldSession, "s"))
+	n, err := s.Count(ctx, memory.Eq(memory.FieldSession, "s"))
 	if err != nil || n < acked || n > acked+1 {
 		t.Fatalf("%d memories after %d acknowledged (%v)", n, acked, err)
 	}
-	rs, err := s.Recall(ctx, fmt.Sprintf("fact %d code word", acked), RecallOptions{Session: "s", K: 1, Mode: ModeKeyword, Decay: Decay{Off: true}, NoTouch: true})
+	rs, err := s.Recall(ctx, fmt.Sprintf("fact %d code word", acked), memory.RecallOptions{Session: "s", K: 1, Mode: memory.ModeKeyword, Decay: memory.Decay{Off: true}, NoTouch: true})
 	if err != nil || len(rs) != 1 || !strings.Contains(rs[0].Text, fmt.Sprintf("w%d", acked*7919)) {
-		t.Fatalf("last acknowledged memory not recalled: %v %q", err, texts(rs))
+		t.Fatalf("last acknowledged memory not recalled: %v %q", err, memorytest.Texts(rs))
 	}
 }
