@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/engramdb/engram/onnx/tokenizer"
 )
@@ -527,4 +528,37 @@ func TestEmbedTokenizerJSON(t *testing.T) {
 	} else {
 		t.Log(err)
 	}
+}
+
+// FuzzEmbedText: any text gives a unit vector of Dim (or, for invalid UTF-8,
+// an error), through the real tokenizer and model, and never panics.
+func FuzzEmbedText(f *testing.F) {
+	for _, s := range sample {
+		f.Add(s)
+	}
+	f.Add("\xff\xfe")
+	f.Add("<s></s><pad><mask>")
+	f.Add(strings.Repeat("\u0301", 300))
+	tok := filepath.Join(repoRoot(f), "testdata", "tokenizer", "tiny", "tokenizer.json")
+	e := openTiny(f, "tiny", Options{TokenizerPath: tok, MaxTokens: 64})
+	f.Fuzz(func(t *testing.T, s string) {
+		res, err := e.EmbedDetailed(context.Background(), []string{s})
+		if !utf8.ValidString(s) {
+			if err == nil {
+				t.Fatal("invalid UTF-8 accepted")
+			}
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := res[0].Vector
+		var n float64
+		for _, x := range v {
+			n += float64(x) * float64(x)
+		}
+		if len(v) != e.Dim() || math.Abs(n-1) > 1e-4 || res[0].Tokens > 64 {
+			t.Fatalf("%q: dim %d norm² %g tokens %d", s, len(v), n, res[0].Tokens)
+		}
+	})
 }
