@@ -42,6 +42,8 @@ func Run(t *testing.T, newBackend func(t *testing.T) memory.Backend) {
 		{"RestoreAfterModelChangeReembeds", testRestoreAfterModelChangeReembeds},
 		{"ModelLockAndReembed", testModelLockAndReembed},
 		{"ShortTermOverflowSummarizes", testShortTermOverflowSummarizes},
+		{"SummarizerFailureChangesNothing", testSummarizerFailureChangesNothing},
+		{"Concurrent", testConcurrent},
 		{"WorkingMemory", testWorkingMemory},
 		{"SessionsScanImportStats", testSessionsScanImportStats},
 	} {
@@ -861,4 +863,70 @@ func cosine(t *testing.T, e memory.Embedder, a, b string) float64 {
 		dot, na, nb = dot+x*y, na+x*x, nb+y*y
 	}
 	return dot / math.Sqrt(na*nb)
+}
+
+type failingSummarizer struct{}
+
+func (failingSummarizer) Summarize(context.Context, string, []memory.Turn) (string, error) {
+	return "", ErrInjected
+}
+
+func testSummarizerFailureChangesNothing(t *testing.T, newBackend func(*testing.T) memory.Backend) {
+	s, _ := NewStore(t, newBackend(t), memory.Options{ShortTermTokens: 20, Summarizer: failingSummarizer{}})
+	c, err := s.AddTurn(ctx, "c", memory.Turn{Role: "user", Text: "short"})
+	if err != nil || len(c.Turns) != 1 {
+		t.Fatal(err)
+	}
+	if _, err := s.AddTurn(ctx, "c", memory.Turn{Role: "user", Text: strings.Repeat("overflow ", 20)}); !errors.Is(err, ErrInjected) {
+		t.Fatalf("overflow with a failing summarizer: %v", err)
+	}
+	if got, _ := s.Context(ctx, "c"); len(got.Turns) != 1 || got.Turns[0].Text != "short" || got.Summary != "" {
+		t.Fatalf("failed AddTurn changed the conversation: %+v", got)
+	}
+}
+
+// testConcurrent: writers in their own sessions and readers run at once (run it with -race);
+// afterwards every write is there and no recall ever crossed sessions.
+func testConcurrent(t *testing.T, newBackend func(*testing.T) memory.Backend) {
+	s, _ := NewStore(t, newBackend(t), memory.Options{DedupThreshold: -1})
+	const writers, each = 4, 15
+	errc := make(chan error, 2*writers)
+	for w := range writers {
+		sess := fmt.Sprintf("w%d", w)
+		go func() {
+			for i := range each {
+				if _, err := s.Remember(ctx, sess, fmt.Sprintf("writer %d note %d about apples", w, i), memory.RememberOptions{}); err != nil {
+					errc <- err
+					return
+				}
+			}
+			errc <- nil
+		}()
+		go func() {
+			for range each {
+				rs, err := s.Recall(ctx, "apples note", memory.RecallOptions{Session: sess, K: 3})
+				if err != nil {
+					errc <- err
+					return
+				}
+				for _, r := range rs {
+					if r.Session != sess {
+						errc <- fmt.Errorf("recall in %s returned a memory of %s", sess, r.Session)
+						return
+					}
+				}
+			}
+			errc <- nil
+		}()
+	}
+	for range 2 * writers {
+		if err := <-errc; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for w := range writers {
+		if n, err := s.Count(ctx, memory.Eq(memory.FieldSession, fmt.Sprintf("w%d", w))); err != nil || n != each {
+			t.Fatalf("session w%d holds %d memories, want %d (%v)", w, n, each, err)
+		}
+	}
 }
