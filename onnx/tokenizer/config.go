@@ -114,18 +114,19 @@ type vocabScanner struct {
 	i int
 }
 
-func (p *vocabScanner) peek() byte {
+// peek skips whitespace and returns the next byte, or -1 at the end.
+func (p *vocabScanner) peek() int {
 	for p.i < len(p.b) && (p.b[p.i] == ' ' || p.b[p.i] == '\n' || p.b[p.i] == '\t' || p.b[p.i] == '\r') {
 		p.i++
 	}
 	if p.i == len(p.b) {
-		return 0
+		return -1
 	}
-	return p.b[p.i]
+	return int(p.b[p.i])
 }
 
 func (p *vocabScanner) expect(c byte) bool {
-	if p.peek() != c {
+	if p.peek() != int(c) {
 		return false
 	}
 	p.i++
@@ -133,7 +134,7 @@ func (p *vocabScanner) expect(c byte) bool {
 }
 
 func (p *vocabScanner) end() error {
-	if p.peek() != 0 {
+	if p.peek() != -1 {
 		return p.fail("trailing data after vocab")
 	}
 	return nil

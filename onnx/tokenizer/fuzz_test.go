@@ -1,7 +1,9 @@
 package tokenizer
 
 import (
+	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"slices"
 	"sync"
 	"testing"
@@ -122,6 +124,50 @@ func FuzzPrecompiled(f *testing.F) {
 		}
 		if out := p.normalize(text); utf8.ValidString(text) && !utf8.ValidString(out) {
 			t.Fatalf("normalize(%q) = %q is not valid UTF-8", text, out)
+		}
+	})
+}
+
+// refVocab decodes a vocabulary with encoding/json, as the reference for
+// parseVocab.
+func refVocab(b []byte) ([]vocabEntry, bool) {
+	var entries []json.RawMessage
+	if json.Unmarshal(b, &entries) != nil || entries == nil {
+		return nil, false
+	}
+	out := []vocabEntry{}
+	for _, e := range entries {
+		var pair []json.RawMessage
+		if json.Unmarshal(e, &pair) != nil || len(pair) != 2 {
+			return nil, false
+		}
+		p, s := bytes.TrimSpace(pair[0]), bytes.TrimSpace(pair[1])
+		if len(p) == 0 || p[0] != '"' || len(s) == 0 || s[0] == 'n' {
+			return nil, false
+		}
+		var v vocabEntry
+		if json.Unmarshal(p, &v.piece) != nil || json.Unmarshal(s, &v.score) != nil {
+			return nil, false
+		}
+		out = append(out, v)
+	}
+	return out, true
+}
+
+// FuzzParseVocab checks the hand-rolled vocabulary scanner against
+// encoding/json: same acceptance, same pieces and scores.
+func FuzzParseVocab(f *testing.F) {
+	for _, s := range []string{`[["a",-1],["\u00e9",2.5e-3]]`, `[]`, `[["x\"y", 0]]`, " [ [ \"a\" , 1 ] ]\n", `[["\ud83d\ude00", -1e300]]`, `[["a",1],]`, `[[null,1]]`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		got, err := parseVocab(b)
+		want, ok := refVocab(b)
+		if (err == nil) != ok {
+			t.Fatalf("parseVocab(%q) err=%v, encoding/json ok=%v", b, err, ok)
+		}
+		if ok && !slices.Equal(got, want) && !(len(got) == 0 && len(want) == 0) {
+			t.Fatalf("parseVocab(%q) = %v, want %v", b, got, want)
 		}
 	})
 }
