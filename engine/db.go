@@ -16,6 +16,15 @@ import (
 	"github.com/engramdb/engram/wal"
 )
 
+// MaxBatchBytes bounds one write (an Upsert batch encodes its vectors as
+// float32, ~4 KiB per 1024-d record, plus texts and metadata).
+const MaxBatchBytes = 4 << 20
+
+// walSegmentSize keeps WAL segments small: Open checksums the whole active
+// segment, already-flushed records included, and a flush can only delete
+// whole segments; so this bounds the WAL work at Open.
+const walSegmentSize = 2 * MaxBatchBytes
+
 // Options configure Open. The zero value means the documented defaults.
 type Options struct {
 	// FS is the file system writes go through; nil means the OS. See FS.
@@ -209,7 +218,7 @@ func (d *DB) open(fresh bool) error {
 	if d.opts.UnsafeNoSync {
 		syncMode = wal.UnsafeNoSync
 	}
-	d.log, err = wal.Open(filepath.Join(d.dir, "wal"), wal.Options{FS: fsys, Sync: syncMode})
+	d.log, err = wal.Open(filepath.Join(d.dir, "wal"), wal.Options{FS: fsys, Sync: syncMode, SegmentSize: walSegmentSize})
 	if err != nil {
 		return fmt.Errorf("engine: open WAL: %w", err)
 	}
@@ -267,8 +276,8 @@ func (d *DB) logAndApply(o *walOp) error {
 		return ErrClosed
 	}
 	payload := encodeOp(o)
-	if len(payload) > wal.MaxRecordSize {
-		return fmt.Errorf("%w: batch encodes to %d bytes, limit %d; split it", ErrInvalid, len(payload), wal.MaxRecordSize)
+	if len(payload) > MaxBatchBytes {
+		return fmt.Errorf("%w: batch encodes to %d bytes, limit %d; split it", ErrInvalid, len(payload), MaxBatchBytes)
 	}
 	lsn, err := d.log.Append(payload)
 	if err != nil {

@@ -62,7 +62,10 @@
 // scan it exactly when it is small. Exact: true scans every live record
 // with float32 distances (the oracle the tests compare against).
 // SearchText runs BM25 over the mutable keyword index and every segment's
-// with collection-wide statistics.
+// with collection-wide statistics, with the same per-part filters. Hits
+// carry a copy of the record; NoText skips decompressing texts (zstd
+// blocks of about 2 KiB; a segment caches the last 64 it decoded) and
+// IDsOnly skips the record altogether.
 //
 // # Compaction
 //
@@ -74,6 +77,12 @@
 // writes the manifest. Old files are removed only after a manifest that no
 // longer names them is durable. Background compaction writes through a
 // rate limiter (Options.CompactBytesPerSec).
+//
+// # Repair
+//
+// Repair (on a closed store) truncates a damaged WAL at its first bad
+// record and moves segment files that fail their checks aside
+// (seg/NAME.corrupt, out of the manifest), reporting what was lost.
 //
 // # Crash safety
 //
@@ -96,6 +105,11 @@
 //     refused until that collection is dropped or the file restored.
 //   - Deleted records' space is reclaimed by compaction only; the manifest
 //     grows with deletes and Touch'ed segment records until then.
+//   - Open time does not grow with the segments, but the WAL package
+//     scans its whole active segment at open (up to 64 MiB of records,
+//     including ones already flushed) until it can rotate at a checkpoint.
+//   - Check verifies checksums and the graph's structure (hnsw
+//     View.Verify), not that every node is reachable from the entry point.
 //   - Records returned by Get, Scan and Search are copies; vectors of a
 //     Cosine collection come back L2-normalized.
 //   - Limits: MaxIDLen, MaxTextLen, MaxMetaKeys, MaxMetaKeyLen,

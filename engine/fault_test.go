@@ -300,6 +300,13 @@ func TestBadInput(t *testing.T) {
 			t.Errorf("%s: Upsert = %v, want %v", name, err, tc.want)
 		}
 	}
+	big := make([]Record, 1200)
+	for i := range big {
+		big[i] = Record{ID: fmt.Sprint("b", i), Vector: []float32{1, 2, 3}, Text: strings.Repeat("x", 4000)}
+	}
+	if err := c.Upsert(ctx, big); !errors.Is(err, ErrInvalid) {
+		t.Errorf("batch over MaxBatchBytes: %v", err)
+	}
 	if n, _ := c.Count(nil); n != 1 {
 		t.Fatalf("a rejected batch wrote records: count %d", n)
 	}

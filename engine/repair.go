@@ -89,7 +89,7 @@ func Repair(dir string, opts Options) (RepairReport, error) {
 		}
 	}
 	walDir := filepath.Join(dir, "wal")
-	wopts := wal.Options{FS: opts.FS}
+	wopts := wal.Options{FS: opts.FS, SegmentSize: walSegmentSize}
 	for range 3 {
 		l, err := wal.Open(walDir, wopts)
 		if err == nil {
