@@ -2,6 +2,7 @@ package keyword
 
 import (
 	"encoding/binary"
+	"slices"
 	"sync"
 )
 
@@ -33,6 +34,14 @@ func (s *Segment) DocBound() uint32 {
 	// sparse anyway.
 	last := binary.LittleEndian.Uint32(s.docs[docEntry*(s.numDocs-1):])
 	return max(last, last+1)
+}
+
+// seeker is implemented by parts that can read a term's postings for a
+// sorted set of documents faster than the whole list (Index by binary
+// search, Segment by skipping blocks). Search uses it once only documents
+// already found can still reach the top k.
+type seeker interface {
+	postingsOf(term string, docs []uint32, fn func(doc uint32, tf, docLen uint32))
 }
 
 // Document states in an accumulator.
@@ -127,6 +136,24 @@ func (a *accumulator) each(fn func(doc uint32, score float64)) {
 	for d, s := range a.sparse {
 		fn(d, s)
 	}
+}
+
+// candidates returns the accepted documents whose score is at least min,
+// in increasing order, reusing buf.
+func (a *accumulator) candidates(min float64, buf []uint32) []uint32 {
+	buf = buf[:0]
+	for _, d := range a.touched {
+		if a.state[d] == accepted && a.dense[d] >= min {
+			buf = append(buf, d)
+		}
+	}
+	for d, s := range a.sparse {
+		if s >= min {
+			buf = append(buf, d)
+		}
+	}
+	slices.Sort(buf)
+	return buf
 }
 
 // release cleans the touched entries and returns a to the pool.

@@ -21,7 +21,7 @@
 // uint32 number; at flush it stores Index.MarshalBinary's bytes as a segment
 // section and later serves them with Open, which checks sizes and a CRC32C
 // and then reads lazily: a binary search over the sorted term table and a
-// varint decode of just the posting lists a query needs
+// varint decode of just the posting lists (or blocks of them) a query needs
 // (docs/format/keyword.md). Both forms implement Part.
 //
 // # Scoring
@@ -41,9 +41,12 @@
 // pooled dense arrays indexed by document number, calling the filter once
 // per document. Once the k-th best score so far exceeds the most the
 // remaining (common) terms could add, documents not yet found cannot reach
-// the top k, so the remaining lists only update documents already found
-// and the filter is not called for new ones; the results are exactly those
-// of the exhaustive evaluation.
+// the top k, so the remaining terms only update documents already found,
+// and only those that can still reach the k-th score: the filter is not
+// called for new documents, and when the candidates are few the Index
+// binary-searches its posting list and the Segment jumps through its
+// 128-posting blocks instead of reading the whole list. The results are
+// exactly those of the exhaustive evaluation.
 //
 // # Caveats
 //

@@ -135,6 +135,21 @@ func (x *Index) Postings(term string, fn func(doc uint32, tf, docLen uint32)) {
 	}
 }
 
+// postingsOf calls fn for the documents of docs (sorted, increasing) that
+// contain term, binary-searching the posting list instead of reading it.
+func (x *Index) postingsOf(term string, docs []uint32, fn func(doc uint32, tf, docLen uint32)) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	list := x.postings[term]
+	for _, d := range docs {
+		i, found := slices.BinarySearchFunc(list, d, func(p posting, d uint32) int { return cmp.Compare(p.doc, d) })
+		if found {
+			fn(d, list[i].tf, list[i].docLen)
+		}
+		list = list[i:]
+	}
+}
+
 // ErrTextMismatch is returned by Remove when the text given is not the text
 // the document was added with.
 var ErrTextMismatch = errors.New("keyword: text does not match the indexed document")

@@ -115,10 +115,12 @@ func (s BM25) Search(parts []Part, query string, k int, allow func(part int, doc
 		rest[i] = rest[i+1] + terms[i].w
 	}
 	c0, c1 := k1*(1-b), k1*b/avgLen // length norm = c0 + c1*docLen
-	existingOnly := false
+	existingOnly, theta := false, -1.0
+	var cands []uint32
 	for i, t := range terms {
-		if i > 0 && !existingOnly && !s.exhaustive {
-			existingOnly = kthScore(accs, k) > rest[i]
+		if i > 0 && !s.exhaustive {
+			theta = kthScore(accs, k)
+			existingOnly = theta > rest[i]
 		}
 		w := t.w
 		for pi, p := range parts {
@@ -127,10 +129,20 @@ func (s BM25) Search(parts []Part, query string, k int, allow func(part int, doc
 			if allow != nil {
 				ok = func(doc uint32) bool { return allow(pi, doc) }
 			}
-			p.Postings(t.term, func(doc uint32, tf, docLen uint32) {
+			add := func(doc uint32, tf, docLen uint32) {
 				f := float64(tf)
 				acc.add(doc, w*f/(f+c0+c1*float64(docLen)), ok, existingOnly)
-			})
+			}
+			if sk, isSeeker := p.(seeker); existingOnly && isSeeker {
+				// Only documents that can still reach theta need this
+				// term's score; the others end below the k-th best.
+				cands = acc.candidates(theta-rest[i], cands)
+				if len(cands)*seekCost < p.DocFreq(t.term) {
+					sk.postingsOf(t.term, cands, add)
+					continue
+				}
+			}
+			p.Postings(t.term, add)
 		}
 	}
 	h := make(hitHeap, 0, k)
@@ -151,6 +163,11 @@ func (s BM25) Search(parts []Part, query string, k int, allow func(part int, doc
 	sort.Slice(h, func(i, j int) bool { return better(h[i], h[j]) })
 	return h, nil
 }
+
+// seekCost is roughly how many sequentially read postings one looked-up
+// candidate costs (a binary search or a block skip); looking up candidates
+// pays off when there are fewer than df/seekCost of them.
+const seekCost = 16
 
 // kthScore returns the k-th best accepted score over accs, or -1 when fewer
 // than k documents have been accepted.

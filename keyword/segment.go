@@ -21,6 +21,8 @@ const (
 	docEntry   = 8  // doc u32, length u32
 	termEntry  = 12 // term offset u32, postings offset u32, doc freq u32
 	crcSize    = 4
+	blockSize  = 128 // postings per block
+	skipEntry  = 8   // first ordinal u32, block offset u32
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -69,17 +71,7 @@ func (x *Index) MarshalBinary() ([]byte, error) {
 		table = binary.LittleEndian.AppendUint32(table, uint32(termOff))
 		table = binary.LittleEndian.AppendUint32(table, uint32(len(post)))
 		table = binary.LittleEndian.AppendUint32(table, uint32(len(list)))
-		prev := uint32(0)
-		for i, p := range list {
-			o := ordinal[p.doc]
-			if i == 0 {
-				post = binary.AppendUvarint(post, uint64(o))
-			} else {
-				post = binary.AppendUvarint(post, uint64(o-prev))
-			}
-			post = binary.AppendUvarint(post, uint64(p.tf))
-			prev = o
-		}
+		post = appendPostings(post, list, ordinal)
 		termOff += uint64(len(t))
 		if termOff > math.MaxUint32 || len(post) > math.MaxUint32 {
 			return nil, errors.New("keyword: index too large to serialize (4 GiB section limit)")
@@ -110,6 +102,34 @@ func (x *Index) MarshalBinary() ([]byte, error) {
 	b = append(b, post...)
 	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
 	return b, nil
+}
+
+// appendPostings encodes one term's list: a skip table for lists longer
+// than one block, then the blocks. The first posting of each block holds its
+// ordinal itself, the others the gap from the previous one, so a reader can
+// start at any block.
+func appendPostings(post []byte, list []posting, ordinal map[uint32]uint32) []byte {
+	nb := (len(list) + blockSize - 1) / blockSize
+	skipAt := len(post)
+	post = append(post, make([]byte, skipEntry*(nb-1))...) // filled below
+	dataAt := len(post)
+	prev := uint32(0)
+	for i, p := range list {
+		o := ordinal[p.doc]
+		if i%blockSize == 0 {
+			if b := i / blockSize; b > 0 {
+				e := post[skipAt+skipEntry*(b-1):]
+				binary.LittleEndian.PutUint32(e, o)
+				binary.LittleEndian.PutUint32(e[4:], uint32(len(post)-dataAt))
+			}
+			post = binary.AppendUvarint(post, uint64(o))
+		} else {
+			post = binary.AppendUvarint(post, uint64(o-prev))
+		}
+		post = binary.AppendUvarint(post, uint64(p.tf))
+		prev = o
+	}
+	return post
 }
 
 // WriteTo writes MarshalBinary's bytes to w.
@@ -234,44 +254,188 @@ func (s *Segment) DocFreq(term string) int {
 
 // Postings implements Part.
 func (s *Segment) Postings(term string, fn func(doc uint32, tf, docLen uint32)) {
-	if i := s.find(term); i >= 0 {
-		s.postings(i, fn)
+	i := s.find(term)
+	if i < 0 {
+		return
+	}
+	if c, ok := s.cursor(i); ok {
+		for c.next() {
+			c.emit(fn)
+		}
 	}
 }
 
-// postings decodes term i's list, stopping at the first malformed entry, and
-// reports whether the whole list was well formed.
-func (s *Segment) postings(i int, fn func(doc uint32, tf, docLen uint32)) bool {
+// cursor reads one term's posting list forward, optionally jumping ahead
+// block by block. Malformed bytes stop it (bad), never panic.
+type cursor struct {
+	s        *Segment
+	skips    []byte // (blocks-1) skip entries
+	data     []byte // the blocks
+	df, n    int    // postings in the list, postings decoded
+	pos      int    // offset in data of the next posting
+	ord, tf  uint64 // the last decoded posting
+	bad      bool
+	lastSkip int // skip entries already passed
+}
+
+// cursor returns a cursor on term i's list, or ok=false if its offsets are
+// out of range.
+func (s *Segment) cursor(i int) (c cursor, ok bool) {
 	_, from, df := s.entry(i)
 	_, to, _ := s.entry(i + 1)
 	if from > to || uint64(to) > uint64(len(s.post)) {
-		return false
+		return c, false
 	}
 	p := s.post[from:to]
-	var ord uint64
-	for n := uint32(0); n < df; n++ {
-		delta, k := binary.Uvarint(p)
-		if k <= 0 || (n > 0 && delta == 0) {
-			return false
-		}
-		p = p[k:]
-		tf, k := binary.Uvarint(p)
-		if k <= 0 || tf == 0 || tf > math.MaxUint32 {
-			return false
-		}
-		p = p[k:]
-		if n == 0 {
-			ord = delta
-		} else {
-			ord += delta
-		}
-		if ord >= uint64(s.numDocs) {
-			return false
-		}
-		e := s.docs[docEntry*ord:]
-		fn(binary.LittleEndian.Uint32(e), uint32(tf), binary.LittleEndian.Uint32(e[4:]))
+	nb := (uint64(df) + blockSize - 1) / blockSize
+	skip := skipEntry*max(nb, 1) - skipEntry
+	if skip > uint64(len(p)) {
+		return c, false
 	}
-	return len(p) == 0
+	return cursor{s: s, skips: p[:skip], data: p[skip:], df: int(df)}, true
+}
+
+// next decodes the next posting.
+func (c *cursor) next() bool {
+	if c.n >= c.df || c.bad {
+		return false
+	}
+	v, k := binary.Uvarint(c.data[c.pos:])
+	if k <= 0 {
+		c.bad = true
+		return false
+	}
+	c.pos += k
+	tf, k := binary.Uvarint(c.data[c.pos:])
+	if k <= 0 || tf == 0 || tf > math.MaxUint32 {
+		c.bad = true
+		return false
+	}
+	c.pos += k
+	switch {
+	case c.n%blockSize == 0: // a block starts with its ordinal itself
+		if c.n > 0 && v <= c.ord {
+			c.bad = true
+			return false
+		}
+		c.ord = v
+	case v == 0:
+		c.bad = true
+		return false
+	default:
+		c.ord += v
+	}
+	if c.ord >= uint64(c.s.numDocs) {
+		c.bad = true
+		return false
+	}
+	c.tf = tf
+	c.n++
+	return true
+}
+
+// skipTo moves forward to the last block whose first ordinal is <= ord when
+// that is beyond the current position; next then continues from there.
+func (c *cursor) skipTo(ord uint64) {
+	nb := len(c.skips) / skipEntry
+	j := c.lastSkip
+	for j < nb && uint64(binary.LittleEndian.Uint32(c.skips[skipEntry*j:])) <= ord {
+		j++
+	}
+	if j == c.lastSkip {
+		return
+	}
+	c.lastSkip = j
+	b := j // block number: skip entry j-1 describes block j
+	if b*blockSize <= c.n {
+		return
+	}
+	off := binary.LittleEndian.Uint32(c.skips[skipEntry*(j-1)+4:])
+	if uint64(off) > uint64(len(c.data)) {
+		c.bad = true
+		return
+	}
+	c.n, c.pos = b*blockSize, int(off)
+}
+
+// emit calls fn with the current posting.
+func (c *cursor) emit(fn func(doc uint32, tf, docLen uint32)) {
+	e := c.s.docs[docEntry*c.ord:]
+	fn(binary.LittleEndian.Uint32(e), uint32(c.tf), binary.LittleEndian.Uint32(e[4:]))
+}
+
+// checkPostings decodes term i's whole list and verifies its skip table.
+func (s *Segment) checkPostings(i int) error {
+	c, ok := s.cursor(i)
+	if !ok {
+		return errors.New("postings offsets out of range")
+	}
+	for {
+		start := c.pos
+		if !c.next() {
+			break
+		}
+		if b := (c.n - 1) / blockSize; (c.n-1)%blockSize == 0 && b > 0 {
+			e := c.skips[skipEntry*(b-1):]
+			if uint64(binary.LittleEndian.Uint32(e)) != c.ord || int(binary.LittleEndian.Uint32(e[4:])) != start {
+				return fmt.Errorf("skip entry %d does not match block %d", b-1, b)
+			}
+		}
+	}
+	if c.bad || c.n != c.df || c.pos != len(c.data) {
+		return errors.New("postings malformed")
+	}
+	return nil
+}
+
+// postingsOf calls fn for the documents of docs (sorted, increasing) that
+// contain term, jumping over the blocks between them.
+func (s *Segment) postingsOf(term string, docs []uint32, fn func(doc uint32, tf, docLen uint32)) {
+	i := s.find(term)
+	if i < 0 {
+		return
+	}
+	c, ok := s.cursor(i)
+	if !ok {
+		return
+	}
+	have := false // c holds a decoded posting not yet passed
+	for _, d := range docs {
+		ord, found := s.ordinal(d)
+		if !found {
+			continue
+		}
+		if !have || c.ord < ord {
+			c.skipTo(ord)
+			have = false
+			for c.next() {
+				if c.ord >= ord {
+					have = true
+					break
+				}
+			}
+			if !have {
+				return
+			}
+		}
+		if c.ord == ord {
+			c.emit(fn)
+		}
+	}
+}
+
+// ordinal returns the position of doc in the docs table.
+func (s *Segment) ordinal(doc uint32) (uint64, bool) {
+	lo, hi := 0, s.numDocs
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if binary.LittleEndian.Uint32(s.docs[docEntry*mid:]) < doc {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	return uint64(lo), lo < s.numDocs && binary.LittleEndian.Uint32(s.docs[docEntry*lo:]) == doc
 }
 
 // Check validates the whole segment: documents strictly increasing with
@@ -312,8 +476,8 @@ func (s *Segment) Check() error {
 		if _, _, df := s.entry(i); df == 0 || df > uint32(s.numDocs) {
 			return corrupt("term %q document frequency %d", t, df)
 		}
-		if !s.postings(i, func(uint32, uint32, uint32) {}) {
-			return corrupt("term %q postings malformed", t)
+		if err := s.checkPostings(i); err != nil {
+			return corrupt("term %q: %v", t, err)
 		}
 	}
 	return nil

@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"hash/crc32"
+	"maps"
+	"math/rand/v2"
 	"slices"
 	"testing"
 )
@@ -146,9 +148,93 @@ func FuzzOpen(f *testing.F) {
 		for _, q := range []string{"memory", "检索", "zzz", ""} {
 			seg.DocFreq(q)
 			seg.Postings(q, func(doc, tf, dl uint32) {})
+			seg.postingsOf(q, []uint32{0, 3, 7, 42, 100, 1 << 20}, func(doc, tf, dl uint32) {})
 		}
 		if _, err := Search([]Part{seg}, "memory recall 检索", 5, nil); err != nil {
 			t.Fatal(err)
 		}
 	})
+}
+
+// TestPostingsOf: looking up a sorted set of documents (binary search in the
+// Index, block skips in the Segment) finds exactly the postings a full read
+// finds for them, across many blocks.
+func TestPostingsOf(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	idx := NewIndex()
+	for d := range uint32(5000) {
+		text := "common"
+		if d%3 == 0 {
+			text += " third"
+		}
+		if r.IntN(50) == 0 {
+			text += " rare common"
+		}
+		_ = idx.Add(d*2+1, text) // odd numbers: even ones are absent
+	}
+	seg := mustSegment(t, idx)
+	if err := seg.Check(); err != nil {
+		t.Fatal(err)
+	}
+	for _, part := range []interface {
+		Part
+		seeker
+	}{idx, seg} {
+		for _, term := range []string{"common", "third", "rare", "absent"} {
+			for _, frac := range []int{1, 7, 300, 5000} {
+				var docs []uint32
+				for d := range uint32(10002) {
+					if r.IntN(frac) == 0 {
+						docs = append(docs, d)
+					}
+				}
+				want := map[uint32]posting3{}
+				part.Postings(term, func(doc, tf, dl uint32) {
+					if _, ok := slices.BinarySearch(docs, doc); ok {
+						want[doc] = posting3{doc, tf, dl}
+					}
+				})
+				got := map[uint32]posting3{}
+				prev := int64(-1)
+				part.postingsOf(term, docs, func(doc, tf, dl uint32) {
+					if int64(doc) <= prev {
+						t.Fatalf("%T %q: doc %d after %d", part, term, doc, prev)
+					}
+					prev = int64(doc)
+					got[doc] = posting3{doc, tf, dl}
+				})
+				if !maps.Equal(got, want) {
+					t.Fatalf("%T %q 1/%d: %d postings, want %d", part, term, frac, len(got), len(want))
+				}
+			}
+		}
+	}
+}
+
+func TestCheckFindsBadSkipEntry(t *testing.T) {
+	idx := NewIndex()
+	for d := range uint32(300) { // "word" spans 3 blocks
+		_ = idx.Add(d, "word")
+	}
+	b, _ := idx.MarshalBinary()
+	seg, err := Open(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := seg.Check(); err != nil {
+		t.Fatal(err)
+	}
+	// The first skip entry is the first thing in the postings section:
+	// point block 1 at ordinal 129 instead of 128.
+	_, from, _ := seg.entry(0)
+	at := len(b) - crcSize - len(seg.post) + int(from)
+	b = slices.Clone(b)
+	binary.LittleEndian.PutUint32(b[at:], 129)
+	seg, err = Open(reseal(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := seg.Check(); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Check: %v", err)
+	}
 }
