@@ -397,18 +397,35 @@ func (e *Embedder) EmbedDetailed(ctx context.Context, texts []string) ([]Embeddi
 		return nil, err
 	}
 
-	start := time.Now()
 	out := make([]Embedding, len(texts))
+	// Texts are tokenized and length-sorted a window at a time, so the ids
+	// held at once stay bounded however many texts a call brings.
+	for lo := 0; lo < len(texts); lo += sortWindow {
+		if err := e.embedWindow(ctx, texts[lo:min(lo+sortWindow, len(texts))], out[lo:], lo); err != nil {
+			return nil, err
+		}
+	}
+	e.stats.texts.Add(int64(len(texts)))
+	return out, nil
+}
+
+// sortWindow is how many texts are tokenized and sorted into batches together.
+const sortWindow = 4096
+
+// embedWindow embeds texts into out[:len(texts)]; base is the index of
+// texts[0] in the caller's slice, for error messages.
+func (e *Embedder) embedWindow(ctx context.Context, texts []string, out []Embedding, base int) error {
+	start := time.Now()
 	ids := make([][]int32, len(texts))
 	lens := make([]int, len(texts))
 	for i, t := range texts {
 		var err error
 		ids[i], out[i].Truncated, err = e.tok.Encode(t)
 		if err != nil {
-			return nil, fmt.Errorf("onnx: tokenizing text %d: %w", i, err)
+			return fmt.Errorf("onnx: tokenizing text %d: %w", base+i, err)
 		}
 		if len(ids[i]) == 0 || len(ids[i]) > e.maxTokens {
-			return nil, fmt.Errorf("onnx: tokenizer gave %d ids for text %d, want 1..%d", len(ids[i]), i, e.maxTokens)
+			return fmt.Errorf("onnx: tokenizer gave %d ids for text %d, want 1..%d", len(ids[i]), base+i, e.maxTokens)
 		}
 		lens[i] = len(ids[i])
 		out[i].Tokens = lens[i]
@@ -417,14 +434,13 @@ func (e *Embedder) EmbedDetailed(ctx context.Context, texts []string) ([]Embeddi
 
 	for _, batch := range planBatches(lens, e.batchTokens, e.maxBatch) {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return err
 		}
 		if err := e.runBatch(ctx, batch, ids, out); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	e.stats.texts.Add(int64(len(texts)))
-	return out, nil
+	return nil
 }
 
 // runBatch runs the sequences ids[batch[k]] padded to one length and stores

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -561,4 +562,30 @@ func FuzzEmbedText(f *testing.F) {
 			t.Fatalf("%q: dim %d norm² %g tokens %d", s, len(v), n, res[0].Tokens)
 		}
 	})
+}
+
+// TestEmbedAcrossWindows embeds more texts than one sort window holds and
+// checks results land at their own index on both sides of the boundary.
+func TestEmbedAcrossWindows(t *testing.T) {
+	e := openTiny(t, "tiny", Options{MaxBatch: 64})
+	texts := make([]string, sortWindow+5)
+	for i := range texts {
+		texts[i] = strings.Repeat(string(rune('a'+i%26)), 1+i%17) + fmt.Sprint(i)
+	}
+	all, err := e.Embed(context.Background(), texts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range []int{0, 17, sortWindow - 1, sortWindow, len(texts) - 1} {
+		one, err := e.Embed(context.Background(), texts[i:i+1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := maxAbsDiff(one[0], all[i]); d > 1e-5 {
+			t.Errorf("text %d: differs by %g from its batch result", i, d)
+		}
+	}
+	if _, err := e.Embed(context.Background(), append(texts, "\xff")); err == nil || !strings.Contains(err.Error(), fmt.Sprint("text ", len(texts))) {
+		t.Errorf("invalid text past the first window: %v", err)
+	}
 }
