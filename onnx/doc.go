@@ -27,8 +27,8 @@
 //
 // # Batching
 //
-// Embed tokenizes every text (truncating at MaxTokens), sorts them by length
-// and cuts the sorted list into batches whose padded size stays within a
+// Embed tokenizes the texts (truncating at MaxTokens) 4096 at a time, sorts
+// them by length and cuts the sorted list into batches whose padded size stays within a
 // token budget and whose attention size (batch * seq^2) stays within the same
 // budget at 512 tokens: short texts run many to a batch, long ones few, and
 // memory stays bounded. Padding uses the tokenizer's pad id with a zero
