@@ -28,9 +28,9 @@
 // # Batching
 //
 // Embed tokenizes the texts (truncating at MaxTokens) 4096 at a time, sorts
-// them by length and cuts the sorted list into batches whose padded size stays within a
-// token budget and whose attention size (batch * seq^2) stays within the same
-// budget at 512 tokens: short texts run many to a batch, long ones few, and
+// them by length and cuts the sorted list into batches whose padded size
+// stays within a token budget and whose attention size (batch * seq^2) stays
+// within the same budget at 512 tokens: short texts run many to a batch, long ones few, and
 // memory stays bounded. Padding uses the tokenizer's pad id with a zero
 // attention mask, so a text's vector does not depend on its batch mates. The
 // context is checked between batches and terminates a running batch.
