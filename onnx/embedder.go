@@ -454,7 +454,7 @@ func (e *Embedder) runBatch(ctx context.Context, batch []int, ids [][]int32, out
 	inIDs := make([]int64, b*t)
 	mask := make([]int64, b*t)
 	pad := int64(e.tok.PadID())
-	real := 0
+	nTokens := 0
 	for row, i := range batch {
 		r := inIDs[row*t : (row+1)*t]
 		for j := range r {
@@ -464,7 +464,7 @@ func (e *Embedder) runBatch(ctx context.Context, batch []int, ids [][]int32, out
 			r[j] = int64(id)
 			mask[row*t+j] = 1
 		}
-		real += len(ids[i])
+		nTokens += len(ids[i])
 	}
 	shape := ort.NewShape(int64(b), int64(t))
 	inputs := make([]ort.Value, len(e.inputs))
@@ -510,7 +510,7 @@ func (e *Embedder) runBatch(ctx context.Context, batch []int, ids [][]int32, out
 	}
 	e.stats.pool.Add(int64(time.Since(poolStart)))
 	e.stats.batches.Add(1)
-	e.stats.tokens.Add(int64(real))
+	e.stats.tokens.Add(int64(nTokens))
 	e.stats.padded.Add(int64(b * t))
 	return nil
 }
