@@ -143,7 +143,7 @@ func (s *Store) Import(ctx context.Context, ms []Memory) error {
 		for j, i := range need {
 			batch[i].Vector = vecs[j]
 		}
-		if err := coll.Upsert(ctx, batch); err != nil {
+		if err := upsert(ctx, coll, batch); err != nil {
 			return fmt.Errorf("memory: importing: %w", err)
 		}
 		ms = ms[len(batch):]

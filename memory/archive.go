@@ -383,7 +383,7 @@ func (s *Store) restorePart(ctx context.Context, coll Collection, emb Embedder, 
 			up[i].Vector = vecs[i]
 		}
 	}
-	if err := coll.Upsert(ctx, up); err != nil {
+	if err := upsert(ctx, coll, up); err != nil {
 		return 0, fmt.Errorf("memory: restoring: %w", err)
 	}
 	return len(up), nil

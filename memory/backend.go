@@ -60,6 +60,15 @@ type Collection interface {
 	Count(ctx context.Context, f *Filter) (int, error)
 }
 
+// CandidateSearcher is an optional Collection capability for Recall's over-fetch: the same
+// searches as SearchVector and SearchText, but the hits may carry an empty Text, so a backend
+// that stores texts compressed skips decoding them for candidates that are then dropped.
+// Recall fetches the texts of the results it returns with Get.
+type CandidateSearcher interface {
+	SearchVectorCandidates(ctx context.Context, v []float32, k int, f *Filter) ([]Hit, error)
+	SearchTextCandidates(ctx context.Context, query string, k int, f *Filter) ([]Hit, error)
+}
+
 // Hit is one search result: a memory (without its vector) and its score, higher is better.
 type Hit struct {
 	Memory Memory

@@ -167,14 +167,32 @@ func (e *engineColl) DeleteWhere(ctx context.Context, f *Filter) (int, error) {
 }
 
 func (e *engineColl) SearchVector(ctx context.Context, v []float32, k int, f *Filter) ([]Hit, error) {
-	return e.search(ctx, k, f, func(ef *engine.Filter, k int) ([]engine.Hit, error) {
-		return e.c.Search(ctx, engine.SearchRequest{Vector: v, K: k, Filter: ef})
-	})
+	return e.searchVector(ctx, v, k, f, false)
 }
 
 func (e *engineColl) SearchText(ctx context.Context, query string, k int, f *Filter) ([]Hit, error) {
+	return e.searchText(ctx, query, k, f, false)
+}
+
+// SearchVectorCandidates implements CandidateSearcher: the engine leaves texts compressed.
+func (e *engineColl) SearchVectorCandidates(ctx context.Context, v []float32, k int, f *Filter) ([]Hit, error) {
+	return e.searchVector(ctx, v, k, f, true)
+}
+
+// SearchTextCandidates implements CandidateSearcher.
+func (e *engineColl) SearchTextCandidates(ctx context.Context, query string, k int, f *Filter) ([]Hit, error) {
+	return e.searchText(ctx, query, k, f, true)
+}
+
+func (e *engineColl) searchVector(ctx context.Context, v []float32, k int, f *Filter, noText bool) ([]Hit, error) {
 	return e.search(ctx, k, f, func(ef *engine.Filter, k int) ([]engine.Hit, error) {
-		return e.c.SearchText(ctx, query, k, ef)
+		return e.c.Search(ctx, engine.SearchRequest{Vector: v, K: k, Filter: ef, NoText: noText})
+	})
+}
+
+func (e *engineColl) searchText(ctx context.Context, query string, k int, f *Filter, noText bool) ([]Hit, error) {
+	return e.search(ctx, k, f, func(ef *engine.Filter, k int) ([]engine.Hit, error) {
+		return e.c.SearchTextWith(ctx, engine.TextRequest{Query: query, K: k, Filter: ef, NoText: noText})
 	})
 }
 

@@ -238,6 +238,12 @@ func (s *Store) recall(ctx context.Context, query string, vec []float32, opts Re
 	if err != nil {
 		return nil, err
 	}
+	// Candidates may come without their text (CandidateSearcher); the results get it below.
+	searchVector, searchText := coll.SearchVector, coll.SearchText
+	cs, lean := coll.(CandidateSearcher)
+	if lean {
+		searchVector, searchText = cs.SearchVectorCandidates, cs.SearchTextCandidates
+	}
 	byID := map[string]*candidate{}
 	get := func(h Hit) *candidate {
 		c := byID[h.Memory.ID]
@@ -257,7 +263,7 @@ func (s *Store) recall(ctx context.Context, query string, vec []float32, opts Re
 		} else if err := normalize(vec, emb.Dim()); err != nil {
 			return nil, errorf(ErrInvalidInput, "query vector: %v", err)
 		}
-		hits, err := coll.SearchVector(ctx, vec, p.Candidates, p.filter)
+		hits, err := searchVector(ctx, vec, p.Candidates, p.filter)
 		if err != nil {
 			return nil, fmt.Errorf("memory: vector search: %w", err)
 		}
@@ -271,7 +277,7 @@ func (s *Store) recall(ctx context.Context, query string, vec []float32, opts Re
 	}
 	var maxKW float64
 	if p.Mode != ModeVector {
-		hits, err := coll.SearchText(ctx, query, p.Candidates, p.filter)
+		hits, err := searchText(ctx, query, p.Candidates, p.filter)
 		if err != nil {
 			return nil, fmt.Errorf("memory: keyword search: %w", err)
 		}
@@ -301,6 +307,11 @@ func (s *Store) recall(ctx context.Context, query string, vec []float32, opts Re
 		return strings.Compare(a.ID, b.ID)
 	})
 	results = results[:min(p.K, len(results))]
+	if lean && len(results) > 0 {
+		if results, err = fillTexts(ctx, coll, results); err != nil {
+			return nil, err
+		}
+	}
 	if !p.NoTouch && len(results) > 0 {
 		ids := make([]string, len(results))
 		for i := range results {
@@ -311,6 +322,31 @@ func (s *Store) recall(ctx context.Context, query string, vec []float32, opts Re
 		}
 	}
 	return results, nil
+}
+
+// fillTexts reads the texts of results that came from a CandidateSearcher. A memory forgotten
+// since the search is dropped.
+func fillTexts(ctx context.Context, coll Collection, results []Result) ([]Result, error) {
+	ids := make([]string, len(results))
+	for i := range results {
+		ids[i] = results[i].ID
+	}
+	ms, err := coll.Get(ctx, ids)
+	if err != nil {
+		return nil, fmt.Errorf("memory: reading recalled memories: %w", err)
+	}
+	text := make(map[string]string, len(ms))
+	for _, m := range ms {
+		text[m.ID] = m.Text
+	}
+	out := results[:0]
+	for _, r := range results {
+		if t, ok := text[r.ID]; ok {
+			r.Text = t
+			out = append(out, r)
+		}
+	}
+	return out, nil
 }
 
 func (p *recallPlan) fuse(c *candidate, maxKW float64) float64 {

@@ -148,7 +148,7 @@ func (s *Store) reembedBatch(ctx context.Context, e Embedder, to Collection, bat
 		}
 	}
 	if up := append(todo, stale...); len(up) > 0 {
-		if err := to.Upsert(ctx, up); err != nil {
+		if err := upsert(ctx, to, up); err != nil {
 			return 0, err
 		}
 	}

@@ -35,7 +35,8 @@ type RememberResult struct {
 }
 
 // Remember splits text into chunks, embeds them in batches and writes them to session as one
-// durable batch. A chunk whose cosine similarity to an existing memory of the same session (or to
+// durable batch (several, each durable, when chunks and vectors exceed 3 MiB: texts near
+// MaxTextBytes with vectors of 1024+ dimensions). A chunk whose cosine similarity to an existing memory of the same session (or to
 // an earlier chunk of the same call) reaches Options.DedupThreshold updates that memory instead
 // of adding one. Empty or whitespace-only text, invalid UTF-8, text over Options.MaxTextBytes and
 // invalid options are rejected with ErrInvalidInput, and nothing is written.
@@ -98,7 +99,7 @@ func (s *Store) Remember(ctx context.Context, session, text string, opts Remembe
 		res.IDs = append(res.IDs, m.ID)
 		res.Merged = append(res.Merged, merged)
 	}
-	if err := coll.Upsert(ctx, batch); err != nil {
+	if err := upsert(ctx, coll, batch); err != nil {
 		return RememberResult{}, fmt.Errorf("memory: writing %d memories: %w", len(batch), err)
 	}
 	return res, nil

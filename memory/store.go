@@ -232,3 +232,32 @@ func newID() string {
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
 	return hex.EncodeToString(b[:])
 }
+
+// maxUpsertBytes bounds the estimated encoded size of one Upsert call (the engine refuses
+// batches over 4 MiB, engine.MaxBatchBytes); larger writes are split.
+const maxUpsertBytes = 3 << 20
+
+// upsert writes ms in as few Upsert calls as fit maxUpsertBytes each (one for any ordinary
+// Remember). Each call is durable on its own.
+func upsert(ctx context.Context, c Collection, ms []Memory) error {
+	for len(ms) > 0 {
+		n, size := 0, 0
+		for n < len(ms) {
+			m := &ms[n]
+			sz := 4*len(m.Vector) + len(m.Text) + len(m.Session) + len(m.Source) + 128
+			for _, t := range m.Tags {
+				sz += len(t) + 8
+			}
+			if n > 0 && size+sz > maxUpsertBytes {
+				break
+			}
+			size += sz
+			n++
+		}
+		if err := c.Upsert(ctx, ms[:n]); err != nil {
+			return err
+		}
+		ms = ms[n:]
+	}
+	return nil
+}
