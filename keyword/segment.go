@@ -13,7 +13,7 @@ import (
 )
 
 // FormatVersion is the version of the serialized index (docs/format/keyword.md).
-const FormatVersion = 1
+const FormatVersion = 2
 
 const (
 	magic      = "ENGRAMKW"
