@@ -57,6 +57,11 @@
 //     Segment.Check validates everything.
 //   - Index.Postings holds the index's read lock while calling fn: fn must
 //     not call Add.
+//   - A search over an Index that is being added to reads each term's list
+//     under its own read lock, so a document added mid-search may be scored
+//     on some query terms and not others (or not at all); the next search
+//     sees it whole. Each search is a consistent snapshot only when the
+//     caller serializes it with Add (the engine does, per collection).
 //   - Stemming applies to ASCII words only and assumes English; other
 //     Latin-script languages are indexed unstemmed only when they contain
 //     non-ASCII letters.
