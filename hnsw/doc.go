@@ -32,8 +32,10 @@
 // only if it is closer to the new node than to every neighbour already
 // kept). The new node gets M links per level; a neighbour whose list
 // overflows (M on upper levels, 2M on level 0) is re-pruned with the same
-// heuristic. Construction distances are int8 code distances too, so build
-// and search see the same geometry and the build runs on the integer kernels.
+// heuristic. The beam search that gathers candidates walks int8 codes, like
+// a query; the heuristic and the re-pruning compare float32 distances, which
+// gave a slightly better graph (recall@10 +0.0025 at ef=200 on GloVe-100)
+// for about 25% more build time.
 //
 // # Quantizer
 //

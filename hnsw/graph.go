@@ -25,6 +25,9 @@ type graph struct {
 	m      int
 	metric quant.Metric
 	quant  quant.Quantizer
+	// floatLinks makes the build choose links by float distances (the
+	// search that finds the candidates still walks codes).
+	floatLinks bool
 
 	codes    []int8    // id*dim
 	vectors  []float32 // id*dim
@@ -178,6 +181,7 @@ type scratch struct {
 	keys2 []uint64
 	ids   []uint32
 	batch []uint32
+	dists []int32
 	ids2  []uint32
 }
 
@@ -286,8 +290,19 @@ func (g *graph) searchLayer(s *scratch, qc []int8, ep uint32, epD int32, ef, lev
 			batch = append(batch, nb)
 		}
 		s.batch = batch
-		for _, nb := range batch {
-			d := g.codeDist(qc, nb)
+		dists := s.dists[:0]
+		if cap(dists) < len(batch) {
+			dists = make([]int32, len(batch), 2*len(batch))
+		}
+		dists = dists[:len(batch)]
+		s.dists = dists
+		if quant.CodeDistances(g.metric, dists, qc, g.codes, batch) != nil {
+			for i, nb := range batch { // unreachable: ids were bounds-checked
+				dists[i] = g.codeDist(qc, nb)
+			}
+		}
+		for i, nb := range batch {
+			d := dists[i]
 			k := intKey(d, nb)
 			if len(s.res) < ef || k < ^s.res[0] {
 				s.cand.push(k)
@@ -312,7 +327,17 @@ func (s *scratch) sortedResults() []uint64 {
 	return s.keys
 }
 
-// heuristic picks up to max ids from cands (ascending keys of distance to
+// linkKey is the key of node b's distance to node a as the build measures
+// it: float distances when floatLinks is set, else code distances. Keys of
+// either kind order by their high halves.
+func (g *graph) linkKey(a, b uint32) uint64 {
+	if g.floatLinks {
+		return floatKey(quant.FloatDistance(g.metric, g.vector(a), g.vector(b)), b)
+	}
+	return intKey(g.codeDist(g.code(a), b), b)
+}
+
+// heuristic picks up to max ids from cands (ascending linkKeys to
 // the base node): a candidate is kept only if it is closer to the base than
 // to every one already kept, which spreads links across directions.
 func (g *graph) heuristic(cands []uint64, max int, out []uint32) []uint32 {
@@ -327,11 +352,10 @@ func (g *graph) heuristic(cands []uint64, max int, out []uint32) []uint32 {
 		if len(out) >= max {
 			break
 		}
-		id, d := keyID(c), keyInt(c)
-		cc := g.code(id)
+		id, d := keyID(c), c>>32
 		good := true
 		for _, r := range out {
-			if g.codeDist(cc, r) < d {
+			if g.linkKey(id, r)>>32 < d {
 				good = false
 				break
 			}
