@@ -29,20 +29,8 @@ func newMetrics(reg *prometheus.Registry, store *memory.Store) (*metrics, error)
 			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 18),
 		}, []string{"route", "code"}),
 	}
-	memories := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Namespace: "engram",
-		Name:      "memories",
-		Help:      "Number of long-term memories in the store.",
-	}, func() float64 {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		n, err := store.Count(ctx, nil)
-		if err != nil {
-			return -1
-		}
-		return float64(n)
-	})
-	for _, c := range []prometheus.Collector{m.latency, memories, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
+	storeStats := &storeCollector{store: store}
+	for _, c := range []prometheus.Collector{m.latency, storeStats, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -56,4 +44,42 @@ func (m *metrics) observe(route string, status int, d time.Duration) {
 
 func (m *metrics) handler(reg *prometheus.Registry) http.Handler {
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+}
+
+// storeCollector reports the store's figures when scraped.
+type storeCollector struct{ store *memory.Store }
+
+var storeGauges = []struct {
+	desc *prometheus.Desc
+	get  func(memory.Stats) float64
+}{
+	{prometheus.NewDesc("engram_memories", "Long-term memories in the store.", nil, nil), func(s memory.Stats) float64 { return float64(s.Memories) }},
+	{prometheus.NewDesc("engram_sessions", "Sessions with at least one memory.", nil, nil), func(s memory.Stats) float64 { return float64(s.Sessions) }},
+	{prometheus.NewDesc("engram_archived_memories", "Memories in the cold archive.", nil, nil), func(s memory.Stats) float64 { return float64(s.Archived) }},
+	{prometheus.NewDesc("engram_tasks", "Working-memory tasks.", nil, nil), func(s memory.Stats) float64 { return float64(s.Tasks) }},
+	{prometheus.NewDesc("engram_disk_bytes", "Bytes the store occupies on disk.", nil, nil), func(s memory.Stats) float64 { return float64(s.Backend.DiskBytes) }},
+	{prometheus.NewDesc("engram_segments", "Immutable segment files.", nil, nil), func(s memory.Stats) float64 { return float64(s.Backend.Segments) }},
+	{prometheus.NewDesc("engram_wal_bytes", "Bytes in the write-ahead log.", nil, nil), func(s memory.Stats) float64 { return float64(s.Backend.WALBytes) }},
+	{prometheus.NewDesc("engram_memory_bytes", "Bytes the store keeps in memory.", nil, nil), func(s memory.Stats) float64 { return float64(s.Backend.MemBytes) }},
+}
+
+func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, g := range storeGauges {
+		ch <- g.desc
+	}
+}
+
+func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	st, err := c.store.Stats(ctx)
+	if err != nil {
+		for _, g := range storeGauges {
+			ch <- prometheus.NewInvalidMetric(g.desc, err)
+		}
+		return
+	}
+	for _, g := range storeGauges {
+		ch <- prometheus.MustNewConstMetric(g.desc, prometheus.GaugeValue, g.get(st))
+	}
 }
