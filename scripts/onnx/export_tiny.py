@@ -6,13 +6,15 @@ tests and benchmarks run the real ONNX Runtime path on the real graph shape
 (embeddings with XLM-R's padding-offset positions, post-LN transformer layers,
 GELU feed-forward, additive attention mask), not to produce meaningful vectors.
 
-Defaults make the tiny test model committed under testdata/model/tiny/:
+Defaults make the tiny test model committed under testdata/model/tiny/, and
+the flags below its dense-output sibling (the export is deterministic):
     /usr/bin/python3 scripts/onnx/export_tiny.py
+    /usr/bin/python3 scripts/onnx/export_tiny.py --dense --token-type-ids --out testdata/model/tiny-dense
 A BGE-M3-sized model (24 layers, hidden 1024, vocab 250002, ~2.2 GB; never
 committed) for benchmarks:
     /usr/bin/python3 scripts/onnx/export_tiny.py --preset bge-m3 --out /tmp/bge-m3-random
 
-Needs Debian's python3-torch (legacy TorchScript exporter; no onnxscript) and
+Needs Debian's python3-torch (apt-get install -y python3-torch python3-onnx) (legacy TorchScript exporter; no onnxscript) and
 python3-onnx (to move the weights into one external data file, model.onnx_data,
 as BGE-M3's published ONNX export does, so the external-data path is tested).
 """
@@ -25,6 +27,8 @@ import tempfile
 
 import torch
 from torch import nn
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 PRESETS = {
     "tiny": dict(layers=2, hidden=32, heads=4, intermediate=64, max_positions=130),
@@ -94,10 +98,10 @@ def vocab_of(tokenizer_json):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--preset", choices=sorted(PRESETS), default="tiny")
-    ap.add_argument("--tokenizer", default="testdata/tokenizer/tiny/tokenizer.json",
+    ap.add_argument("--tokenizer", default=os.path.join(ROOT, "testdata/tokenizer/tiny/tokenizer.json"),
                     help="tokenizer.json whose vocabulary size the model takes (tiny preset)")
     ap.add_argument("--vocab", type=int, help="vocabulary size (overrides --tokenizer)")
-    ap.add_argument("--out", default="testdata/model/tiny")
+    ap.add_argument("--out", default=os.path.join(ROOT, "testdata/model/tiny"))
     ap.add_argument("--token-type-ids", action="store_true", help="add a token_type_ids input")
     ap.add_argument("--dense", action="store_true",
                     help="output sentence_embedding (CLS, L2-normalized) instead of last_hidden_state")
