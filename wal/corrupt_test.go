@@ -225,6 +225,11 @@ func TestCorruption(t *testing.T) {
 			expect := append([]rec(nil), recs[:want.keep]...)
 			checkRecs(t, replayAll(t, l, 0), expect)
 			more := appendAll(t, l, expect, payload(5000, 100), payload(5001, 50000), payload(5002, 10))
+			// New LSNs must exceed every LSN handed out before, dropped
+			// ones included: a checkpoint may name them.
+			if more[want.keep].lsn <= recs[len(recs)-1].lsn {
+				t.Fatalf("LSN %v reused after repair (log had reached %v)", more[want.keep].lsn, recs[len(recs)-1].lsn)
+			}
 			checkRecs(t, replayAll(t, l, 0), more)
 			if err := l.Close(); err != nil {
 				t.Fatal(err)

@@ -14,7 +14,12 @@
 // An LSN is (segment number << 32 | byte offset of the record in the
 // segment): it grows with every record, zero is before all records, and
 // Replay(lsn+1, ...) replays everything after the record at lsn. A checkpoint
-// stores the LSN of the last record it covers.
+// stores the LSN of the last record it covers. LSNs are never reused: Open
+// continues in a new segment when the newest one holds records (or lost a
+// torn tail), and Repair empties rather than deletes the segments after
+// the damage and adds a new one, so a record appended later always has a
+// larger LSN than any checkpoint taken before. Replay from past the end of
+// the log is ErrPastEnd: the checkpoint is ahead of the log.
 //
 // # Files
 //
@@ -58,7 +63,7 @@
 // checksum followed by intact data, a damaged older segment, a missing
 // segment) is returned as a *CorruptionError{Segment, Offset, Err}; nothing
 // is skipped silently. Repair(dir, opts, err) truncates the log at Offset,
-// deletes the later segments, and keeps everything before.
+// empties the later segments, and keeps everything before.
 //
 // All I/O goes through Options.FS (internal/vfs), so tests inject short
 // writes, ENOSPC, fsync failures and power loss (vfs.MemFS.Crash).
@@ -74,7 +79,12 @@
 //   - TruncateBefore must not run concurrently with a Replay that reads the
 //     segments it deletes.
 //   - Open reads the whole log; keep it short by truncating after
-//     checkpoints.
+//     checkpoints. Each Open of a non-empty log starts a segment, so
+//     TruncateBefore also sweeps the small segments of short sessions.
+//   - One Log per directory: nothing here locks it (the engine's LOCK file
+//     does).
+//   - In UnsafeNoSync mode a power loss can tear an older segment too; Open
+//     then reports a *CorruptionError and Repair is needed.
 //   - A power loss may persist the sectors of an unsynced write out of order.
 //     If a later sector of a never-acknowledged write survives while an
 //     earlier one is lost, the damage looks like corruption rather than a

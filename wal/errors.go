@@ -21,6 +21,8 @@ var (
 	ErrNotWAL = errors.New("wal: not a write-ahead log directory")
 	// ErrVersion is returned by Open for segments of an unknown format version.
 	ErrVersion = errors.New("wal: unsupported format version")
+	// ErrPastEnd is returned by Replay from an LSN past the end of the log.
+	ErrPastEnd = errors.New("wal: replay from past the end of the log")
 	// ErrMissingSegment is the cause in a CorruptionError for a gap in the
 	// segment sequence.
 	ErrMissingSegment = errors.New("missing segment")

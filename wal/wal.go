@@ -221,27 +221,42 @@ func (l *Log) path(seg uint32) string { return filepath.Join(l.dir, segmentName(
 
 // createFirst starts an empty log with segment 1.
 func (l *Log) createFirst() error {
-	f, err := l.opts.FS.OpenFile(l.path(1), os.O_RDWR|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
+	f, err := createSegment(l.opts.FS, l.dir, 1)
 	if err != nil {
-		return fmt.Errorf("wal: %w", err)
-	}
-	err = writeAll(f, segmentHeader(1))
-	if err == nil {
-		err = f.Sync()
-	}
-	if err == nil {
-		err = l.opts.FS.SyncDir(l.dir)
-	}
-	if err != nil {
-		_ = f.Close()
-		return fmt.Errorf("wal: creating first segment: %w", err)
+		return err
 	}
 	l.f, l.first, l.seg, l.segOff = f, 1, 1, segHeaderSize
 	return nil
 }
 
-// recover verifies segs and opens the newest for appending, cutting off a
-// torn tail.
+// createSegment durably creates segment seg holding only its header.
+func createSegment(fs FS, dir string, seg uint32) (File, error) {
+	if seg > maxSegment {
+		return nil, fmt.Errorf("wal: segment numbers exhausted")
+	}
+	f, err := fs.OpenFile(filepath.Join(dir, segmentName(seg)), os.O_RDWR|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("wal: %w", err)
+	}
+	err = writeAll(f, segmentHeader(seg))
+	if err == nil {
+		err = f.Sync()
+	}
+	if err == nil {
+		err = fs.SyncDir(dir)
+	}
+	if err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("wal: creating segment %s: %w", segmentName(seg), err)
+	}
+	return f, nil
+}
+
+// recover verifies segs, cuts a torn tail off the newest, and opens the
+// segment to append to. That is a new segment unless the newest holds no
+// records and lost nothing: so every LSN handed out from now on is larger
+// than any handed out before, including LSNs of records a cut or a Repair
+// removed, which a checkpoint may name.
 func (l *Log) recover(segs []uint32) error {
 	var end int64
 	for i, seg := range segs {
@@ -260,11 +275,29 @@ func (l *Log) recover(segs []uint32) error {
 	if err != nil {
 		return fmt.Errorf("wal: %w", err)
 	}
-	if err := l.cutTail(f, seg, end); err != nil {
+	cut, err := l.cutTail(f, seg, end)
+	if err != nil {
 		_ = f.Close()
 		return err
 	}
-	l.f, l.first, l.seg, l.segOff = f, segs[0], seg, max(end, segHeaderSize)
+	l.first = segs[0]
+	if end <= segHeaderSize && !cut {
+		l.f, l.seg, l.segOff = f, seg, segHeaderSize
+		return nil
+	}
+	// The old segment must be durable before a newer one exists (a previous
+	// UnsafeNoSync run may have left it in the page cache).
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("wal: %w", err)
+	}
+	if l.f, err = createSegment(l.opts.FS, l.dir, seg+1); err != nil {
+		return err
+	}
+	l.seg, l.segOff = seg+1, segHeaderSize
 	return nil
 }
 
@@ -296,21 +329,21 @@ func (l *Log) scan(seg uint32, newest bool) (int64, LSN, error) {
 }
 
 // cutTail truncates the newest segment to end (rewriting its header if that
-// was torn) and syncs it, so appends continue from intact data.
-func (l *Log) cutTail(f File, seg uint32, end int64) error {
+// was torn) and syncs it. It reports whether anything was cut.
+func (l *Log) cutTail(f File, seg uint32, end int64) (bool, error) {
 	fi, err := f.Stat()
 	if err != nil {
-		return fmt.Errorf("wal: %w", err)
+		return false, fmt.Errorf("wal: %w", err)
 	}
 	size := fi.Size()
 	if size == end && end >= segHeaderSize {
-		return nil
+		return false, nil
 	}
 	l.opts.Logger.Warn("wal: truncating torn tail", "segment", segmentName(seg), "offset", end, "dropped_bytes", size-end)
 	if err := truncateSegment(f, seg, end); err != nil {
-		return fmt.Errorf("wal: repairing torn tail of segment %s: %w", segmentName(seg), err)
+		return false, fmt.Errorf("wal: repairing torn tail of segment %s: %w", segmentName(seg), err)
 	}
-	return nil
+	return true, nil
 }
 
 // truncateSegment cuts f to end, or to a fresh header if end is inside the
@@ -647,7 +680,8 @@ func (l *Log) TruncateBefore(lsn LSN) error {
 // slice passed to fn is valid only during the call. An error from fn stops
 // the replay and is returned; damage is returned as a *CorruptionError.
 // Records in segments removed by TruncateBefore are not replayed; do not
-// truncate concurrently with a replay of the same segments.
+// truncate concurrently with a replay of the same segments. A from past the
+// end of the log is ErrPastEnd.
 func (l *Log) Replay(from LSN, fn func(LSN, []byte) error) error {
 	l.mu.Lock()
 	if l.closed {
@@ -656,6 +690,11 @@ func (l *Log) Replay(from LSN, fn func(LSN, []byte) error) error {
 	}
 	first, lastSeg, lastOff := l.first, l.writtenSeg, l.writtenOff
 	l.mu.Unlock()
+	if end := makeLSN(lastSeg, lastOff); from > end {
+		// A checkpoint ahead of the log means the log lost records or is
+		// not the one the checkpoint was taken from.
+		return fmt.Errorf("%w: from %v, log ends at %v", ErrPastEnd, from, end)
+	}
 	for seg := max(first, from.Segment()); seg <= lastSeg; seg++ {
 		if err := l.replaySegment(seg, lastSeg, lastOff, from, fn); err != nil {
 			return err

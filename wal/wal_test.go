@@ -279,6 +279,7 @@ func TestBadInput(t *testing.T) {
 	mem := vfs.NewMem()
 	l := mustOpen(t, "/wal", Options{FS: mem, SegmentSize: MinSegmentSize})
 	before, _ := mem.Bytes("/wal/00000001")
+	// (The rejected appends below must leave this segment as it is.)
 	if _, err := l.Append(make([]byte, MaxRecordSize+1)); !errors.Is(err, ErrRecordTooLarge) {
 		t.Fatalf("oversized: %v", err)
 	}
@@ -288,6 +289,18 @@ func TestBadInput(t *testing.T) {
 	}
 	if after, _ := mem.Bytes("/wal/00000001"); !bytes.Equal(before, after) {
 		t.Fatal("rejected appends changed the segment")
+	}
+	last, err := l.Append([]byte("last"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Replay(last+1, func(LSN, []byte) error { return errors.New("called") }); err != nil {
+		t.Fatalf("replay from just after the last record: %v", err)
+	}
+	for _, from := range []LSN{makeLSN(last.Segment(), last.Offset()+100), makeLSN(last.Segment()+1, 0)} {
+		if err := l.Replay(from, func(LSN, []byte) error { return nil }); !errors.Is(err, ErrPastEnd) {
+			t.Fatalf("replay from %v past the end (%v): %v", from, last, err)
+		}
 	}
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
@@ -344,6 +357,19 @@ func TestBadInput(t *testing.T) {
 	}
 	if err := Repair("/wal", Options{FS: mem}, &CorruptionError{Segment: 9, Offset: 20}); err == nil {
 		t.Fatal("Repair accepted a segment not in the log")
+	}
+	names, _ := mem.ReadDir("/wal")
+	seg1, _ := mem.Bytes("/wal/00000001")
+	for _, off := range []int64{-1, int64(len(seg1)) + 1} {
+		if err := Repair("/wal", Options{FS: mem}, &CorruptionError{Segment: 1, Offset: off}); err == nil {
+			t.Fatalf("Repair accepted offset %d", off)
+		}
+	}
+	if after, _ := mem.ReadDir("/wal"); len(after) != len(names) {
+		t.Fatalf("a refused Repair changed the directory: %v -> %v", names, after)
+	}
+	if after, _ := mem.Bytes("/wal/00000001"); !bytes.Equal(after, seg1) {
+		t.Fatal("a refused Repair changed a segment")
 	}
 }
 
