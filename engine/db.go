@@ -94,6 +94,8 @@ type DB struct {
 	colls map[string]*Collection
 	kv    map[string][]byte
 
+	noCloseFlush bool // tests: leave the WAL to be replayed, as after a crash
+
 	compactMu   sync.Mutex // one compaction at a time; Close waits for it
 	stopping    atomic.Bool
 	flushSignal chan struct{}
@@ -221,6 +223,9 @@ func (d *DB) open(fresh bool) error {
 	d.log, err = wal.Open(filepath.Join(d.dir, "wal"), wal.Options{FS: fsys, Sync: syncMode, SegmentSize: walSegmentSize})
 	if err != nil {
 		return fmt.Errorf("engine: open WAL: %w", err)
+	}
+	if d.log.LastLSN() <= d.checkpoint {
+		return nil // everything in the log is already in the segments
 	}
 	err = d.log.Replay(d.checkpoint+1, func(lsn wal.LSN, rec []byte) error {
 		o, err := decodeOp(rec)
@@ -525,14 +530,24 @@ func (d *DB) manifestLocked(fresh map[*Collection]*segment, reps []*replacement)
 	return m
 }
 
-// Close flushes nothing (the WAL holds every acknowledged write), stops the
-// background work, and releases the files and the lock.
+// Close stops the background work, flushes the mutable parts (so that the
+// next Open has no WAL to replay; on failure the WAL still holds every
+// acknowledged write and the error is returned), and releases the files
+// and the lock.
 func (d *DB) Close() error {
 	d.stopping.Store(true)
 	d.writeMu.Lock()
 	if d.closed {
 		d.writeMu.Unlock()
 		return ErrClosed
+	}
+	var flushErr error
+	if d.memBytes > 0 && !d.noCloseFlush {
+		flushErr = d.flushLocked(nil)
+		var ce *CorruptionError
+		if errors.As(flushErr, &ce) {
+			flushErr = nil // a damaged collection refuses flushes; the WAL keeps its data
+		}
 	}
 	d.closed = true
 	d.writeMu.Unlock()
@@ -543,7 +558,7 @@ func (d *DB) Close() error {
 	d.writeMu.Lock()
 	defer d.writeMu.Unlock()
 	err := d.closeFiles()
-	return errors.Join(err, d.lock.unlock())
+	return errors.Join(flushErr, err, d.lock.unlock())
 }
 
 func (d *DB) closeFiles() error {

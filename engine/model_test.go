@@ -263,6 +263,7 @@ func runModel(t *testing.T, metric quant.Metric, steps int, seed uint64) {
 				t.Fatalf("step %d background compact: %v", step, err)
 			}
 		case op == 12:
+			db.noCloseFlush = r.IntN(2) == 0 // reopen from the WAL or from segments
 			if err := db.Close(); err != nil {
 				t.Fatal(err)
 			}
