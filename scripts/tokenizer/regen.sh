@@ -9,7 +9,7 @@
 # Needs: apt-get install -y python3-sentencepiece; node >= 18 with npm.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-work=.cache/tokenizer
+work="$PWD/.cache/tokenizer"
 npmdir=.cache/tokenizer-npm
 mkdir -p "$work" "$npmdir"
 if [ ! -d "$npmdir/node_modules/@anush008/tokenizers" ]; then
@@ -18,4 +18,10 @@ fi
 /usr/bin/python3 scripts/tokenizer/build.py "$work"
 rm -rf testdata/tokenizer/*/
 NODE_PATH="$npmdir/node_modules" node scripts/tokenizer/golden.js "$work" testdata/tokenizer
+
+# Edge cases of a hand-made vocabulary (onnx/tokenizer/edge_test.go): the Go
+# test writes the tokenizer.json files (it fails on a stale hf.json after
+# dumping, hence || true), HF encodes them.
+go test -count=1 -run TestEdgeCases ./onnx/tokenizer/ -args -edge.dump "$work/edge" >/dev/null || true
+NODE_PATH="$npmdir/node_modules" node scripts/tokenizer/edge.js "$work/edge" testdata/tokenizer/edge/hf.json
 du -sh testdata/tokenizer
