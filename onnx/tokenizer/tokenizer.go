@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sync"
 	"unicode/utf8"
 )
@@ -140,6 +141,11 @@ func Parse(data []byte) (*Tokenizer, error) {
 		t.padID = int32(padID)
 		t.padToken = t.tokenString(t.padID)
 	}
+	// Every id Encode can produce must be below VocabSize.
+	for _, sp := range append(slices.Clip(t.post.prefix), t.post.suffix...) {
+		t.vocabSize = max(t.vocabSize, int(sp.id)+1)
+	}
+	t.vocabSize = max(t.vocabSize, int(t.padID)+1)
 	return t, nil
 }
 
@@ -213,7 +219,8 @@ func (t *Tokenizer) tokenString(id int32) string {
 	return ""
 }
 
-// VocabSize is one more than the largest token id: the number of rows an
+// VocabSize is one more than the largest id Encode can produce (vocabulary,
+// added tokens, post-processor tokens, padding): the number of rows an
 // embedding table for this tokenizer needs.
 func (t *Tokenizer) VocabSize() int { return t.vocabSize }
 

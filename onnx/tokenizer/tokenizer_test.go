@@ -351,3 +351,18 @@ func TestNormalizedAddedToken(t *testing.T) {
 		t.Fatalf("got %v %q, want %v", e.IDs, e.Tokens, want)
 	}
 }
+
+// TestVocabSizeCoversSpecialIDs: ids a post-processor adds outside the
+// vocabulary still fit under VocabSize (it sizes embedding tables).
+func TestVocabSizeCoversSpecialIDs(t *testing.T) {
+	tok := small(t, func(m map[string]any) {
+		m["post_processor"] = map[string]any{"type": "BertProcessing", "sep": []any{"[SEP]", 40}, "cls": []any{"[CLS]", 41}}
+	})
+	e, err := tok.Encode("ab")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(e.IDs, []int32{41, 8, 40}) || tok.VocabSize() != 42 {
+		t.Fatalf("ids %v, VocabSize %d", e.IDs, tok.VocabSize())
+	}
+}
