@@ -1,8 +1,21 @@
 // Package tokenizer is a pure-Go implementation of the HuggingFace
 // tokenizers pipeline for sentencepiece-Unigram tokenizers of the
 // XLM-RoBERTa / BGE-M3 kind. It loads a tokenizer.json and gives exactly the
-// token ids HuggingFace's Rust tokenizers give (checked against goldens from
-// them on 12,000 strings, see golden_test.go).
+// token ids HuggingFace's Rust tokenizers give.
+//
+// # Tests against HuggingFace
+//
+// testdata/tokenizer holds tokenizers trained with sentencepiece (Unigram,
+// nmt_nfkc) on English, Chinese, Japanese, Korean, Devanagari, emoji and
+// combining-mark text and converted to tokenizer.json the way transformers'
+// XLMRobertaConverter does, in six configurations (current converter layout,
+// a tiny 3,002-piece one for the ONNX tests, the older WhitespaceSplit +
+// RobertaProcessing layout with a normalized <mask>, prepend_scheme first
+// and never, byte_fallback), plus the ids HF tokenizers 0.22 (npm
+// @anush008/tokenizers) gives for 14,000 strings, without truncation and
+// truncated to 64 and 8192 tokens, and for padded batches. golden_test.go
+// requires all of them to match; scripts/tokenizer/regen.sh regenerates the
+// data.
 //
 // # Pipeline
 //
