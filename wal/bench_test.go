@@ -128,6 +128,37 @@ func BenchmarkAppend(b *testing.B) {
 	}
 }
 
+// BenchmarkAppendUnsafeNoSync measures the CPU cost of the append path
+// (compression attempt, framing, locking, one write call per group)
+// without any sync.
+func BenchmarkAppendUnsafeNoSync(b *testing.B) {
+	for _, writers := range []int{1, 4} {
+		b.Run(fmt.Sprintf("writers=%d/size=1KiB", writers), func(b *testing.B) {
+			l := mustOpen(b, filepath.Join(benchDir(b), "wal"), Options{Sync: UnsafeNoSync})
+			defer l.Close()
+			rec := payload(1, 1024)
+			var next atomic.Int64
+			var wg sync.WaitGroup
+			b.SetBytes(int64(len(rec)))
+			b.ReportAllocs()
+			for w := 0; w < writers; w++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for next.Add(1) <= int64(b.N) {
+						if _, err := l.Append(rec); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "rec/s")
+		})
+	}
+}
+
 // memoryRecord is what the engine logs for one memory: the text, the
 // 1024-d float32 embedding and its int8 code.
 func memoryRecord(text string, rng *rand.Rand) []byte {
