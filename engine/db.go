@@ -225,7 +225,11 @@ func (d *DB) open(fresh bool) error {
 		return fmt.Errorf("engine: open WAL: %w", err)
 	}
 	if d.log.LastLSN() <= d.checkpoint {
-		return nil // everything in the log is already in the segments
+		// Everything in the log is already in the segments.
+		if err := d.truncateWAL(); err != nil {
+			return fmt.Errorf("engine: truncate WAL: %w", err)
+		}
+		return nil
 	}
 	err = d.log.Replay(d.checkpoint+1, func(lsn wal.LSN, rec []byte) error {
 		o, err := decodeOp(rec)
@@ -485,10 +489,8 @@ func (d *DB) flushLocked(reps []*replacement) (err error) {
 	}
 	d.checkpoint = wal.LSN(m.checkpoint)
 	var errs []error
-	if d.checkpoint > 0 {
-		if err := d.log.TruncateBefore(d.checkpoint); err != nil {
-			errs = append(errs, fmt.Errorf("engine: truncate WAL: %w", err))
-		}
+	if err := d.truncateWAL(); err != nil {
+		errs = append(errs, fmt.Errorf("engine: truncate WAL: %w", err))
 	}
 	for _, p := range d.pendingRemove {
 		if err := d.opts.FS.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -501,6 +503,21 @@ func (d *DB) flushLocked(reps []*replacement) (err error) {
 	}
 	// Cleanup errors leave garbage that the next Open removes; the data is safe.
 	return errors.Join(errs...)
+}
+
+// truncateWAL deletes the WAL segments whose records are all covered by
+// the checkpoint. When nothing follows the checkpoint, that is every
+// segment up to the checkpoint's own (the log never deletes the one it
+// appends to), so Open does not scan already-flushed records again.
+func (d *DB) truncateWAL() error {
+	if d.checkpoint == 0 {
+		return nil
+	}
+	upTo := d.checkpoint
+	if d.log.LastLSN() <= d.checkpoint {
+		upTo = wal.LSN(uint64(d.checkpoint.Segment()+1) << 32)
+	}
+	return d.log.TruncateBefore(upTo)
 }
 
 var errCompactionStale = errors.New("engine: compaction superseded (collection dropped or segments changed)")
