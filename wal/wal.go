@@ -391,7 +391,10 @@ func (l *Log) Append(payload []byte) (LSN, error) {
 	l.stats.Appends++
 	l.stats.PayloadBytes += int64(len(payload))
 	if l.opts.Sync.kind == syncAlways {
-		return lsn, l.waitDurableLocked(lsn)
+		if err := l.waitDurableLocked(lsn); err != nil {
+			return 0, err
+		}
+		return lsn, nil
 	}
 	l.drainLocked()
 	if l.err != nil && l.written < lsn {

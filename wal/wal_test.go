@@ -305,8 +305,10 @@ func TestBadInput(t *testing.T) {
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Append([]byte("x")); !errors.Is(err, ErrClosed) {
-		t.Fatalf("append after close: %v", err)
+	for _, p := range [][]byte{[]byte("x"), payload(2, 5000)} { // small, and compressible
+		if lsn, err := l.Append(p); !errors.Is(err, ErrClosed) || lsn != 0 {
+			t.Fatalf("append after close: %v %v", lsn, err)
+		}
 	}
 	if err := l.Replay(0, func(LSN, []byte) error { return nil }); !errors.Is(err, ErrClosed) {
 		t.Fatalf("replay after close: %v", err)
