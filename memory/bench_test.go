@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/engramdb/engram/bench/beir"
 	"github.com/engramdb/engram/engine"
 	"github.com/engramdb/engram/memory/lexical"
 	"golang.org/x/sys/unix"
@@ -22,7 +23,7 @@ import (
 
 // synthText returns a pseudo-sentence of Zipf-distributed words from a fixed vocabulary, so
 // that BM25 and the lexical embedder see realistic term statistics.
-func synthText(rng *rand.Rand, z *rand.Zipf, vocab []string, n int) string {
+func synthText(z *rand.Zipf, vocab []string, n int) string {
 	ws := make([]string, n)
 	for i := range ws {
 		ws[i] = vocab[z.Uint64()]
@@ -43,12 +44,53 @@ func synthVocab(rng *rand.Rand, n int) []string {
 	return vocab
 }
 
+// benchTexts returns n memory texts and 200 queries. By default they are the documents and
+// queries of every set in shared/datasets/text (English and Chinese), cycled to reach n, so
+// BM25 sees real term statistics (stopwords, long and short posting lists);
+// ENGRAM_BENCH_TEXT=synthetic (or no datasets) uses Zipf-distributed random words instead, a
+// harsher case where the most frequent "words" are in nearly every memory.
+func benchTexts(b *testing.B, rng *rand.Rand, n int) (texts, queries []string, corpus string) {
+	if root, ok := beir.FindDatasets(); ok && os.Getenv("ENGRAM_BENCH_TEXT") != "synthetic" {
+		for _, set := range []struct{ dir, prefix string }{{"scifact", ""}, {"cranfield", ""}, {"cisi", ""}, {"rgb", "en_"}, {"rgb", "zh_"}} {
+			ds, err := beir.Load(filepath.Join(root, "text", set.dir), set.prefix)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, d := range ds.Docs {
+				if strings.TrimSpace(d.Content()) != "" {
+					texts = append(texts, d.Content())
+				}
+			}
+			for _, q := range ds.Queries {
+				queries = append(queries, q.Text)
+			}
+		}
+		rng.Shuffle(len(texts), func(i, j int) { texts[i], texts[j] = texts[j], texts[i] })
+		rng.Shuffle(len(queries), func(i, j int) { queries[i], queries[j] = queries[j], queries[i] })
+		for i := len(texts); len(texts) < n; i++ {
+			texts = append(texts, texts[i%len(texts)])
+		}
+		return texts[:n], queries[:200], "real"
+	}
+	vocab := synthVocab(rng, 20000)
+	z := rand.NewZipf(rng, 1.1, 1, uint64(len(vocab)-1))
+	texts = make([]string, n)
+	for i := range texts {
+		texts[i] = synthText(z, vocab, 8+rng.IntN(40))
+	}
+	queries = make([]string, 200)
+	for i := range queries {
+		queries[i] = synthText(z, vocab, 3+rng.IntN(5))
+	}
+	return texts, queries, "synthetic"
+}
+
 // BenchmarkRecall measures Recall latency on an engine store of n memories in 100 sessions
-// (n from ENGRAM_BENCH_N, default 100000), single-threaded, hybrid with the default fusion, decay
-// on, session filter on, query vectors precomputed (RecallWithVector: the embedder is not timed),
-// with and without the access-statistics update (touch; the store runs without fsync, so touch
-// costs its WAL write, not a disk flush). It reports p50 and p99 per call in microseconds.
-// Building the store takes minutes at 100k.
+// (n from ENGRAM_BENCH_N, default 100000; texts from benchTexts), single-threaded, hybrid with
+// the default fusion, decay on, session filter on, query vectors precomputed
+// (RecallWithVector: the embedder is not timed), with and without the access-statistics update
+// (touch; the store runs without fsync, so touch costs its WAL write, not a disk flush). It
+// reports p50 and p99 per call in microseconds. Building the store takes minutes at 100k.
 func BenchmarkRecall(b *testing.B) {
 	n := 100_000
 	if v, err := strconv.Atoi(os.Getenv("ENGRAM_BENCH_N")); err == nil && v > 0 {
@@ -60,11 +102,10 @@ func BenchmarkRecall(b *testing.B) {
 		b.Fatal(err)
 	}
 	rng := rand.New(rand.NewPCG(7, 7))
-	vocab := synthVocab(rng, 20000)
-	z := rand.NewZipf(rng, 1.1, 1, uint64(len(vocab)-1))
+	texts, queries, corpus := benchTexts(b, rng, n)
 	clk := memorytest.NewClock()
 	s, err := memory.Open(filepath.Join(b.TempDir(), "store"), memory.OpenOptions{
-		Options: memory.Options{Embedder: emb, Clock: clk.Now, DedupThreshold: -1},
+		Options: memory.Options{Embedder: emb, Clock: clk.Now, DedupThreshold: -1, MaxTextBytes: engine.MaxTextLen},
 		Engine:  engine.Options{UnsafeNoSync: true, CompactInterval: -1},
 	})
 	if err != nil {
@@ -78,7 +119,7 @@ func BenchmarkRecall(b *testing.B) {
 		for j := range ms {
 			t := clk.Now().Add(-time.Duration(rng.IntN(365*24)) * time.Hour)
 			ms[j] = memory.Memory{ID: fmt.Sprintf("m%07d", i+j), Session: fmt.Sprintf("s%02d", (i+j)%sessions),
-				Text: synthText(rng, z, vocab, 8+rng.IntN(40)), Importance: 0.5, Created: t, Updated: t}
+				Text: texts[i+j], Importance: 0.5, Created: t, Updated: t}
 		}
 		if err := s.Import(ctx, ms); err != nil {
 			b.Fatal(err)
@@ -87,17 +128,13 @@ func BenchmarkRecall(b *testing.B) {
 	if err := s.Flush(ctx); err != nil {
 		b.Fatal(err)
 	}
-	b.Logf("built %d memories in %v", n, time.Since(start).Round(time.Second))
-	queries := make([]string, 200)
-	for i := range queries {
-		queries[i] = synthText(rng, z, vocab, 3+rng.IntN(5))
-	}
+	b.Logf("built %d memories (%s texts) in %v", n, corpus, time.Since(start).Round(time.Second))
 	qvecs, err := emb.Embed(ctx, queries)
 	if err != nil {
 		b.Fatal(err)
 	}
 	for _, touch := range []bool{false, true} {
-		b.Run(fmt.Sprintf("n=%d/touch=%v", n, touch), func(b *testing.B) {
+		b.Run(fmt.Sprintf("n=%d/text=%s/touch=%v", n, corpus, touch), func(b *testing.B) {
 			benchRecallLoop(b, s, queries, qvecs, sessions, !touch)
 		})
 	}
