@@ -589,3 +589,26 @@ func TestEmbedAcrossWindows(t *testing.T) {
 		t.Errorf("invalid text past the first window: %v", err)
 	}
 }
+
+// badIDTokenizer returns an id outside the model's vocabulary.
+type badIDTokenizer struct{}
+
+func (badIDTokenizer) PadID() int32 { return 1 }
+func (badIDTokenizer) Encode(text string) ([]int32, bool, error) {
+	if text == "" {
+		return []int32{0, 2}, false, nil
+	}
+	return []int32{0, 999_999, 2}, false, nil
+}
+
+func TestEmbedIDOutOfVocabulary(t *testing.T) {
+	e := openTiny(t, "tiny", Options{Tokenizer: badIDTokenizer{}})
+	if _, err := e.Embed(context.Background(), []string{"x"}); err == nil {
+		t.Fatal("an id outside the vocabulary was accepted")
+	} else {
+		t.Log(err)
+	}
+	if _, err := e.Embed(context.Background(), []string{""}); err != nil {
+		t.Fatalf("the embedder is unusable after a failed run: %v", err)
+	}
+}

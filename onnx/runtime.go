@@ -79,7 +79,6 @@ func RuntimeLibraryPath(explicit string) (string, error) {
 var runtimeState struct {
 	sync.Mutex
 	path string // library the environment was created from; "" if not by us
-	err  error  // sticky failure of the first initialization for path
 }
 
 // initRuntime makes sure the environment exists, created from lib.
@@ -96,7 +95,8 @@ func initRuntime(lib string) error {
 		return nil
 	}
 	ort.SetSharedLibraryPath(lib)
-	if err := ort.InitializeEnvironment(ort.WithLogLevelError()); err != nil {
+	// ORT's own log only repeats on stderr the errors callers get returned.
+	if err := ort.InitializeEnvironment(ort.WithLogLevelFatal()); err != nil {
 		return fmt.Errorf("onnx: loading ONNX Runtime from %s: %w", lib, err)
 	}
 	runtimeState.path = lib
