@@ -72,7 +72,9 @@
 //     its per-session postings); filters on last access or access count (kept by the engine
 //     outside metadata) select a superset there and are completed here by Filter.Match, with
 //     the search fetching more candidates until k pass. Every hit is checked with Match anyway.
-//     It also implements Maintainer, behind Store.Flush, Compact, Check, Backup and Stats.
+//     It also implements Maintainer, behind Store.Flush, Compact, Check, Backup and Stats, and
+//     CandidateSearcher: Recall's over-fetched candidates come without their texts (the engine
+//     keeps texts zstd-compressed in blocks), and only the K results read theirs.
 //   - NewMemBackend: everything in process memory, exact search, BM25 through package keyword;
 //     for tests and ephemeral stores. The test suite runs against both.
 //
