@@ -14,11 +14,11 @@
 // An LSN is (segment number << 32 | byte offset of the record in the
 // segment): it grows with every record, zero is before all records, and
 // Replay(lsn+1, ...) replays everything after the record at lsn. A checkpoint
-// stores the LSN of the last record it covers. LSNs are never reused: Open
-// continues in a new segment when the newest one holds records (or lost a
-// torn tail), and Repair empties rather than deletes the segments after
-// the damage and adds a new one, so a record appended later always has a
-// larger LSN than any checkpoint taken before. Replay from past the end of
+// stores the LSN of the last record it covers. LSNs are never reused: the
+// first append after Open starts a new segment when the newest one holds
+// records (or lost a torn tail), and Repair empties rather than deletes the
+// segments after the damage and adds a new one, so a record appended later
+// always has a larger LSN than any checkpoint taken before. Replay from past the end of
 // the log is ErrPastEnd: the checkpoint is ahead of the log.
 //
 // # Files
@@ -79,8 +79,10 @@
 //   - TruncateBefore must not run concurrently with a Replay that reads the
 //     segments it deletes.
 //   - Open reads the whole log; keep it short by truncating after
-//     checkpoints. Each Open of a non-empty log starts a segment, so
+//     checkpoints. Each session that appends starts a segment, so
 //     TruncateBefore also sweeps the small segments of short sessions.
+//   - Open writes only to cut a torn tail; a full disk fails the first
+//     Append instead (and poisons the log).
 //   - One Log per directory: nothing here locks it (the engine's LOCK file
 //     does).
 //   - In UnsafeNoSync mode a power loss can tear an older segment too; Open

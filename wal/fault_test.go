@@ -259,3 +259,35 @@ func TestIntervalSyncsInBackground(t *testing.T) {
 	defer l2.Close()
 	checkRecs(t, replayAll(t, l2, 0), want)
 }
+
+// TestOpenDoesNotWrite: opening an intact log writes nothing, so a full
+// disk still lets a session open and replay; the first append then fails.
+func TestOpenDoesNotWrite(t *testing.T) {
+	mem := vfs.NewMem()
+	opts := Options{FS: mem, SegmentSize: MinSegmentSize}
+	l := mustOpen(t, "/wal", opts)
+	want := appendAll(t, l, nil, payload(1, 100), payload(2, 300))
+	l.Close()
+	names, _ := mem.ReadDir("/wal")
+	seg, _ := mem.Bytes("/wal/00000001")
+	mem.InjectError(vfs.OpOpen, "/wal/00000002", 0, syscall.ENOSPC)
+	l = mustOpen(t, "/wal", opts)
+	checkRecs(t, replayAll(t, l, 0), want)
+	if after, _ := mem.ReadDir("/wal"); len(after) != len(names) {
+		t.Fatalf("Open created files: %v -> %v", names, after)
+	}
+	if after, _ := mem.Bytes("/wal/00000001"); !bytes.Equal(after, seg) {
+		t.Fatal("Open changed an intact segment")
+	}
+	if _, err := l.Append([]byte("no room")); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("append on a full disk: %v", err)
+	}
+	l.Close()
+	l = mustOpen(t, "/wal", opts)
+	defer l.Close()
+	checkRecs(t, replayAll(t, l, 0), want)
+	more := appendAll(t, l, want, []byte("room again"))
+	if more[2].lsn.Segment() != 2 {
+		t.Fatalf("the first append after reopen went to %v, want a new segment", more[2].lsn)
+	}
+}

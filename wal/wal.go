@@ -118,13 +118,14 @@ type Log struct {
 	cond *sync.Cond // broadcast when a flush ends
 
 	// Encoding state: where the next record goes.
-	first   uint32 // oldest segment kept
-	seg     uint32 // segment the next record goes to
-	segOff  int64  // offset in seg of the next record
-	last    LSN    // last record appended
-	pending []chunk
-	pendN   int      // records in pending
-	free    [][]byte // recycled chunk buffers
+	first    uint32 // oldest segment kept
+	seg      uint32 // segment the next record goes to
+	segOff   int64  // offset in seg of the next record
+	rollNext bool   // the next record starts a new segment
+	last     LSN    // last record appended
+	pending  []chunk
+	pendN    int      // records in pending
+	free     [][]byte // recycled chunk buffers
 
 	// Flush state.
 	flushing   bool   // a goroutine is writing pending chunks, without mu
@@ -252,11 +253,12 @@ func createSegment(fs FS, dir string, seg uint32) (File, error) {
 	return f, nil
 }
 
-// recover verifies segs, cuts a torn tail off the newest, and opens the
-// segment to append to. That is a new segment unless the newest holds no
-// records and lost nothing: so every LSN handed out from now on is larger
-// than any handed out before, including LSNs of records a cut or a Repair
-// removed, which a checkpoint may name.
+// recover verifies segs, cuts a torn tail off the newest, and opens it. The
+// first append then starts a new segment unless the newest holds no records
+// and lost nothing: so every LSN handed out from now on is larger than any
+// handed out before, including LSNs of records a cut or a Repair removed,
+// which a checkpoint may name. (Deferring the new segment to the first
+// append lets a read-only session, or one on a full disk, open and replay.)
 func (l *Log) recover(segs []uint32) error {
 	var end int64
 	for i, seg := range segs {
@@ -280,24 +282,8 @@ func (l *Log) recover(segs []uint32) error {
 		_ = f.Close()
 		return err
 	}
-	l.first = segs[0]
-	if end <= segHeaderSize && !cut {
-		l.f, l.seg, l.segOff = f, seg, segHeaderSize
-		return nil
-	}
-	// The old segment must be durable before a newer one exists (a previous
-	// UnsafeNoSync run may have left it in the page cache).
-	err = f.Sync()
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("wal: %w", err)
-	}
-	if l.f, err = createSegment(l.opts.FS, l.dir, seg+1); err != nil {
-		return err
-	}
-	l.seg, l.segOff = seg+1, segHeaderSize
+	l.f, l.first, l.seg, l.segOff = f, segs[0], seg, max(end, segHeaderSize)
+	l.rollNext = cut || end > segHeaderSize
 	return nil
 }
 
@@ -429,10 +415,11 @@ func (l *Log) encodeLocked(stored []byte, compressed bool) (LSN, error) {
 	if recordEnd(segHeaderSize, n) > l.opts.SegmentSize {
 		return 0, fmt.Errorf("%w: %d stored bytes do not fit a %d-byte segment", ErrRecordTooLarge, n, l.opts.SegmentSize)
 	}
-	if recordEnd(l.segOff, n) > l.opts.SegmentSize {
+	if l.rollNext || recordEnd(l.segOff, n) > l.opts.SegmentSize {
 		if l.seg >= maxSegment {
 			return 0, fmt.Errorf("wal: segment numbers exhausted")
 		}
+		l.rollNext = false
 		l.seg++
 		l.segOff = segHeaderSize
 		l.pending = append(l.pending, chunk{seg: l.seg, create: true, data: append(l.buf(), segmentHeader(l.seg)...)})
