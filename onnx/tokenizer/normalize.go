@@ -31,6 +31,9 @@ type replaceNormalizer struct {
 
 func (r *replaceNormalizer) normalize(s string) string {
 	if r.re != nil {
+		if !r.re.MatchString(s) { // ReplaceAll copies even when nothing matches
+			return s
+		}
 		return r.re.ReplaceAllLiteralString(s, r.content)
 	}
 	if r.literal == "" { // HF: an empty pattern matches nothing

@@ -50,13 +50,27 @@ type metaspace struct {
 func (m *metaspace) preTokenize(dst, in []piece) []piece {
 	for _, p := range in {
 		s := p.text
-		if strings.IndexByte(s, ' ') >= 0 {
-			s = strings.ReplaceAll(s, " ", m.repl)
-		}
-		// HF prepends to non-empty text only (NormalizedString::prepend).
-		if s != "" && !strings.HasPrefix(s, m.repl) &&
-			(m.scheme == prependAlways || (m.scheme == prependFirst && p.first)) {
-			s = m.repl + s
+		// HF prepends to non-empty text only (NormalizedString::prepend),
+		// after replacing spaces.
+		prepend := s != "" && s[0] != ' ' && !strings.HasPrefix(s, m.repl) &&
+			(m.scheme == prependAlways || (m.scheme == prependFirst && p.first))
+		if prepend || strings.IndexByte(s, ' ') >= 0 {
+			var b strings.Builder
+			b.Grow(len(s) + len(m.repl)*(strings.Count(s, " ")+1))
+			if prepend {
+				b.WriteString(m.repl)
+			}
+			for {
+				i := strings.IndexByte(s, ' ')
+				if i < 0 {
+					break
+				}
+				b.WriteString(s[:i])
+				b.WriteString(m.repl)
+				s = s[i+1:]
+			}
+			b.WriteString(s)
+			s = b.String()
 		}
 		if !m.split {
 			if s != "" {
