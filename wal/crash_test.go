@@ -30,9 +30,9 @@ const (
 // crashPayload builds a self-checking payload: 8 bytes of FNV-64a of the
 // rest, so a half-written record is recognizable on replay.
 func crashPayload(r *rand.Rand) []byte {
-	n := 8 + r.IntN(3000)
+	n := 12 + r.IntN(3000) // hash + at least 4 bytes of seed
 	if r.IntN(10) == 0 {
-		n = 8 + r.IntN(100000) // spans pages
+		n = 12 + r.IntN(100000) // spans pages
 	}
 	p := make([]byte, n)
 	if r.IntN(2) == 0 {
