@@ -2,6 +2,7 @@ package hnsw
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"runtime"
 	"slices"
@@ -43,14 +44,22 @@ func synthSet(b *testing.B) *dataset {
 	}
 	ds := &dataset{name: "synth1024", metric: quant.Cosine, base: synthetic(n, 1024, 21), queries: synthetic(200, 1024, 22)}
 	// Ground truth by brute force, in parallel over queries.
+	// The rows are normalized already, so the distance is 1 - dot.
 	ds.gt = make([][]uint32, len(ds.queries))
 	var wg sync.WaitGroup
 	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
 		wg.Add(1)
 		go func(w int) {
 			defer wg.Done()
+			keys := make([]uint64, len(ds.base))
 			for i := w; i < len(ds.queries); i += runtime.GOMAXPROCS(0) {
-				ds.gt[i] = bruteForce(ds.metric, ds.base, ds.queries[i], 10, nil)
+				for id, r := range ds.base {
+					keys[id] = floatKey(1-quant.DotFloat32(ds.queries[i], r), uint32(id))
+				}
+				slices.Sort(keys)
+				for _, k := range keys[:10] {
+					ds.gt[i] = append(ds.gt[i], keyID(k))
+				}
 			}
 		}(w)
 	}
@@ -167,3 +176,68 @@ func BenchmarkBuild(b *testing.B) {
 		}
 	}
 }
+
+// searchMode runs a search forcing the scan (scan) or the graph walk.
+func searchMode(ix *Index, q []float32, k, ef int, f *Bitset, scan bool) ([]Result, error) {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	p, err := makePlan(&ix.g, q, k, SearchOptions{Ef: ef, Filter: f}, ix.Live(), ix.deleted.Load() > 0)
+	if err != nil {
+		return nil, err
+	}
+	p.exact = scan
+	ep, top := unpackEP(ix.ep.Load())
+	return p.run(&ix.g, &ix.pool, ix.Len(), ep, top, true), nil
+}
+
+// BenchmarkFilter compares, per selectivity, the filtered graph walk with
+// the scan (both with a Bitset filter), against brute-force ground truth.
+// It is how ScanFactor was chosen.
+func BenchmarkFilter(b *testing.B) {
+	for _, name := range []string{"glove10k", "glove100k"} {
+		for _, sel := range filterSels {
+			b.Run(fmt.Sprintf("%s/sel=%g", name, sel), func(b *testing.B) {
+				bs := getBenchSet(b, name)
+				r := rand.New(rand.NewPCG(uint64(sel*1e6), 3))
+				set := NewBitset(bs.ix.Len())
+				for id := 0; id < bs.ix.Len(); id++ {
+					if r.Float64() < sel {
+						_ = set.Set(uint32(id))
+					}
+				}
+				qs := bs.ds.queries[:200]
+				truth := make([][]uint32, len(qs))
+				for i, q := range qs {
+					truth[i] = bruteForce(bs.ds.metric, bs.ds.base, q, 10, func(id int) bool { return set.Allow(uint32(id)) })
+				}
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+				for _, mode := range []struct {
+					name string
+					scan bool
+				}{{"graph", false}, {"scan", true}} {
+					var recall float64
+					cpu0 := threadCPU()
+					for i := 0; i < b.N; i++ {
+						for j, q := range qs {
+							res, err := searchMode(bs.ix, q, 10, 120, set, mode.scan)
+							if err != nil {
+								b.Fatal(err)
+							}
+							if i == 0 {
+								recall += recallAt(res, truth[j])
+							}
+						}
+					}
+					cpu := threadCPU() - cpu0
+					b.ReportMetric(recall/float64(len(qs)), mode.name+"_recall@10")
+					if cpu > 0 {
+						b.ReportMetric(float64(b.N*len(qs))/cpu.Seconds(), mode.name+"_cpuQPS")
+					}
+				}
+			})
+		}
+	}
+}
+
+var filterSels = []float64{0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5}

@@ -63,11 +63,12 @@
 // A Filter is applied during traversal: every node is still walked (so the
 // graph stays connected), but only allowed, non-deleted nodes enter the
 // result heap. When the filter reports how many ids it allows (Bitset does)
-// and that is at most ExactScanFraction of the nodes (or at most
-// ExactScanMin), Search scans the allowed ids exactly with float32 distances
-// instead: at low selectivity the graph walk would visit most of the graph
-// to find k allowed points, and the scan is both exact and cheaper. The
-// threshold was chosen by measurement (see bench/results/hnsw.md).
+// and that is at most ScanFactor·sqrt(live·ef), Search scans the allowed ids
+// instead: int8 distances in batches (quant.CodeDistances), the best
+// rescored as after a walk. At low selectivity a walk visits about
+// ef/selectivity nodes to fill its result heap, while the scan touches each
+// allowed node once; the threshold was chosen by measurement (see ScanFactor
+// and bench/results/hnsw.md).
 //
 // # Delete
 //

@@ -370,16 +370,28 @@ func (g *graph) heuristic(cands []uint64, max int, out []uint32) []uint32 {
 // search runs a query (already prepared: right length, normalized under
 // Cosine) from the entry point and returns the best k.
 func (g *graph) search(s *scratch, q []float32, k, ef int, ep uint32, top int, a *accept, rescore bool) []Result {
-	if cap(s.qcode) < g.dim {
-		s.qcode = make([]int8, g.dim)
-	}
-	qc := s.qcode[:g.dim]
-	g.quant.Encode(qc, q)
+	qc := s.encode(g, q)
 	cur, curD := ep, g.codeDist(qc, ep)
 	for l := top; l > 0; l-- {
 		cur, curD = g.greedy(qc, cur, curD, l)
 	}
 	g.searchLayer(s, qc, cur, curD, ef, 0, a)
+	return g.finish(s, q, k, rescore)
+}
+
+// encode returns q's code in the scratch buffer.
+func (s *scratch) encode(g *graph, q []float32) []int8 {
+	if cap(s.qcode) < g.dim {
+		s.qcode = make([]int8, g.dim)
+	}
+	qc := s.qcode[:g.dim]
+	g.quant.Encode(qc, q)
+	return qc
+}
+
+// finish turns the result heap into the best k results, rescoring the best
+// candidates with float distances when rescore is set.
+func (g *graph) finish(s *scratch, q []float32, k int, rescore bool) []Result {
 	keys := s.sortedResults()
 	if rescore {
 		// Code order is close to float order: rescoring the best
@@ -409,20 +421,45 @@ func (g *graph) search(s *scratch, q []float32, k, ef int, ep uint32, top int, a
 	return out
 }
 
-// exact scans every accepted node among the first n with float distances.
-func (g *graph) exact(s *scratch, q []float32, k, n int, a *accept) []Result {
+// scan computes the code distance of every accepted node among the first
+// n, in batches, keeps the best rescoreCount(k) and finishes like search.
+// It serves filters that allow too few nodes for a graph walk to find them.
+func (g *graph) scan(s *scratch, q []float32, k, n int, a *accept, rescore bool) []Result {
+	qc := s.encode(g, q)
 	s.res = s.res[:0]
+	keep := k
+	if rescore {
+		keep = rescoreCount(k)
+	}
+	const batchSize = 256
+	batch := s.batch[:0]
+	if cap(s.dists) < batchSize {
+		s.dists = make([]int32, batchSize)
+	}
+	flush := func() {
+		dists := s.dists[:len(batch)]
+		if quant.CodeDistances(g.metric, dists, qc, g.codes, batch) != nil {
+			for i, id := range batch { // unreachable: ids < n
+				dists[i] = g.codeDist(qc, id)
+			}
+		}
+		for i, id := range batch {
+			key := intKey(dists[i], id)
+			if len(s.res) < keep {
+				s.res.push(^key)
+			} else if key < ^s.res[0] {
+				s.res.pop()
+				s.res.push(^key)
+			}
+		}
+		batch = batch[:0]
+	}
 	consider := func(id uint32) {
-		f := g.flag(id)
-		if f&flagPresent == 0 || f&flagDeleted != 0 {
+		if f := g.flag(id); f&flagPresent == 0 || f&flagDeleted != 0 {
 			return
 		}
-		key := floatKey(quant.FloatDistance(g.metric, q, g.vector(id)), id)
-		if len(s.res) < k {
-			s.res.push(^key)
-		} else if key < ^s.res[0] {
-			s.res.pop()
-			s.res.push(^key)
+		if batch = append(batch, id); len(batch) == batchSize {
+			flush()
 		}
 	}
 	if a.bits != nil {
@@ -443,12 +480,9 @@ func (g *graph) exact(s *scratch, q []float32, k, n int, a *accept) []Result {
 			}
 		}
 	}
-	keys := s.sortedResults()
-	out := make([]Result, len(keys))
-	for i, key := range keys {
-		out[i] = Result{ID: keyID(key), Distance: keyFloat(key)}
-	}
-	return out
+	flush()
+	s.batch = batch
+	return g.finish(s, q, k, rescore)
 }
 
 // rescoreCount is how many of the best code candidates are rescored.
