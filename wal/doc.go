@@ -43,10 +43,11 @@
 // then wakes everyone whose record it covered. Appenders arriving meanwhile
 // queue into the next buffer, so N concurrent writers share one fdatasync
 // (group commit) while a lone writer pays exactly one per append. Interval(d)
-// hands records to the OS at once and syncs every d; UnsafeNoSync never syncs
-// before Close. A new segment is created only after the previous one is
-// synced, and the directory is synced after creating or deleting segments,
-// so only the newest segment can have a torn tail.
+// hands records to the OS at once and syncs every d; UnsafeNoSync syncs only
+// in Sync, Close and when a segment fills up. In every mode a new segment is
+// created only after the previous one is synced, and the directory is
+// synced after creating or deleting segments, so only the newest segment
+// can have a torn tail.
 //
 // After a failed write or sync the log is poisoned (ErrPoisoned): the
 // kernel may already have dropped the dirty pages and marked them clean
@@ -85,8 +86,6 @@
 //     Append instead (and poisons the log).
 //   - One Log per directory: nothing here locks it (the engine's LOCK file
 //     does).
-//   - In UnsafeNoSync mode a power loss can tear an older segment too; Open
-//     then reports a *CorruptionError and Repair is needed.
 //   - A power loss may persist the sectors of an unsynced write out of order.
 //     If a later sector of a never-acknowledged write survives while an
 //     earlier one is lost, the damage looks like corruption rather than a

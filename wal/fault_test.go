@@ -220,7 +220,10 @@ func TestIntervalAndNoSyncDurability(t *testing.T) {
 			mem := vfs.NewMem()
 			opts := Options{FS: mem, SegmentSize: MinSegmentSize, Sync: mode}
 			l := mustOpen(t, "/wal", opts)
-			want := appendAll(t, l, nil, payload(1, 100), payload(2, 40000), payload(3, 30000))
+			want := appendAll(t, l, nil, payload(1, 100), payload(3, 40000), payload(5, 30000)) // odd: random, so the third starts segment 2
+			if want[2].lsn.Segment() != 2 {
+				t.Fatalf("layout: third record at %v, want segment 2", want[2].lsn)
+			}
 			if s := l.Stats(); s.Syncs != 0 {
 				t.Fatalf("%v synced in Append: %+v", mode, s)
 			}

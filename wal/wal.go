@@ -40,9 +40,10 @@ var (
 	// from concurrent goroutines share one fdatasync (group commit). It is
 	// the zero SyncMode, so the default.
 	Always = SyncMode{}
-	// UnsafeNoSync never syncs except in Sync and Close: records survive a
-	// process crash (they are written to the OS at once) but not a power
-	// loss or kernel crash. For tests and bulk loads only.
+	// UnsafeNoSync syncs only in Sync, in Close and when a segment fills
+	// up: records survive a process crash (they are written to the OS at
+	// once) but not a power loss or kernel crash. For tests and bulk loads
+	// only.
 	UnsafeNoSync = SyncMode{kind: syncNever}
 )
 
@@ -555,7 +556,7 @@ func (l *Log) write(chunks []chunk, sync bool) error {
 			return err
 		}
 	}
-	if created && l.opts.Sync.kind != syncNever {
+	if created {
 		if err := l.opts.FS.SyncDir(l.dir); err != nil {
 			return err
 		}
@@ -566,16 +567,16 @@ func (l *Log) write(chunks []chunk, sync bool) error {
 	return nil
 }
 
-// rollTo closes the current segment (synced, unless syncing is off) and
-// creates segment seg.
+// rollTo syncs and closes the current segment and creates segment seg. It
+// syncs in every mode, UnsafeNoSync included (once per segment, so cheap):
+// an older segment is then always whole, and Sync and Close, which sync
+// only the current file, cover everything.
 func (l *Log) rollTo(seg uint32) error {
 	if l.f != nil {
-		if l.opts.Sync.kind != syncNever {
-			if err := l.f.Sync(); err != nil {
-				return err
-			}
+		err := l.f.Sync()
+		if cerr := l.f.Close(); err == nil {
+			err = cerr
 		}
-		err := l.f.Close()
 		l.f = nil
 		if err != nil {
 			return err
