@@ -29,7 +29,9 @@ type Config struct {
 	// TrainSize is how many vectors the self-trained quantizer is fitted
 	// on. Default 1024. Ignored when Quantizer is set.
 	TrainSize int
-	// Capacity pre-sizes the arrays for this many vectors (a hint).
+	// Capacity pre-sizes the arrays for this many vectors. It is a hint:
+	// the index grows past it, and values above 1<<22 are treated as 1<<22
+	// so a typo cannot allocate the machine's memory up front.
 	Capacity int
 }
 
@@ -84,6 +86,7 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Capacity < 0 {
 		return c, fmt.Errorf("%w: Capacity %d", ErrBadArgument, c.Capacity)
 	}
+	c.Capacity = min(c.Capacity, 1<<22)
 	if q := c.Quantizer; q != nil {
 		if q.Dim != c.Dim || q.Metric != c.Metric || !(q.Scale > 0) || math.IsInf(float64(q.Scale), 0) {
 			return c, fmt.Errorf("%w: quantizer (dim %d, %v, scale %v) does not fit dim %d, %v",

@@ -122,27 +122,43 @@ func loadDataset(t testing.TB, name string) *dataset {
 	return ds
 }
 
-// synthetic returns n clustered, L2-normalized vectors of dimension dim.
+// synthetic returns n L2-normalized vectors of dimension dim with low
+// intrinsic dimension: a Gaussian mixture in a 16-d latent space mapped
+// through a fixed random dim×16 matrix, plus a little isotropic noise.
 func synthetic(n, dim int, seed uint64) [][]float32 {
-	r := rand.New(rand.NewPCG(seed, 1))
-	centers := make([][]float32, 32)
+	const latent = 16
+	mr := rand.New(rand.NewPCG(99, uint64(dim))) // the map depends on dim only
+	proj := make([]float32, dim*latent)
+	for i := range proj {
+		proj[i] = float32(mr.NormFloat64())
+	}
+	centers := make([][latent]float64, 32)
 	for i := range centers {
-		centers[i] = make([]float32, dim)
 		for j := range centers[i] {
-			centers[i][j] = float32(r.NormFloat64())
+			centers[i][j] = 2 * mr.NormFloat64()
 		}
 	}
+	r := rand.New(rand.NewPCG(seed, 1))
 	out := make([][]float32, n)
 	for i := range out {
-		c := centers[r.IntN(len(centers))]
+		c := &centers[r.IntN(len(centers))]
+		var z [latent]float64
+		for j := range z {
+			z[j] = c[j] + r.NormFloat64()
+		}
 		v := make([]float32, dim)
 		var norm float64
-		for j := range v {
-			v[j] = c[j] + 0.6*float32(r.NormFloat64())
-			norm += float64(v[j]) * float64(v[j])
+		for d := range v {
+			var x float64
+			for j := range z {
+				x += float64(proj[d*latent+j]) * z[j]
+			}
+			x += 0.3 * r.NormFloat64()
+			v[d] = float32(x)
+			norm += x * x
 		}
-		for j := range v {
-			v[j] /= float32(math.Sqrt(norm))
+		for d := range v {
+			v[d] = float32(float64(v[d]) / math.Sqrt(norm))
 		}
 		out[i] = v
 	}
