@@ -747,9 +747,8 @@ func (l *Log) Close() error {
 		err = errors.Join(err, l.f.Close())
 		l.f = nil
 	}
-	if l.enc != nil {
-		_ = l.enc.Close()
-	}
+	// l.enc is left open: an Append racing with Close may still be
+	// compressing with it, and EncodeAll holds no resources to release.
 	l.cond.Broadcast()
 	return err
 }

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"testing"
 
@@ -401,5 +402,59 @@ func TestRecordEndMatchesEncoding(t *testing.T) {
 				t.Fatalf("off %d n %d: encoded %d bytes, end %d, recordEnd %d", off, n, len(b), end, recordEnd(off, int64(n)))
 			}
 		}
+	}
+}
+
+// TestCloseRacesAppend: Close while appenders are running must not race
+// (run under -race) or lose an acknowledged record.
+func TestCloseRacesAppend(t *testing.T) {
+	mem := vfs.NewMem()
+	l := mustOpen(t, "/wal", Options{FS: mem})
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	acked := map[LSN][]byte{}
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				p := payload(w*1000+i, 2000) // compressible for even i
+				lsn, err := l.Append(p)
+				if errors.Is(err, ErrClosed) {
+					return
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				acked[lsn] = p
+				mu.Unlock()
+			}
+		}()
+	}
+	for {
+		mu.Lock()
+		n := len(acked)
+		mu.Unlock()
+		if n >= 50 {
+			break
+		}
+		runtime.Gosched()
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	l = mustOpen(t, "/wal", Options{FS: mem.Crash()})
+	defer l.Close()
+	found := 0
+	for _, r := range replayAll(t, l, 0) {
+		if p, ok := acked[r.lsn]; ok && bytes.Equal(p, r.data) {
+			found++
+		}
+	}
+	if found != len(acked) {
+		t.Fatalf("%d of %d acknowledged records after Close and a crash", found, len(acked))
 	}
 }
