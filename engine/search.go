@@ -170,9 +170,12 @@ func (c *Collection) partFilter(part int, f *Filter) (hnsw.Filter, error) {
 	if useNS {
 		nodes, err := s.namespace(c.db.opts.NamespaceField, ns)
 		if err == nil {
+			// The postings already decide a filter that is just the
+			// namespace equality: no metadata lookups then.
+			only := f.op == opEq
 			bs := hnsw.NewBitset(s.n)
 			for _, node := range nodes {
-				if !s.isDeleted(node) && f.match(s.getter(node)) {
+				if !s.isDeleted(node) && (only || f.match(s.getter(node))) {
 					_ = bs.Set(node)
 				}
 			}
