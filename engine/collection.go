@@ -353,6 +353,9 @@ func (c *Collection) Count(f *Filter) (int, error) {
 // false. fn runs under the collection's read lock: it must not write to
 // this collection (collect IDs and write after Scan returns).
 func (c *Collection) Scan(f *Filter, withVectors bool, fn func(Record) bool) error {
+	if fn == nil {
+		return fmt.Errorf("%w: nil Scan callback", ErrInvalid)
+	}
 	if err := f.Validate(); err != nil {
 		return err
 	}

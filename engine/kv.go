@@ -77,6 +77,9 @@ func (kv *KV) Delete(key string) error {
 // Scan calls fn for every key with the prefix, in key order, with a copy
 // of the value, until fn returns false. fn may call Put and Delete.
 func (kv *KV) Scan(prefix string, fn func(key string, value []byte) bool) error {
+	if fn == nil {
+		return fmt.Errorf("%w: nil Scan callback", ErrInvalid)
+	}
 	d := kv.db
 	d.mu.RLock()
 	var keys []string

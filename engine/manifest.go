@@ -1,12 +1,10 @@
 package engine
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"math"
 	"os"
-	"slices"
 	"sort"
 
 	"github.com/engramdb/engram/quant"
@@ -211,23 +209,4 @@ func readManifest(dir string) (*manifest, error) {
 		return nil, &CorruptionError{File: path, Err: err}
 	}
 	return m, nil
-}
-
-func (m *manifest) clone() *manifest {
-	c := &manifest{nextFile: m.nextFile, checkpoint: m.checkpoint, kv: make(map[string][]byte, len(m.kv))}
-	for k, v := range m.kv {
-		c.kv[k] = bytes.Clone(v)
-	}
-	for _, mc := range m.colls {
-		nc := manifestColl{cfg: mc.cfg, overrides: make(map[string]access, len(mc.overrides))}
-		for k, v := range mc.overrides {
-			nc.overrides[k] = v
-		}
-		for _, s := range mc.segs {
-			s.deleted = slices.Clone(s.deleted)
-			nc.segs = append(nc.segs, s)
-		}
-		c.colls = append(c.colls, nc)
-	}
-	return c
 }

@@ -3,7 +3,6 @@ package engine
 import (
 	"bytes"
 	"fmt"
-	"time"
 
 	"github.com/engramdb/engram/quant"
 )
@@ -201,5 +200,3 @@ func (d *DB) apply(o *walOp) error {
 	}
 	return nil
 }
-
-func nowNano() int64 { return time.Now().UnixNano() }
