@@ -104,7 +104,12 @@ func BenchmarkRecall(b *testing.B) {
 	rng := rand.New(rand.NewPCG(7, 7))
 	texts, queries, corpus := benchTexts(b, rng, n)
 	clk := memorytest.NewClock()
-	s, err := memory.Open(filepath.Join(b.TempDir(), "store"), memory.OpenOptions{
+	// ENGRAM_BENCH_STORE keeps the built store between runs (it is rebuilt when its size differs).
+	dir := os.Getenv("ENGRAM_BENCH_STORE")
+	if dir == "" {
+		dir = filepath.Join(b.TempDir(), "store")
+	}
+	s, err := memory.Open(dir, memory.OpenOptions{
 		Options: memory.Options{Embedder: emb, Clock: clk.Now, DedupThreshold: -1, MaxTextBytes: engine.MaxTextLen},
 		Engine:  engine.Options{UnsafeNoSync: true, CompactInterval: -1},
 	})
@@ -114,7 +119,17 @@ func BenchmarkRecall(b *testing.B) {
 	defer s.Close()
 	start := time.Now()
 	const batch = 1000
-	for i := 0; i < n; i += batch {
+	have, err := s.Count(ctx, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if have != n {
+		if _, err := s.ForgetWhere(ctx, memory.Exists(memory.FieldCreated)); err != nil {
+			b.Fatal(err)
+		}
+		have = 0
+	}
+	for i := have; i < n; i += batch {
 		ms := make([]memory.Memory, min(batch, n-i))
 		for j := range ms {
 			t := clk.Now().Add(-time.Duration(rng.IntN(365*24)) * time.Hour)
@@ -125,8 +140,16 @@ func BenchmarkRecall(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	// Steady state: everything flushed and compacted (background compaction is off here so it
+	// cannot run during the measurement).
 	if err := s.Flush(ctx); err != nil {
 		b.Fatal(err)
+	}
+	if err := s.Compact(ctx); err != nil {
+		b.Fatal(err)
+	}
+	if st, err := s.Stats(ctx); err == nil {
+		b.Logf("%d segments, %d MiB on disk", st.Backend.Segments, st.Backend.DiskBytes>>20)
 	}
 	b.Logf("built %d memories (%s texts) in %v", n, corpus, time.Since(start).Round(time.Second))
 	qvecs, err := emb.Embed(ctx, queries)
