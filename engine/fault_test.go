@@ -437,3 +437,41 @@ func TestOpenRefuses(t *testing.T) {
 		t.Fatalf("damaged manifest: %v", err)
 	}
 }
+
+func TestENOSPCCompact(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "s")
+	ffs := &faultFS{FS: vfs.OS, match: ".seg"}
+	opts := testOpts()
+	opts.FS = ffs
+	db := openT(t, dir, opts)
+	defer db.Close()
+	c, _ := db.CreateCollection(CollectionConfig{Name: "a", Dim: 4, Metric: quant.L2})
+	r := rand.New(rand.NewPCG(7, 7))
+	recs := mkRecords(r, 4, 0, 60)
+	c.Upsert(ctx, recs[:30])
+	db.Flush()
+	c.Upsert(ctx, recs[30:])
+	db.Flush()
+	c.Delete("r00001", "r00040")
+	ffs.armed.Store(true)
+	if err := db.Compact(); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("Compact under ENOSPC = %v", err)
+	}
+	ffs.armed.Store(false)
+	if st := db.Stats().Collections[0]; st.Segments != 2 || st.Records != 58 {
+		t.Fatalf("after a failed compaction: %+v", st)
+	}
+	if err := db.Check(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	if st := db.Stats().Collections[0]; st.Segments != 1 || st.Records != 58 || st.Deleted != 0 {
+		t.Fatalf("after compaction: %+v", st)
+	}
+	names, _ := os.ReadDir(filepath.Join(dir, "seg"))
+	if len(names) != 1 {
+		t.Fatalf("seg/ holds %d files after compaction, want 1", len(names))
+	}
+}
