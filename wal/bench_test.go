@@ -309,7 +309,7 @@ func BenchmarkCompression(b *testing.B) {
 		recs := records[kind]
 		var raw, stored, compressedN int64
 		for _, r := range recs {
-			s, c := l.compress(r)
+			s, c := l.compress(r, new([]byte))
 			raw += int64(len(r))
 			stored += int64(len(s))
 			if c {
@@ -318,8 +318,9 @@ func BenchmarkCompression(b *testing.B) {
 		}
 		b.Run("encode/"+kind, func(b *testing.B) {
 			b.SetBytes(raw / int64(len(recs)))
+			var scratch []byte
 			for i := 0; i < b.N; i++ {
-				l.compress(recs[i%len(recs)])
+				l.compress(recs[i%len(recs)], &scratch)
 			}
 			b.ReportMetric(float64(stored)/float64(raw), "stored/raw")
 			b.ReportMetric(float64(compressedN)/float64(len(recs)), "compressed-fraction")
@@ -327,7 +328,7 @@ func BenchmarkCompression(b *testing.B) {
 		b.Run("decode/"+kind, func(b *testing.B) {
 			var enc [][]byte
 			for _, r := range recs {
-				if s, c := l.compress(r); c {
+				if s, c := l.compress(r, new([]byte)); c {
 					enc = append(enc, s)
 				}
 			}

@@ -365,13 +365,15 @@ func (l *Log) Append(payload []byte) (LSN, error) {
 	if len(payload) > MaxRecordSize {
 		return 0, fmt.Errorf("%w: %d bytes, limit %d", ErrRecordTooLarge, len(payload), MaxRecordSize)
 	}
-	stored, compressed := l.compress(payload)
+	scratch := compressBufs.Get().(*[]byte)
+	defer compressBufs.Put(scratch)
+	stored, compressed := l.compress(payload, scratch)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.usableLocked(); err != nil {
 		return 0, err
 	}
-	lsn, err := l.encodeLocked(stored, compressed)
+	lsn, err := l.encodeLocked(stored, compressed) // copies stored
 	if err != nil {
 		return 0, err
 	}
@@ -391,16 +393,27 @@ func (l *Log) Append(payload []byte) (LSN, error) {
 }
 
 // compress returns the bytes to store for p and whether they are zstd.
-func (l *Log) compress(p []byte) ([]byte, bool) {
+// The frame goes into *scratch, which keeps the grown buffer.
+func (l *Log) compress(p []byte, scratch *[]byte) ([]byte, bool) {
 	if l.enc == nil || len(p) < 32 { // too small to gain over the frame header
 		return p, false
 	}
-	c := l.enc.EncodeAll(p, make([]byte, 0, len(p)))
+	c := l.enc.EncodeAll(p, (*scratch)[:0])
+	if cap(c) <= maxPooledBuf {
+		*scratch = c
+	}
 	if len(c) >= len(p) {
 		return p, false
 	}
 	return c, true
 }
+
+// compressBufs recycles compression output buffers between appends.
+var compressBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxPooledBuf bounds the buffers kept for reuse, so one huge record does
+// not pin its memory.
+const maxPooledBuf = 4 << 20
 
 func (l *Log) usableLocked() error {
 	if l.closed {
@@ -513,7 +526,7 @@ func (l *Log) flushLocked(sync bool) {
 	l.flushing = false
 	for _, c := range chunks {
 		l.stats.StoredBytes += int64(len(c.data))
-		if cap(c.data) <= 4<<20 {
+		if cap(c.data) <= maxPooledBuf {
 			l.free = append(l.free, c.data)
 		}
 	}
