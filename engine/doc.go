@@ -49,7 +49,8 @@
 //
 // Open = lock + manifest + mmap of each segment (trailer and section table
 // only) + WAL tail replay. Nothing is rebuilt and segment bodies are not
-// read, so open time does not grow with the data beyond the mapping.
+// read, so open time does not grow with the data beyond the mapping. Close
+// flushes, so a cleanly closed store replays nothing.
 //
 // # Search
 //
@@ -105,9 +106,11 @@
 //     refused until that collection is dropped or the file restored.
 //   - Deleted records' space is reclaimed by compaction only; the manifest
 //     grows with deletes and Touch'ed segment records until then.
-//   - Open time does not grow with the segments, but the WAL package
-//     scans its whole active segment at open (up to 64 MiB of records,
-//     including ones already flushed) until it can rotate at a checkpoint.
+//   - Open reads the WAL that is not yet flushed: WAL segments are 8 MiB
+//     and every segment fully covered by a checkpoint is deleted, so that
+//     is the unflushed tail (at most about Options.FlushBytes, and nothing
+//     after Close, which flushes) plus at most one segment.
+//   - A batch (one WAL record) is at most MaxBatchBytes encoded.
 //   - Check verifies checksums and the graph's structure (hnsw
 //     View.Verify), not that every node is reachable from the entry point.
 //   - Records returned by Get, Scan and Search are copies; vectors of a
