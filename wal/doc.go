@@ -11,6 +11,10 @@
 //	err = l.TruncateBefore(checkpointLSN)         // delete whole old segments
 //	err = l.Close()
 //
+// Also: Sync (make everything durable in any mode), LastLSN, Stats (appends,
+// writes, syncs and time spent syncing), Repair (cut off corruption), and
+// NewReader, which reads one segment's bytes (tools, fuzzing).
+//
 // An LSN is (segment number << 32 | byte offset of the record in the
 // segment): it grows with every record, zero is before all records, and
 // Replay(lsn+1, ...) replays everything after the record at lsn. A checkpoint
