@@ -6,6 +6,12 @@ cd "$(dirname "$0")/.."
 
 bash scripts/setup.sh
 
+# The scale-out tests run against real Weaviate servers, built once into the cache.
+if [ -z "${ENGRAM_WEAVIATE_BIN:-}" ]; then
+  ENGRAM_WEAVIATE_BIN=$(bash scripts/weaviate.sh)
+  export ENGRAM_WEAVIATE_BIN
+fi
+
 echo "== gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go'))
 if [ -n "$unformatted" ]; then

@@ -25,6 +25,9 @@ type Options struct {
 	ClassPrefix string
 	// Replication is the replication factor of new classes. Default 1.
 	Replication int
+	// Shards is how many shards a new collection is split into; 0 lets
+	// Weaviate choose (one per node).
+	Shards int
 	// WriteConsistency is the consistency level of writes: ONE, QUORUM or
 	// ALL. Default ALL (an acknowledged write is on every replica).
 	WriteConsistency string
@@ -167,16 +170,20 @@ func (b *Backend) ensureClass(ctx context.Context, class, description string, pr
 		return err
 	}
 	def := map[string]any{
-		"class":             class,
-		"description":       description,
-		"vectorizer":        "none",
-		"properties":        props,
-		"replicationConfig": map[string]any{"factor": b.opts.Replication},
+		"class":       class,
+		"description": description,
+		"vectorizer":  "none",
+		"properties":  props,
+		// Async replication lets a replica that was down catch up by itself.
+		"replicationConfig": map[string]any{"factor": b.opts.Replication, "asyncEnabled": b.opts.Replication > 1},
 		"invertedIndexConfig": map[string]any{
 			"bm25":           map[string]any{"k1": b.opts.BM25K1, "b": b.opts.BM25B},
 			"stopwords":      map[string]any{"preset": "none"},
 			"indexNullState": true,
 		},
+	}
+	if b.opts.Shards > 0 {
+		def["shardingConfig"] = map[string]any{"desiredCount": b.opts.Shards}
 	}
 	if dim > 0 {
 		def["vectorIndexConfig"] = map[string]any{"distance": "cosine"}
@@ -197,7 +204,10 @@ func (b *Backend) ensureClass(ctx context.Context, class, description string, pr
 func (b *Backend) Collection(ctx context.Context, name string) (memory.Collection, error) {
 	class := b.className(name)
 	var def struct {
-		Description string `json:"description"`
+		Description       string `json:"description"`
+		ReplicationConfig struct {
+			Factor int `json:"factor"`
+		} `json:"replicationConfig"`
 	}
 	err := b.c.do(ctx, http.MethodGet, "/v1/schema/"+class, nil, nil, &def)
 	if isStatus(err, http.StatusNotFound) {
@@ -210,7 +220,7 @@ func (b *Backend) Collection(ctx context.Context, name string) (memory.Collectio
 	if err := json.Unmarshal([]byte(def.Description), &spec); err != nil || spec.Name != name {
 		return nil, fmt.Errorf("weaviate: class %s does not describe engram collection %q", class, name)
 	}
-	return &collection{b: b, class: class, spec: spec}, nil
+	return &collection{b: b, class: class, spec: spec, replicated: def.ReplicationConfig.Factor > 1}, nil
 }
 
 // CreateCollection makes an empty collection for spec.
@@ -231,7 +241,7 @@ func (b *Backend) CreateCollection(ctx context.Context, spec memory.CollectionSp
 	if err := b.ensureClass(ctx, class, string(desc), memoryProperties, spec.Dim); err != nil {
 		return nil, err
 	}
-	return &collection{b: b, class: class, spec: spec}, nil
+	return b.Collection(ctx, spec.Name)
 }
 
 // DropCollection deletes a collection's class and its objects.

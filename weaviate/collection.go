@@ -31,6 +31,9 @@ type collection struct {
 	b     *Backend
 	class string
 	spec  memory.CollectionSpec
+	// replicated: the class has more than one replica. Weaviate's GraphQL
+	// takes a consistency level only on replicated classes.
+	replicated bool
 	// touchMu serializes Touch's read-modify-write within this process.
 	touchMu sync.Mutex
 }
@@ -126,8 +129,10 @@ type gqlHit struct {
 
 // get runs a Get query on the class with args and returns the hits.
 func (c *collection) get(ctx context.Context, args, additional string) ([]gqlHit, error) {
-	q := fmt.Sprintf("{ Get { %s(%s consistencyLevel: %s) { %s _additional { %s } } } }",
-		c.class, args, c.b.opts.ReadConsistency, fields, additional)
+	if c.replicated {
+		args += " consistencyLevel: " + c.b.opts.ReadConsistency
+	}
+	q := fmt.Sprintf("{ Get { %s(%s) { %s _additional { %s } } } }", c.class, args, fields, additional)
 	var data struct {
 		Get map[string][]gqlHit `json:"Get"`
 	}

@@ -147,7 +147,11 @@ func renderValue(b *strings.Builder, key string, v any) {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			b.WriteString(k)
+			if k == "valueTextArray" { // GraphQL takes the list under valueText
+				b.WriteString("valueText")
+			} else {
+				b.WriteString(k)
+			}
 			b.WriteString(": ")
 			renderValue(b, k, v[k])
 		}

@@ -20,7 +20,7 @@ func TestTranslate(t *testing.T) {
 		{"session", memory.Eq(memory.FieldSession, "alice"), `{operator: Equal, path: ["session"], valueText: "s:alice"}`, true},
 		{"empty session", memory.Eq(memory.FieldSession, ""), `{operator: Equal, path: ["session"], valueText: "s:"}`, true},
 		{"in", memory.In(memory.FieldSource, "a", "b"), `{operands: [{operator: Equal, path: ["source"], valueText: "s:a"}, {operator: Equal, path: ["source"], valueText: "s:b"}], operator: Or}`, true},
-		{"tag", memory.Eq(memory.FieldTag, `q"x`), `{operator: ContainsAny, path: ["tags"], valueTextArray: ["t:q\"x"]}`, true},
+		{"tag", memory.Eq(memory.FieldTag, `q"x`), `{operator: ContainsAny, path: ["tags"], valueText: ["t:q\"x"]}`, true},
 		{"not session", memory.Not(memory.Eq(memory.FieldSession, "x")), `{operator: NotEqual, path: ["session"], valueText: "s:x"}`, true},
 		{"range", memory.Range(memory.FieldImportance, 0.5, math.Inf(1)), `{operator: GreaterThanEqual, path: ["importance"], valueNumber: 0.5}`, true},
 		{"open range", memory.Range(memory.FieldAccessCount, math.Inf(-1), math.Inf(1)), ``, true},
