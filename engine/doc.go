@@ -111,8 +111,10 @@
 //     is the unflushed tail (at most about Options.FlushBytes, and nothing
 //     after Close, which flushes) plus at most one segment.
 //   - A batch (one WAL record) is at most MaxBatchBytes encoded.
-//   - Check verifies checksums and the graph's structure (hnsw
-//     View.Verify), not that every node is reachable from the entry point.
+//   - Check verifies checksums, the graph's structure (hnsw View.Verify)
+//     and, by sampling (128 nodes per segment searched with their own
+//     vectors), that the graph leads to its nodes; it does not walk every
+//     node's reachability.
 //   - Records returned by Get, Scan and Search are copies; vectors of a
 //     Cosine collection come back L2-normalized.
 //   - Limits: MaxIDLen, MaxTextLen, MaxMetaKeys, MaxMetaKeyLen,

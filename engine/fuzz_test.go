@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"errors"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -174,5 +175,45 @@ func TestSegmentReadBack(t *testing.T) {
 	nodes, err := s.namespace("session", "s2")
 	if err != nil || len(nodes) != 10 {
 		t.Fatalf("namespace s2 = %v, %v", nodes, err)
+	}
+}
+
+// TestCheckReachable shows the reachability probe failing on a graph that
+// does not return the records the id map says are live (here: graph
+// tombstones the engine does not know about).
+func TestCheckReachable(t *testing.T) {
+	cfg := CollectionConfig{Name: "c", Dim: 4, Metric: quant.L2, Fingerprint: "f"}
+	opts := Options{}.withDefaults()
+	m, _ := newMemtable(cfg, &opts)
+	r := rand.New(rand.NewPCG(3, 3))
+	for _, rec := range mkRecords(r, 4, 0, 40) {
+		if err := m.insert(rec, rec.Vector); err != nil {
+			t.Fatal(err)
+		}
+	}
+	open := func() *segment {
+		var buf bytes.Buffer
+		if _, err := streamSegment(&buf, buildSections(cfg, m, "session")); err != nil {
+			t.Fatal(err)
+		}
+		secs, entries, err := parseSegment(buf.Bytes())
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := &segment{sf: &segFile{path: "mem", data: mmap.MMap(buf.Bytes()), sections: secs, entries: entries}, cfg: cfg}
+		if err := s.init(uint32(len(m.recs)), true); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	if err := open().checkReachable(); err != nil {
+		t.Fatalf("healthy graph: %v", err)
+	}
+	for node := uint32(0); node < 30; node++ {
+		m.idx.Delete(node)
+	}
+	var ce *CorruptionError
+	if err := open().checkReachable(); !errors.As(err, &ce) {
+		t.Fatalf("graph hiding 30 of 40 live nodes passed the probe: %v", err)
 	}
 }

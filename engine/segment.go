@@ -586,6 +586,44 @@ func (s *segment) check() error {
 	if _, err := s.namespace("", ""); err != nil && !errors.Is(err, errNoNamespace) {
 		return err
 	}
+	return s.checkReachable()
+}
+
+// checkReachable probes that the graph leads to its nodes: a sample of
+// live nodes is searched for with their own vectors, and nearly all must
+// come back (a graph cut off from its entry point fails this; Verify only
+// checks that links are well formed).
+func (s *segment) checkReachable() error {
+	live := s.live()
+	if live == 0 {
+		return nil
+	}
+	const samples = 128
+	step := max(1, s.n/samples)
+	tried, found := 0, 0
+	var filt hnsw.Filter
+	if s.ndel > 0 {
+		filt = hnsw.FilterFunc(func(node uint32) bool { return !s.isDeleted(node) })
+	}
+	for node := uint32(0); node < uint32(s.n); node += uint32(step) {
+		if s.isDeleted(node) {
+			continue
+		}
+		tried++
+		res, err := s.view.Search(s.view.Vector(node), min(10, live), hnsw.SearchOptions{Ef: 64, Filter: filt})
+		if err != nil {
+			return &CorruptionError{File: s.sf.path, Err: fmt.Errorf("graph search: %v", err)}
+		}
+		for _, r := range res {
+			if r.ID == node {
+				found++
+				break
+			}
+		}
+	}
+	if float64(found) < 0.9*float64(tried) {
+		return &CorruptionError{File: s.sf.path, Err: fmt.Errorf("graph: only %d of %d sampled nodes are reachable by search", found, tried)}
+	}
 	return nil
 }
 
