@@ -113,7 +113,7 @@
 //   - A batch (one WAL record) is at most MaxBatchBytes encoded.
 //   - Check verifies checksums, the graph's structure (hnsw View.Verify)
 //     and, by sampling (128 nodes per segment searched with their own
-//     vectors), that the graph leads to its nodes; it does not walk every
+//     vectors), that the graph leads to at least half of them; it does not walk every
 //     node's reachability.
 //   - Records returned by Get, Scan and Search are copies; vectors of a
 //     Cosine collection come back L2-normalized.

@@ -217,3 +217,34 @@ func TestCheckReachable(t *testing.T) {
 		t.Fatalf("graph hiding 30 of 40 live nodes passed the probe: %v", err)
 	}
 }
+
+// TestCheckReachableDuplicates: many identical vectors, and Dot (where a
+// node need not be its own nearest neighbour), are not reported.
+func TestCheckReachableDuplicates(t *testing.T) {
+	for _, metric := range []quant.Metric{quant.Dot, quant.Cosine} {
+		cfg := CollectionConfig{Name: "c", Dim: 4, Metric: metric}
+		opts := Options{}.withDefaults()
+		m, _ := newMemtable(cfg, &opts)
+		r := rand.New(rand.NewPCG(4, 4))
+		for i, rec := range mkRecords(r, 4, 0, 200) {
+			if i%2 == 0 {
+				rec.Vector = []float32{1, 2, 3, 4}
+			}
+			if err := m.insert(rec, rec.Vector); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var buf bytes.Buffer
+		if _, err := streamSegment(&buf, buildSections(cfg, m, "session")); err != nil {
+			t.Fatal(err)
+		}
+		secs, entries, _ := parseSegment(buf.Bytes())
+		s := &segment{sf: &segFile{path: "mem", data: mmap.MMap(buf.Bytes()), sections: secs, entries: entries}, cfg: cfg}
+		if err := s.init(uint32(len(m.recs)), true); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.check(); err != nil {
+			t.Fatalf("%v: %v", metric, err)
+		}
+	}
+}
