@@ -32,7 +32,10 @@
 // only if it is closer to the new node than to every neighbour already
 // kept). The new node gets M links per level; a neighbour whose list
 // overflows (M on upper levels, 2M on level 0) is re-pruned with the same
-// heuristic. The beam search that gathers candidates walks int8 codes, like
+// heuristic. Candidates that tie with a kept neighbour (exact duplicates)
+// may take at most half a list, so a crowd of identical vectors cannot
+// crowd the distinct ones out of each other's lists. The beam search that
+// gathers candidates walks int8 codes, like
 // a query; the heuristic and the re-pruning compare float32 distances, which
 // gave a slightly better graph (recall@10 +0.0025 at ef=200 on GloVe-100)
 // for about 25% more build time.

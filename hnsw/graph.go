@@ -348,17 +348,29 @@ func (g *graph) heuristic(cands []uint64, max int, out []uint32) []uint32 {
 		}
 		return out
 	}
+	ties := 0
 	for _, c := range cands {
 		if len(out) >= max {
 			break
 		}
 		id, d := keyID(c), c>>32
-		good := true
+		good, tie := true, false
 		for _, r := range out {
-			if g.linkKey(id, r)>>32 < d {
+			pd := g.linkKey(id, r) >> 32
+			if pd < d {
 				good = false
 				break
 			}
+			tie = tie || pd == d
+		}
+		// A tie is what duplicates look like (continuous data never ties):
+		// cap them at half the list, or a crowd of identical vectors fills
+		// every list among them and cuts the distinct points off.
+		if good && tie {
+			if ties >= max/2 {
+				continue
+			}
+			ties++
 		}
 		if good {
 			out = append(out, id)

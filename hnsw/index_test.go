@@ -373,3 +373,70 @@ func TestNoRescoreAndDistances(t *testing.T) {
 		t.Fatalf("code distance %v far from %v", b[0].Distance, want)
 	}
 }
+
+// TestDuplicates: a crowd of identical vectors must not cut the distinct
+// ones off the graph, and must itself stay searchable.
+func TestDuplicates(t *testing.T) {
+	for _, m := range []quant.Metric{quant.Cosine, quant.Dot, quant.L2} {
+		ix, err := New(Config{Dim: 4, Metric: m, Seed: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := rand.New(rand.NewPCG(1, 2))
+		dup := []float32{1, 2, 3, 4}
+		var rows [][]float32
+		for i := 0; i < 200; i++ {
+			v := dup
+			if i%2 == 1 {
+				v = []float32{float32(r.NormFloat64()), float32(r.NormFloat64()), float32(r.NormFloat64()), float32(r.NormFloat64())}
+			}
+			if _, err := ix.Insert(v); err != nil {
+				t.Fatal(err)
+			}
+			rows = append(rows, v)
+		}
+		var sum float64
+		for id := 1; id < len(rows); id += 2 {
+			res, err := ix.Search(rows[id], 10, SearchOptions{Ef: 64})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Ties among the duplicates make their order arbitrary: count
+			// distinct ids only.
+			var want []uint32
+			for _, w := range bruteForce(m, rows, rows[id], 10, nil) {
+				if w%2 == 1 {
+					want = append(want, w)
+				}
+			}
+			var got []Result
+			for _, x := range res {
+				if x.ID%2 == 1 {
+					got = append(got, x)
+				}
+			}
+			sum += recallAt(got, want)
+		}
+		// Dot is not a metric (a vector is not its own nearest), which
+		// graph search serves less well in 4 dimensions.
+		bar := 0.95
+		if m == quant.Dot {
+			bar = 0.9
+		}
+		if rc := sum / float64(len(rows)/2); rc < bar {
+			t.Errorf("%v: recall@10 of the distinct vectors %.3f < %.2f", m, rc, bar)
+		}
+		res, err := ix.Search(dup, 10, SearchOptions{Ef: 64})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m != quant.Dot { // under Dot a longer vector can beat the duplicate
+			for _, x := range res {
+				if x.ID%2 != 0 {
+					t.Errorf("%v: search for the duplicate returned distinct id %d: %v", m, x.ID, res)
+					break
+				}
+			}
+		}
+	}
+}
