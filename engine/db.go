@@ -12,7 +12,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/engramdb/engram/hnsw"
 	"github.com/engramdb/engram/internal/vfs"
+	"github.com/engramdb/engram/quant"
 	"github.com/engramdb/engram/wal"
 )
 
@@ -112,6 +114,11 @@ func (d *DB) segPath(file uint64) string { return filepath.Join(d.segDir(), segN
 // held by another handle with ErrLocked; none of these write anything.
 func Open(dir string, opts Options) (*DB, error) {
 	opts = opts.withDefaults()
+	// Check the graph options now: a collection built with them later must
+	// never fail after its creation is in the WAL.
+	if _, err := hnsw.New(hnsw.Config{Dim: 1, Metric: quant.L2, M: opts.M, EfConstruction: opts.EfConstruction}); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
 	dir = filepath.Clean(dir)
 	fresh, err := inspectDir(dir)
 	if err != nil {

@@ -415,6 +415,14 @@ func TestOpenRefuses(t *testing.T) {
 	if _, err := Open(file, testOpts()); !errors.Is(err, ErrNotStore) {
 		t.Fatalf("file: %v", err)
 	}
+	// Invalid graph options are refused before anything is written.
+	odir := filepath.Join(t.TempDir(), "o")
+	if _, err := Open(odir, Options{M: 1}); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("M=1: %v", err)
+	}
+	if _, err := os.Stat(odir); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("Open with invalid options created %s", odir)
+	}
 	// A newer manifest version is refused without changes.
 	sdir := filepath.Join(t.TempDir(), "s")
 	openT(t, sdir, testOpts()).Close()
