@@ -82,8 +82,8 @@ type RecallOptions struct {
 	K      int
 	Mode   Mode
 	Fusion Fusion
-	// VectorWeight and KeywordWeight weigh the two lists in fusion; both 0 means equal weights.
-	// Negative weights are rejected.
+	// VectorWeight and KeywordWeight weigh the two lists in fusion; both 0 means the store's
+	// Options.VectorWeight and KeywordWeight. Negative weights are rejected.
 	VectorWeight, KeywordWeight float64
 	// RRFK is the RRF rank constant (DefaultRRFK).
 	RRFK float64
@@ -146,7 +146,7 @@ func (s *Store) plan(query string, o RecallOptions) (recallPlan, error) {
 		p.Candidates = max(10*p.K, 50)
 	}
 	if p.VectorWeight == 0 && p.KeywordWeight == 0 {
-		p.VectorWeight, p.KeywordWeight = 1, 1
+		p.VectorWeight, p.KeywordWeight = s.opts.VectorWeight, s.opts.KeywordWeight
 	}
 	if p.RRFK == 0 {
 		p.RRFK = DefaultRRFK

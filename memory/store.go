@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -57,6 +58,10 @@ type Options struct {
 	ShortTermTokens int
 	// Summarizer compresses overflowing conversation turns (an ExtractiveSummarizer by default).
 	Summarizer Summarizer
+	// VectorWeight and KeywordWeight are the fusion weights of a Recall that sets neither; both 0
+	// means 0.5 and 0.5, except that Open with the built-in lexical embedder uses
+	// LexicalVectorWeight and LexicalKeywordWeight.
+	VectorWeight, KeywordWeight float64
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -84,6 +89,9 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Summarizer == nil {
 		o.Summarizer = ExtractiveSummarizer{}
 	}
+	if o.VectorWeight == 0 && o.KeywordWeight == 0 {
+		o.VectorWeight, o.KeywordWeight = 0.5, 0.5
+	}
 	switch {
 	case o.Embedder == nil:
 		return o, errorf(ErrInvalidInput, "no embedder")
@@ -93,6 +101,8 @@ func (o Options) withDefaults() (Options, error) {
 		return o, errorf(ErrInvalidInput, "dedup threshold %v above 1", o.DedupThreshold)
 	case o.ChunkChars > 0 && o.ChunkChars < 16:
 		return o, errorf(ErrInvalidInput, "ChunkChars %d below 16", o.ChunkChars)
+	case !(o.VectorWeight >= 0 && o.KeywordWeight >= 0) || math.IsInf(o.VectorWeight+o.KeywordWeight, 0):
+		return o, errorf(ErrInvalidInput, "fusion weights %v, %v must be finite and non-negative", o.VectorWeight, o.KeywordWeight)
 	case o.MaxTextBytes < 0 || o.EmbedBatch < 0 || o.ShortTermTokens < 0:
 		return o, errorf(ErrInvalidInput, "negative MaxTextBytes, EmbedBatch or ShortTermTokens")
 	}

@@ -206,7 +206,8 @@ func testFusionAndWeights(t *testing.T, newBackend func(*testing.T) memory.Backe
 	Remember(t, s, "f", "rust borrow checker lifetimes", memory.RememberOptions{Source: "docs", Importance: 1})
 	Remember(t, s, "f", "go garbage collector pauses", memory.RememberOptions{Source: "chat", Importance: 0.1})
 	Remember(t, s, "f", "borrow a book from the library", memory.RememberOptions{Source: "chat"})
-	rs, err := s.Recall(ctx, "borrow checker", memory.RecallOptions{Session: "f", K: 3, NoTouch: true, Fusion: memory.FusionRRF, Decay: memory.Decay{Off: true}, ImportanceWeight: -1})
+	rs, err := s.Recall(ctx, "borrow checker", memory.RecallOptions{Session: "f", K: 3, NoTouch: true, Fusion: memory.FusionRRF,
+		VectorWeight: 1, KeywordWeight: 1, Decay: memory.Decay{Off: true}, ImportanceWeight: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,6 +229,20 @@ func testFusionAndWeights(t *testing.T, newBackend func(*testing.T) memory.Backe
 	top := rs[0]
 	if top.Score.Keyword == 0 || math.Abs(top.Score.Fused-(0.3*top.Score.Vector+0.7*1)) > 1e-9 {
 		t.Fatalf("weighted fusion of the best keyword hit: %+v", top.Score)
+	}
+	// The store's default weights apply when a recall sets none.
+	s2, _ := NewStore(t, newBackend(t), memory.Options{DedupThreshold: -1, VectorWeight: 0.2, KeywordWeight: 0.8})
+	Remember(t, s2, "f", "rust borrow checker lifetimes", memory.RememberOptions{})
+	Remember(t, s2, "f", "borrow a book from the library", memory.RememberOptions{})
+	rs2, err := s2.Recall(ctx, "borrow checker", memory.RecallOptions{Session: "f", NoTouch: true, Decay: memory.Decay{Off: true}})
+	if err != nil || len(rs2) == 0 {
+		t.Fatal(err)
+	}
+	if top := rs2[0].Score; math.Abs(top.Fused-(0.2*top.Vector+0.8)) > 1e-9 {
+		t.Fatalf("store default weights 0.2/0.8 not applied: %+v", top)
+	}
+	if _, err := memory.New(ctx, newBackend(t), memory.Options{Embedder: NewHashEmbedder(8, "x"), VectorWeight: -1}); !errors.Is(err, memory.ErrInvalidInput) {
+		t.Fatalf("negative store weight: %v", err)
 	}
 	// Source weights and importance.
 	rs, _ = s.Recall(ctx, "borrow", memory.RecallOptions{Session: "f", K: 3, NoTouch: true, Decay: memory.Decay{Off: true},

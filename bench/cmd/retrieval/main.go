@@ -67,7 +67,7 @@ func run(args []string, stdout io.Writer) error {
 	embName := fs.String("embedder", "lexical", "embedder: lexical")
 	dim := fs.Int("dim", 0, "lexical embedder dimension (0: its default)")
 	fusion := fs.String("fusion", "weighted", "hybrid fusion: weighted or rrf")
-	vw := fs.Float64("vw", 0, "vector weight in fusion (0 with -kw 0: defaults)")
+	vw := fs.Float64("vw", 0, "vector weight in fusion (0 with -kw 0: the lexical store default, 0.3/0.7)")
 	kw := fs.Float64("kw", 0, "keyword weight in fusion")
 	candidates := fs.Int("candidates", 0, "candidates per list (0: the memory default)")
 	dedup := fs.Bool("dedup", false, "merge near-duplicate documents (breaks labels of merged documents)")
@@ -118,6 +118,8 @@ func run(args []string, stdout io.Writer) error {
 	if !*dedup {
 		opts.DedupThreshold = -1
 	}
+	// The store default for the lexical embedder, as memory.Open sets it; -vw/-kw override per recall.
+	opts.VectorWeight, opts.KeywordWeight = memory.LexicalVectorWeight, memory.LexicalKeywordWeight
 	ctx := context.Background()
 	var s *memory.Store
 	switch *backend {
