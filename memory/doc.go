@@ -16,9 +16,12 @@
 // CJK unigrams and bigrams, stemmed English words), each fetching RecallOptions.Candidates
 // candidates (default max(10k, 50)) under the session filter, unless AllSessions is set. The
 // session filter is built by Recall itself and always ANDed with the caller's Filter, so no
-// option combination can leak another session's memories. The two lists are fused by a weighted
-// sum of the cosine and the max-normalized BM25 score (default) or by reciprocal rank fusion
-// (k = 60), then each candidate is reranked by
+// option combination can leak another session's memories. A candidate whose cosine or BM25
+// score is not positive shares nothing with the query and is dropped from its list. The two
+// lists are fused by a weighted sum of the cosine and the max-normalized BM25 score (default) or
+// by reciprocal rank fusion (k = 60), with weights from RecallOptions or else the store's
+// Options (0.5/0.5; Open with the built-in lexical embedder: 0.3/0.7, measured in
+// bench/results/retrieval.md), then each candidate is reranked by
 //
 //	Final = Fused × Decay × Weight
 //	Decay  = (1 − PerDay)^age_days  (default PerDay 0.10)  or  0.5^(age / HalfLife)
