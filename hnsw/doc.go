@@ -6,9 +6,12 @@
 // # API
 //
 // A mutable *Index takes Insert (dense uint32 ids in insert order), Delete
-// and Search. WriteTo serializes it into a layout that OpenView searches in
-// place: a *View over a byte slice (the engine mmaps segment files) with no
-// decoding pass. Both satisfy Searcher.
+// and Search. WriteTo serializes it into a layout (docs/format/hnsw.md) that
+// a *View searches in place over a byte slice (the engine mmaps segment
+// files) with no decoding pass. OpenView validates everything once;
+// OpenViewUnverified reads only the header, for opens that must not touch
+// the whole file, and View.Verify does the rest later. Both Index and View
+// satisfy Searcher.
 //
 //	ix, _ := hnsw.New(hnsw.Config{Dim: 384, Metric: quant.Cosine})
 //	id, _ := ix.Insert(vec)
@@ -35,8 +38,8 @@
 // heuristic. Candidates that tie with a kept neighbour (exact duplicates)
 // may take at most half a list, so a crowd of identical vectors cannot
 // crowd the distinct ones out of each other's lists. The beam search that
-// gathers candidates walks int8 codes, like
-// a query; the heuristic and the re-pruning compare float32 distances, which
+// gathers candidates walks int8 codes, like a query; the heuristic and the
+// re-pruning compare float32 distances, which
 // gave a slightly better graph (recall@10 +0.0025 at ef=200 on GloVe-100)
 // for about 25% more build time.
 //
