@@ -207,3 +207,44 @@ func TestCompactShrinksDisk(t *testing.T) {
 		t.Fatalf("disk %d -> %d bytes after deleting half: less than 45%% smaller", before, st.DiskBytes)
 	}
 }
+
+// TestBackgroundPolicy: the background compaction merges the smallest
+// segments down to compactMaxSegments and rewrites a segment with more than
+// compactDeletedFraction deleted; a tidy store is left alone.
+func TestBackgroundPolicy(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "s")
+	db := openT(t, dir, testOpts())
+	defer db.Close()
+	c, _ := db.CreateCollection(CollectionConfig{Name: "a", Dim: 4, Metric: quant.L2})
+	r := rand.New(rand.NewPCG(6, 6))
+	for i := range 6 {
+		c.Upsert(ctx, mkRecords(r, 4, i*100, 10+i*10))
+		db.Flush()
+	}
+	if err := db.compact(false); err != nil {
+		t.Fatal(err)
+	}
+	st := db.Stats().Collections[0]
+	if st.Segments != compactMaxSegments || st.Records != 10+20+30+40+50+60 {
+		t.Fatalf("after background compaction: %+v", st)
+	}
+	before := db.Stats().Collections[0]
+	if err := db.compact(false); err != nil {
+		t.Fatal(err)
+	}
+	if after := db.Stats().Collections[0]; after.Segments != before.Segments || after.DiskBytes != before.DiskBytes {
+		t.Fatalf("a tidy store was rewritten: %+v -> %+v", before, after)
+	}
+	// Delete 40% of the largest segment (records 500..559).
+	var ids []string
+	for i := range 24 {
+		ids = append(ids, fmt.Sprintf("r%05d", 500+i))
+	}
+	c.Delete(ids...)
+	if err := db.compact(false); err != nil {
+		t.Fatal(err)
+	}
+	if st := db.Stats().Collections[0]; st.Deleted != 0 || st.Records != 210-24 {
+		t.Fatalf("segment with 40%% deleted not rewritten: %+v", st)
+	}
+}
