@@ -85,10 +85,12 @@ func TestLoad(t *testing.T) {
 	t.Logf("load: %d clients, %.0f s: %d requests (%d remembers), %.0f req/s, p50 %v, p99 %v",
 		clients, seconds, len(latencies), len(acks), float64(len(latencies))/seconds, pct(0.50), pct(0.99))
 
-	// Every acknowledged remember is there and recallable by its unique token.
+	// Every acknowledged remember is there and recallable by its unique token
+	// (keyword mode: in hybrid mode a memory found by one list only can tie
+	// with another found by the other list only, under RRF).
 	for _, a := range acks {
 		var rec RecallResponse
-		if code := s.do("POST", "/v1/recall", RecallRequest{Session: a.session, Query: a.token, K: 1, NoTouch: true}, &rec); code != 200 {
+		if code := s.do("POST", "/v1/recall", RecallRequest{Session: a.session, Query: a.token, K: 1, Mode: "keyword", NoTouch: true}, &rec); code != 200 {
 			t.Fatalf("recall %s: status %d", a.token, code)
 		}
 		if len(rec.Results) != 1 || rec.Results[0].ID != a.id {
