@@ -350,8 +350,9 @@ func (c *Collection) Count(f *Filter) (int, error) {
 
 // Scan calls fn with a copy of every live record f matches (without
 // vectors unless withVectors), in no particular order, until fn returns
-// false. fn runs under the collection's read lock: it must not write to
-// this collection (collect IDs and write after Scan returns).
+// false. fn runs under the collection's read lock: it must not call this
+// collection's methods (a nested read lock deadlocks behind a waiting
+// writer); collect IDs and act after Scan returns.
 func (c *Collection) Scan(f *Filter, withVectors bool, fn func(Record) bool) error {
 	if fn == nil {
 		return fmt.Errorf("%w: nil Scan callback", ErrInvalid)
