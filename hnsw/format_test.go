@@ -72,7 +72,7 @@ func TestRoundTrip(t *testing.T) {
 				_ = bs.Set(uint32(id))
 			}
 			for _, q := range queries {
-				for _, opts := range []SearchOptions{{}, {Ef: 20, NoRescore: true}, {Filter: bs}} {
+				for _, opts := range []SearchOptions{{}, {Ef: 20, NoRescore: true}, {Filter: bs}, {Filter: FilterFunc(bs.Allow)}} {
 					a, err1 := ix.Search(q, 10, opts)
 					b, err2 := v.Search(q, 10, opts)
 					if err1 != nil || err2 != nil {

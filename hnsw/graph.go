@@ -252,6 +252,16 @@ func (g *graph) greedy(qc []int8, cur uint32, curD int32, level int) (uint32, in
 	return cur, curD
 }
 
+// descend walks greedily from the entry point ep on level top down to
+// level (exclusive) and returns the closest node found with its distance.
+func (g *graph) descend(qc []int8, ep uint32, top, level int) (uint32, int32) {
+	cur, curD := ep, g.codeDist(qc, ep)
+	for l := top; l > level; l-- {
+		cur, curD = g.greedy(qc, cur, curD, l)
+	}
+	return cur, curD
+}
+
 // searchLayer is the beam search of width ef on level, from entry ep at
 // distance epD. The result heap s.res holds up to ef accepted nodes.
 func (g *graph) searchLayer(s *scratch, qc []int8, ep uint32, epD int32, ef, level int, a *accept) {
@@ -383,10 +393,7 @@ func (g *graph) heuristic(cands []uint64, max int, out []uint32) []uint32 {
 // Cosine) from the entry point and returns the best k.
 func (g *graph) search(s *scratch, q []float32, k, ef int, ep uint32, top int, a *accept, rescore bool) []Result {
 	qc := s.encode(g, q)
-	cur, curD := ep, g.codeDist(qc, ep)
-	for l := top; l > 0; l-- {
-		cur, curD = g.greedy(qc, cur, curD, l)
-	}
+	cur, curD := g.descend(qc, ep, top, 0)
 	g.searchLayer(s, qc, cur, curD, ef, 0, a)
 	return g.finish(s, q, k, rescore)
 }

@@ -196,10 +196,7 @@ func (ix *Index) connect(id uint32, level int) {
 	s := ix.getScratch()
 	defer ix.pool.Put(s)
 	qc := g.code(id)
-	cur, curD := ep, g.codeDist(qc, ep)
-	for l := top; l > level; l-- {
-		cur, curD = g.greedy(qc, cur, curD, l)
-	}
+	cur, curD := g.descend(qc, ep, top, level)
 	acc := accept{deletes: ix.deleted.Load() > 0}
 	for l := min(level, top); l >= 0; l-- {
 		g.searchLayer(s, qc, cur, curD, ix.cfg.EfConstruction, l, &acc)
@@ -450,10 +447,7 @@ func (ix *Index) repairList(s *scratch, u uint32, level int, live func(uint32) b
 		ep, top := unpackEP(ix.ep.Load())
 		if top >= level {
 			qc := g.code(u)
-			cur, curD := ep, g.codeDist(qc, ep)
-			for lv := top; lv > level; lv-- {
-				cur, curD = g.greedy(qc, cur, curD, lv)
-			}
+			cur, curD := g.descend(qc, ep, top, level)
 			acc := accept{deletes: true}
 			g.searchLayer(s, qc, cur, curD, ix.cfg.EfConstruction, level, &acc)
 			for _, k := range s.sortedResults() {
