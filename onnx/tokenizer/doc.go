@@ -48,7 +48,7 @@
 //
 // The Precompiled normalizer decodes sentencepiece's precompiled_charsmap
 // (a darts-clone double-array trie plus a table of NUL-terminated replacement
-// strings; see precompiled_charsmap.md in this directory) and applies it the way HF
+// strings; see docs/format/precompiled_charsmap.md) and applies it the way HF
 // does, which reproduces a sentencepiece quirk: text is walked by extended
 // grapheme cluster (UAX #29); a cluster shorter than 6 bytes is looked up
 // whole and, when the trie holds a key that is a prefix of it, the WHOLE

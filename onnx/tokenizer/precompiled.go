@@ -14,7 +14,7 @@ import (
 // NUL-terminated replacement strings.
 //
 // Layout: uint32 LE trie size in bytes, the trie units (uint32 LE each), then
-// the replacement blob. See precompiled_charsmap.md.
+// the replacement blob. See docs/format/precompiled_charsmap.md.
 type precompiled struct {
 	units []uint32
 	blob  string
