@@ -185,7 +185,7 @@ func searchMode(ix *Index, q []float32, k, ef int, f *Bitset, scan bool) ([]Resu
 	if err != nil {
 		return nil, err
 	}
-	p.exact = scan
+	p.exact, p.acc.scanBelow = scan, 0
 	ep, top := unpackEP(ix.ep.Load())
 	return p.run(&ix.g, &ix.pool, ix.Len(), ep, top, true), nil
 }
@@ -215,12 +215,19 @@ func BenchmarkFilter(b *testing.B) {
 				for _, mode := range []struct {
 					name string
 					scan bool
-				}{{"graph", false}, {"scan", true}} {
+					auto bool // Search with a FilterFunc: walk, maybe switching to the scan
+				}{{"graph", false, false}, {"scan", true, false}, {"func", false, true}} {
 					var recall float64
 					cpu0 := threadCPU()
 					for i := 0; i < b.N; i++ {
 						for j, q := range qs {
-							res, err := searchMode(bs.ix, q, 10, 120, set, mode.scan)
+							var res []Result
+							var err error
+							if mode.auto {
+								res, err = bs.ix.Search(q, 10, SearchOptions{Ef: 120, Filter: FilterFunc(set.Allow)})
+							} else {
+								res, err = searchMode(bs.ix, q, 10, 120, set, mode.scan)
+							}
 							if err != nil {
 								b.Fatal(err)
 							}

@@ -74,7 +74,10 @@
 // rescored as after a walk. At low selectivity a walk visits about
 // ef/selectivity nodes to fill its result heap, while the scan touches each
 // allowed node once; the threshold was chosen by measurement (see ScanFactor
-// and bench/results/hnsw.md).
+// and bench/results/hnsw.md). A filter that cannot count is walked, and the
+// walk estimates the pass rate from the nodes it evaluates and switches to
+// the scan (calling Allow for every id) when the estimate is under the
+// threshold.
 //
 // # Delete
 //

@@ -182,7 +182,9 @@ type scratch struct {
 	ids   []uint32
 	batch []uint32
 	dists []int32
-	ids2  []uint32
+	// filter statistics of the current walk (accept.scanBelow)
+	seen, passed int
+	ids2         []uint32
 }
 
 // begin starts a new visited generation for n nodes.
@@ -214,6 +216,11 @@ type accept struct {
 	deletes bool     // check tombstones
 	bits    []uint64 // a Bitset filter, tested inline
 	filter  Filter   // any other filter
+	// scanBelow > 0 makes a level-0 walk give up (for a scan) once the
+	// share of nodes the filter passed, times live, says it allows at most
+	// scanBelow ids: for filters that cannot count themselves.
+	scanBelow float64
+	live      float64
 }
 
 func (a *accept) ok(g *graph, id uint32) bool {
@@ -263,9 +270,12 @@ func (g *graph) descend(qc []int8, ep uint32, top, level int) (uint32, int32) {
 }
 
 // searchLayer is the beam search of width ef on level, from entry ep at
-// distance epD. The result heap s.res holds up to ef accepted nodes.
-func (g *graph) searchLayer(s *scratch, qc []int8, ep uint32, epD int32, ef, level int, a *accept) {
+// distance epD. The result heap s.res holds up to ef accepted nodes. It
+// returns true, with the heaps in no useful state, when a.scanBelow says
+// the filter is too selective to walk.
+func (g *graph) searchLayer(s *scratch, qc []int8, ep uint32, epD int32, ef, level int, a *accept) bool {
 	s.begin(len(g.flags))
+	s.seen, s.passed = 0, 0
 	s.visit(ep)
 	s.cand.push(intKey(epD, ep))
 	if a.ok(g, ep) {
@@ -316,7 +326,17 @@ func (g *graph) searchLayer(s *scratch, qc []int8, ep uint32, epD int32, ef, lev
 			k := intKey(d, nb)
 			if len(s.res) < ef || k < ^s.res[0] {
 				s.cand.push(k)
-				if a.ok(g, nb) {
+				ok := a.ok(g, nb)
+				if a.scanBelow > 0 {
+					s.seen++
+					if ok {
+						s.passed++
+					}
+					if s.seen&255 == 0 && s.seen >= 1024 && float64(s.passed)*a.live <= a.scanBelow*float64(s.seen) {
+						return true
+					}
+				}
+				if ok {
 					s.res.push(^k)
 					if len(s.res) > ef {
 						s.res.pop()
@@ -325,6 +345,7 @@ func (g *graph) searchLayer(s *scratch, qc []int8, ep uint32, epD int32, ef, lev
 			}
 		}
 	}
+	return false
 }
 
 // sortedResults returns the result heap's keys in ascending order.
@@ -391,10 +412,12 @@ func (g *graph) heuristic(cands []uint64, max int, out []uint32) []uint32 {
 
 // search runs a query (already prepared: right length, normalized under
 // Cosine) from the entry point and returns the best k.
-func (g *graph) search(s *scratch, q []float32, k, ef int, ep uint32, top int, a *accept, rescore bool) []Result {
+func (g *graph) search(s *scratch, q []float32, k, ef, n int, ep uint32, top int, a *accept, rescore bool) []Result {
 	qc := s.encode(g, q)
 	cur, curD := g.descend(qc, ep, top, 0)
-	g.searchLayer(s, qc, cur, curD, ef, 0, a)
+	if g.searchLayer(s, qc, cur, curD, ef, 0, a) {
+		return g.scan(s, q, k, n, a, rescore)
+	}
 	return g.finish(s, q, k, rescore)
 }
 

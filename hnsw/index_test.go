@@ -166,11 +166,33 @@ func TestFiltered(t *testing.T) {
 				_ = bs.Set(uint32(id))
 			}
 		}
+		allow := func(i int) bool { return bs.Allow(uint32(i)) }
 		for _, f := range []Filter{bs, FilterFunc(bs.Allow)} {
-			rc := syntheticRecall(t, ix, ds.base, queries, ds.metric, recallEf, func(i int) bool { return bs.Allow(uint32(i)) }, f)
+			rc := syntheticRecall(t, ix, ds.base, queries, ds.metric, recallEf, allow, f)
 			t.Logf("selectivity %.2f filter %T: recall@10 %.4f", sel, f, rc)
 			if rc < 0.9 {
 				t.Errorf("selectivity %.2f %T: recall@10 %.4f < 0.9", sel, f, rc)
+			}
+		}
+		// Both strategies, forced: the walk and the scan.
+		for _, scan := range []bool{false, true} {
+			var sum float64
+			for _, q := range queries {
+				res, err := searchMode(ix, q, 10, recallEf, bs, scan)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, r := range res {
+					if !bs.Allow(r.ID) {
+						t.Fatalf("scan=%v: id %d not allowed", scan, r.ID)
+					}
+				}
+				sum += recallAt(res, bruteForce(ds.metric, ds.base, q, 10, allow))
+			}
+			rc := sum / float64(len(queries))
+			t.Logf("selectivity %.2f scan=%v: recall@10 %.4f", sel, scan, rc)
+			if rc < 0.9 {
+				t.Errorf("selectivity %.2f scan=%v: recall@10 %.4f < 0.9", sel, scan, rc)
 			}
 		}
 	}

@@ -54,7 +54,10 @@ var (
 // hnsw.md): the scan (batched int8 distances, best rescored) is faster up to
 // about 25% selectivity, i.e. 25k ≈ 7·sqrt(100k·120); at 10k it is faster
 // at every selectivity measured. Scan results are at least as good as the
-// walk's (recall@10 1.000 against brute force in those runs).
+// walk's (recall@10 1.000 against brute force in those runs). A filter
+// that cannot count (FilterFunc) is walked, and the walk switches to the
+// scan once 1024 evaluated nodes show a pass rate that puts the allowed
+// count under the same limit.
 const ScanFactor = 7.0
 
 // plan validates a query and decides how to run it.
@@ -92,9 +95,12 @@ func makePlan(g *graph, q []float32, k int, opts SearchOptions, live int, hasDel
 	} else {
 		p.acc.filter = f
 	}
+	limit := ScanFactor * math.Sqrt(float64(max(live, 0))*float64(ef))
 	if c, ok := f.(Counter); ok {
-		n := c.Count()
-		p.exact = float64(n) <= ScanFactor*math.Sqrt(float64(max(live, 0))*float64(ef))
+		p.exact = float64(c.Count()) <= limit
+	} else if f != nil {
+		// Estimated during the walk from the share of nodes it passes.
+		p.acc.scanBelow, p.acc.live = limit, float64(live)
 	}
 	return p, nil
 }
@@ -109,5 +115,5 @@ func (p *plan) run(g *graph, pool *sync.Pool, n int, ep uint32, top int, rescore
 	if p.exact {
 		return g.scan(s, p.q, p.k, n, &p.acc, rescore)
 	}
-	return g.search(s, p.q, p.k, p.ef, ep, top, &p.acc, rescore)
+	return g.search(s, p.q, p.k, p.ef, n, ep, top, &p.acc, rescore)
 }
