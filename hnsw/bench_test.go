@@ -144,7 +144,7 @@ func BenchmarkBuild(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/threads=%d", name, threads), func(b *testing.B) {
 				ds := loadDataset(b, name)
 				b.ResetTimer()
-				cpu0 := processCPU()
+				cpu0, wait0 := processCPU(), runQueueWait()
 				for i := 0; i < b.N; i++ {
 					ix, err := New(Config{Dim: len(ds.base[0]), Metric: ds.metric, Seed: 1, Capacity: len(ds.base)})
 					if err != nil {
@@ -172,6 +172,8 @@ func BenchmarkBuild(b *testing.B) {
 				}
 				b.ReportMetric(b.Elapsed().Seconds()/float64(b.N), "build_s")
 				b.ReportMetric((processCPU()-cpu0).Seconds()/float64(b.N), "build_cpu_s")
+				// Time runnable threads waited for a core (not for a lock).
+				b.ReportMetric((runQueueWait()-wait0).Seconds()/float64(b.N), "runq_wait_s")
 			})
 		}
 	}

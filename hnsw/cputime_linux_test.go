@@ -1,6 +1,9 @@
 package hnsw
 
 import (
+	"os"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -24,4 +27,29 @@ func processCPU() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// runQueueWait is the time all of the process's threads have spent
+// runnable but waiting for a CPU (/proc/self/task/*/schedstat, field 2):
+// on a shared machine it tells waiting for a core from waiting on a lock.
+func runQueueWait() time.Duration {
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		return 0
+	}
+	var total time.Duration
+	for _, t := range tasks {
+		b, err := os.ReadFile("/proc/self/task/" + t.Name() + "/schedstat")
+		if err != nil {
+			continue
+		}
+		f := strings.Fields(string(b))
+		if len(f) < 2 {
+			continue
+		}
+		if ns, err := strconv.ParseInt(f[1], 10, 64); err == nil {
+			total += time.Duration(ns)
+		}
+	}
+	return total
 }

@@ -4,5 +4,6 @@ package hnsw
 
 import "time"
 
-func threadCPU() time.Duration  { return 0 }
-func processCPU() time.Duration { return 0 }
+func threadCPU() time.Duration    { return 0 }
+func processCPU() time.Duration   { return 0 }
+func runQueueWait() time.Duration { return 0 }
