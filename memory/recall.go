@@ -290,23 +290,50 @@ func (s *Store) recall(ctx context.Context, query string, vec []float32, opts Re
 			maxKW = max(maxKW, h.Score)
 		}
 	}
-	results := make([]Result, 0, len(byID))
+	// Ties in Final (frequent under RRF, whose scores depend on ranks alone) go to the memory found
+	// by more lists, then to the higher sum of normalized raw scores (cosine clamped to [0, 1],
+	// BM25 over the query's best), then to the smaller ID: an exact keyword match is not lost to
+	// an equally ranked weak vector neighbour by chance.
+	type ranked struct {
+		Result
+		lists int
+		raw   float64
+	}
+	all := make([]ranked, 0, len(byID))
 	for _, c := range byID {
 		sc := Score{Vector: c.vec, Keyword: c.kw, Fused: p.fuse(c, maxKW)}
 		sc.Decay = p.decay(&c.hit.Memory)
 		sc.Weight = p.weight(&c.hit.Memory)
 		sc.Final = sc.Fused * sc.Decay * sc.Weight
-		if sc.Final >= p.MinScore {
-			results = append(results, Result{Memory: c.hit.Memory, Score: sc})
+		if sc.Final < p.MinScore {
+			continue
 		}
+		r := ranked{Result: Result{Memory: c.hit.Memory, Score: sc}, raw: max(0, min(1, c.vec))}
+		if c.vRank > 0 {
+			r.lists++
+		}
+		if c.kRank > 0 {
+			r.lists++
+			r.raw += c.kw / maxKW
+		}
+		all = append(all, r)
 	}
-	slices.SortFunc(results, func(a, b Result) int {
+	slices.SortFunc(all, func(a, b ranked) int {
 		if c := cmp.Compare(b.Score.Final, a.Score.Final); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(b.lists, a.lists); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(b.raw, a.raw); c != 0 {
 			return c
 		}
 		return strings.Compare(a.ID, b.ID)
 	})
-	results = results[:min(p.K, len(results))]
+	results := make([]Result, min(p.K, len(all)))
+	for i := range results {
+		results[i] = all[i].Result
+	}
 	if lean && len(results) > 0 {
 		if results, err = fillTexts(ctx, coll, results); err != nil {
 			return nil, err

@@ -33,6 +33,7 @@ func Run(t *testing.T, newBackend func(t *testing.T) memory.Backend) {
 		{"DecayOrdering", testDecayOrdering},
 		{"FusionAndWeights", testFusionAndWeights},
 		{"NoMatchNoResult", testNoMatchNoResult},
+		{"TieBreak", testTieBreak},
 		{"FilterAndForget", testFilterAndForget},
 		{"BadInput", testBadInput},
 		{"RememberWriteFailureChangesNothing", testRememberWriteFailureChangesNothing},
@@ -942,6 +943,32 @@ func testConcurrent(t *testing.T, newBackend func(*testing.T) memory.Backend) {
 	for w := range writers {
 		if n, err := s.Count(ctx, memory.Eq(memory.FieldSession, fmt.Sprintf("w%d", w))); err != nil || n != each {
 			t.Fatalf("session w%d holds %d memories, want %d (%v)", w, n, each, err)
+		}
+	}
+}
+
+// testTieBreak: under RRF an exact keyword match that is keyword rank 1 but not among the
+// vector candidates scores 1/(60+1), exactly as an unrelated memory that is vector rank 1 and
+// no keyword hit. The tie must go to the stronger raw match (BM25 1.0 normalized against a
+// cosine of 0.8), not to the ID order, which here favours the unrelated memory.
+func testTieBreak(t *testing.T, newBackend func(*testing.T) memory.Backend) {
+	s, clk := NewStore(t, newBackend(t), memory.Options{Embedder: NewHashEmbedder(2, "2d"), DedupThreshold: -1})
+	at := clk.Now()
+	err := s.Import(ctx, []memory.Memory{
+		{ID: "b-exact", Session: "t", Text: "zyxwv", Vector: []float32{0, 1}, Importance: 0.5, Created: at, Updated: at},
+		{ID: "a-unrelated", Session: "t", Text: "ordinary words", Vector: []float32{0.8, 0.6}, Importance: 0.5, Created: at, Updated: at},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []memory.Fusion{memory.FusionRRF, memory.FusionWeighted} {
+		rs, err := s.RecallWithVector(ctx, "zyxwv", []float32{1, 0}, memory.RecallOptions{Session: "t", K: 2, Fusion: f,
+			VectorWeight: 1, KeywordWeight: 1, NoTouch: true})
+		if err != nil || len(rs) != 2 {
+			t.Fatalf("fusion %d: %v, %d results", f, err, len(rs))
+		}
+		if rs[0].ID != "b-exact" {
+			t.Fatalf("fusion %d: %q (%+v) ranked above the exact match (%+v)", f, rs[0].ID, rs[0].Score, rs[1].Score)
 		}
 	}
 }
