@@ -82,3 +82,33 @@ func TestMaintenance(t *testing.T) {
 		t.Fatalf("backup holds %d memories, want 50", n)
 	}
 }
+
+// TestTouchSurvivesReopen: the access statistics a Recall records are durable on the engine.
+func TestTouchSurvivesReopen(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "store")
+	clk := memorytest.NewClock()
+	opts := memory.OpenOptions{Options: memory.Options{Embedder: memorytest.NewHashEmbedder(32, "h"), Clock: clk.Now}}
+	s, err := memory.Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := memorytest.Remember(t, s, "s", "the spare key is under the flower pot", memory.RememberOptions{})
+	clk.Advance(time.Hour)
+	for range 2 {
+		if rs, err := s.Recall(ctx, "spare key", memory.RecallOptions{Session: "s", K: 1}); err != nil || len(rs) != 1 {
+			t.Fatalf("recall: %v %d", err, len(rs))
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err = memory.Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ms, err := s.Get(ctx, r.IDs[0])
+	if err != nil || len(ms) != 1 || ms[0].AccessCount != 2 || !ms[0].LastAccess.Equal(clk.Now()) {
+		t.Fatalf("after reopen: %v %+v", err, ms)
+	}
+}
