@@ -57,7 +57,7 @@ def main():
         cells.append(f"{rows[0]['build_s']:.1f} / {rows[0]['build_cpu_s']:.1f}")
         mem = f"{rows[0]['bytes_per_vector']:.0f}"
         if "heap_bytes_per_vector" in rows[0]:
-            mem += f" (codes+graph; heap incl. floats {rows[0]['heap_bytes_per_vector']:.0f})"
+            mem += f" codes+graph ({rows[0]['heap_bytes_per_vector']:.0f} whole index on the heap, floats included)"
         cells.append(mem)
         lines.append("| " + " | ".join(cells) + " |")
 
