@@ -337,12 +337,19 @@ func (c *Collection) Count(f *Filter) (int, error) {
 			}
 			return nil
 		}
-		c.eachLiveLocked(func(g getter) bool {
-			if f.match(g) {
+		for node := range c.mem.recs {
+			if !c.mem.recs[node].dead && f.match(c.mem.getter(uint32(node))) {
 				n++
 			}
-			return true
-		})
+		}
+		for _, s := range c.segs {
+			match := s.matcher(f)
+			for node := uint32(0); node < uint32(s.n); node++ {
+				if !s.isDeleted(node) && match(node) {
+					n++
+				}
+			}
+		}
 		return nil
 	})
 	return n, err
@@ -374,8 +381,9 @@ func (c *Collection) scanLocked(f *Filter, withVec bool, fn func(Record) bool) e
 		}
 	}
 	for _, s := range c.segs {
+		match := s.matcher(f)
 		for node := uint32(0); node < uint32(s.n); node++ {
-			if s.isDeleted(node) || !f.match(s.getter(node)) {
+			if s.isDeleted(node) || !match(node) {
 				continue
 			}
 			var r Record
@@ -388,20 +396,4 @@ func (c *Collection) scanLocked(f *Filter, withVec bool, fn func(Record) bool) e
 		}
 	}
 	return nil
-}
-
-// eachLiveLocked calls fn with the metadata getter of every live record.
-func (c *Collection) eachLiveLocked(fn func(getter) bool) {
-	for node := range c.mem.recs {
-		if !c.mem.recs[node].dead && !fn(c.mem.getter(uint32(node))) {
-			return
-		}
-	}
-	for _, s := range c.segs {
-		for node := uint32(0); node < uint32(s.n); node++ {
-			if !s.isDeleted(node) && !fn(s.getter(node)) {
-				return
-			}
-		}
-	}
 }

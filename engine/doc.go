@@ -35,7 +35,10 @@
 // rename, fsync dir), then the MANIFEST the same way, then truncates the WAL
 // behind the checkpoint. A segment holds the hnsw layout searched in place
 // from the mmap (codes, vectors, graph), the id map (by node and sorted for
-// binary search), encoded metadata, zstd-compressed texts, the BM25 index,
+// binary search), metadata columns (per field and kind: a presence bitmap
+// or node list and the values, read in place; a filter is compiled per
+// segment against the columns of the fields it names, so it reads nothing
+// else), zstd-compressed texts, the BM25 index,
 // the timestamps and the postings of the namespace field. Segments never
 // change. State that changes after a flush lives outside them, in the
 // manifest (and the WAL until the next flush): the set of deleted or
@@ -115,6 +118,10 @@
 //     and, by sampling (128 nodes per segment searched with their own
 //     vectors), that the graph leads to at least half of them; it does not walk every
 //     node's reachability.
+//   - Segment format version 2 stores metadata as columns; version 1 files
+//     (metadata rows) still open and are read as rows until compaction
+//     rewrites them. Costs per record grow with the number of distinct
+//     metadata fields in a segment.
 //   - Records returned by Get, Scan and Search are copies; vectors of a
 //     Cosine collection come back L2-normalized.
 //   - Limits: MaxIDLen, MaxTextLen, MaxMetaKeys, MaxMetaKeyLen,

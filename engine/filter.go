@@ -164,42 +164,9 @@ func (f *Filter) match(get getter) bool {
 		return true
 	}
 	switch f.op {
-	case opEq:
+	case opEq, opNe, opIn, opRange, opExists:
 		v, ok := get(f.field)
-		return ok && eqMatch(v, f.values[0])
-	case opNe:
-		v, ok := get(f.field)
-		return !ok || !eqMatch(v, f.values[0])
-	case opIn:
-		v, ok := get(f.field)
-		if !ok {
-			return false
-		}
-		for _, w := range f.values {
-			if eqMatch(v, w) {
-				return true
-			}
-		}
-		return false
-	case opRange:
-		v, ok := get(f.field)
-		if !ok {
-			return false
-		}
-		if f.lo.kind != 0 {
-			if c, ok := v.Compare(f.lo); !ok || c < 0 {
-				return false
-			}
-		}
-		if f.hi.kind != 0 {
-			if c, ok := v.Compare(f.hi); !ok || c > 0 {
-				return false
-			}
-		}
-		return true
-	case opExists:
-		_, ok := get(f.field)
-		return ok
+		return f.leaf(v, ok)
 	case opAnd:
 		for _, c := range f.children {
 			if !c.match(get) {
@@ -216,6 +183,44 @@ func (f *Filter) match(get getter) bool {
 		return false
 	case opNot:
 		return !f.children[0].match(get)
+	}
+	return false
+}
+
+// leaf evaluates a field operator on the field's value (ok: present).
+func (f *Filter) leaf(v Value, ok bool) bool {
+	switch f.op {
+	case opEq:
+		return ok && eqMatch(v, f.values[0])
+	case opNe:
+		return !ok || !eqMatch(v, f.values[0])
+	case opIn:
+		if !ok {
+			return false
+		}
+		for _, w := range f.values {
+			if eqMatch(v, w) {
+				return true
+			}
+		}
+		return false
+	case opRange:
+		if !ok {
+			return false
+		}
+		if f.lo.kind != 0 {
+			if c, ok := v.Compare(f.lo); !ok || c < 0 {
+				return false
+			}
+		}
+		if f.hi.kind != 0 {
+			if c, ok := v.Compare(f.hi); !ok || c > 0 {
+				return false
+			}
+		}
+		return true
+	case opExists:
+		return ok
 	}
 	return false
 }

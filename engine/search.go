@@ -173,9 +173,10 @@ func (c *Collection) partFilter(part int, f *Filter) (hnsw.Filter, error) {
 			// The postings already decide a filter that is just the
 			// namespace equality: no metadata lookups then.
 			only := f.op == opEq
+			match := s.matcher(f)
 			bs := hnsw.NewBitset(s.n)
 			for _, node := range nodes {
-				if !s.isDeleted(node) && (only || f.match(s.getter(node))) {
+				if !s.isDeleted(node) && (only || match(node)) {
 					_ = bs.Set(node)
 				}
 			}
@@ -185,8 +186,9 @@ func (c *Collection) partFilter(part int, f *Filter) (hnsw.Filter, error) {
 			return nil, err
 		}
 	}
+	match := s.matcher(f)
 	return hnsw.FilterFunc(func(node uint32) bool {
-		return !s.isDeleted(node) && f.match(s.getter(node))
+		return !s.isDeleted(node) && match(node)
 	}), nil
 }
 
@@ -234,8 +236,9 @@ func (c *Collection) exactLocked(q []float32, k int, f *Filter) []candidate {
 		h.push(candidate{part: -1, node: uint32(node), dist: quant.FloatDistance(c.cfg.Metric, q, m.idx.Vector(uint32(node))), id: m.recs[node].rec.ID})
 	}
 	for i, s := range c.segs {
+		match := s.matcher(f)
 		for node := uint32(0); node < uint32(s.n); node++ {
-			if s.isDeleted(node) || !f.match(s.getter(node)) {
+			if s.isDeleted(node) || !match(node) {
 				continue
 			}
 			h.push(candidate{part: i, node: node, dist: quant.FloatDistance(c.cfg.Metric, q, s.view.Vector(node)), id: s.id(node)})

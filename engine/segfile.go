@@ -20,7 +20,8 @@ import (
 
 const (
 	segMagic     = "ENGRMSEG"
-	segVersion   = 1
+	segVersion   = 2 // columnar metadata (section 9)
+	segVersionV1 = 1 // row metadata (section 4); still read, written only by tests
 	segAlign     = 64
 	segTrailer   = 24 // table offset u64, table length u32, table CRC u32, magic
 	segEntrySize = 32
@@ -38,6 +39,7 @@ const (
 	secTimes                            // created, updated, last access, access count
 	secKeyword                          // keyword (BM25) serialized index
 	secNamespace                        // postings per namespace-field value
+	secColumns                          // metadata columns (version 2)
 )
 
 type sectionEntry struct {
@@ -89,7 +91,13 @@ func streamSegment(f io.Writer, sections []section) (int64, error) {
 	}
 	var hdr enc
 	hdr.b = append(hdr.b, segMagic...)
-	hdr.u32(segVersion)
+	version := uint32(segVersion)
+	for _, s := range sections {
+		if s.kind == secMeta {
+			version = segVersionV1
+		}
+	}
+	hdr.u32(version)
 	if _, err := bw.Write(hdr.b); err != nil {
 		return 0, err
 	}
@@ -172,8 +180,8 @@ func parseSegment(b []byte) (map[sectionKind][]byte, []sectionEntry, error) {
 	if len(b) < 12+segTrailer+4 || string(b[:8]) != segMagic {
 		return nil, nil, errors.New("bad segment magic")
 	}
-	if v := binary.LittleEndian.Uint32(b[8:]); v != segVersion {
-		return nil, nil, fmt.Errorf("%w: segment version %d, this build reads %d", ErrVersion, v, segVersion)
+	if v := binary.LittleEndian.Uint32(b[8:]); v != segVersion && v != segVersionV1 {
+		return nil, nil, fmt.Errorf("%w: segment version %d, this build reads %d and %d", ErrVersion, v, segVersionV1, segVersion)
 	}
 	tr := b[len(b)-segTrailer:]
 	if string(tr[16:]) != segMagic {

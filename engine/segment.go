@@ -33,6 +33,7 @@ type segment struct {
 	view *hnsw.View
 
 	ids, meta, text, times []byte
+	cols                   []column // version 2: metadata columns; version 1: meta holds rows
 
 	kwOnce  sync.Once
 	kw      *keyword.Segment
@@ -56,6 +57,12 @@ var le = binary.LittleEndian
 // buildSections returns the sections of a segment holding every node of m
 // (dead nodes included: the caller records them as deleted).
 func buildSections(cfg CollectionConfig, m *memtable, nsField string) []section {
+	return buildSectionsVersion(cfg, m, nsField, segVersion)
+}
+
+// buildSectionsVersion writes the metadata as columns (version 2) or, for
+// tests of the old format, as encoded rows (version 1).
+func buildSectionsVersion(cfg CollectionConfig, m *memtable, nsField string, version int) []section {
 	n := len(m.recs)
 	info := func(w io.Writer) error {
 		var e enc
@@ -157,8 +164,12 @@ func buildSections(cfg CollectionConfig, m *memtable, nsField string) []section 
 		_, err := w.Write(e.b)
 		return err
 	}
+	metaSec := section{secColumns, func(w io.Writer) error { _, err := w.Write(encodeColumns(m)); return err }}
+	if version == segVersionV1 {
+		metaSec = section{secMeta, meta}
+	}
 	return []section{
-		{secInfo, info}, {secGraph, graph}, {secIDs, ids}, {secMeta, meta},
+		{secInfo, info}, {secGraph, graph}, {secIDs, ids}, metaSec,
 		{secText, text}, {secTimes, times}, {secKeyword, kw}, {secNamespace, ns},
 	}
 }
@@ -250,9 +261,13 @@ func (s *segment) init(count uint32, verify bool) error {
 		}
 	}
 	secs := s.sf.sections
-	for k := secInfo; k <= secNamespace; k++ {
-		if _, ok := secs[k]; !ok {
-			return fmt.Errorf("section kind %d missing", k)
+	version := le.Uint32(s.sf.data[8:])
+	for k := secInfo; k <= secColumns; k++ {
+		_, ok := secs[k]
+		want := k != secMeta && k != secColumns || k == secMeta && version == segVersionV1 ||
+			k == secColumns && version == segVersion
+		if ok != want {
+			return fmt.Errorf("version %d segment: section kind %d present=%v", version, k, ok)
 		}
 	}
 	d := dec{b: secs[secInfo]}
@@ -286,8 +301,16 @@ func (s *segment) init(count uint32, verify bool) error {
 	if live > nn || uint64(len(s.ids)) < 16+8*(nn+1)+4*live {
 		return errors.New("id section too short")
 	}
-	if uint64(len(s.meta)) < 8+8*(nn+1) || le.Uint64(s.meta) != nn {
-		return errors.New("metadata section too short")
+	if version == segVersionV1 {
+		if uint64(len(s.meta)) < 8+8*(nn+1) || le.Uint64(s.meta) != nn {
+			return errors.New("metadata section too short")
+		}
+	} else {
+		cols, err := parseColumns(secs[secColumns], s.n)
+		if err != nil {
+			return fmt.Errorf("column section: %w", err)
+		}
+		s.cols = cols
 	}
 	if uint64(len(s.times)) != 8+32*nn || le.Uint64(s.times) != nn {
 		return errors.New("times section size")
@@ -353,6 +376,9 @@ func (s *segment) metaBytes(node uint32) []byte {
 }
 
 func (s *segment) getter(node uint32) getter {
+	if s.meta == nil {
+		return func(field string) (Value, bool) { return colGet(s.cols, node, field) }
+	}
 	b := s.metaBytes(node)
 	return func(field string) (Value, bool) { return lookupMeta(b, field) }
 }
@@ -432,7 +458,13 @@ func (s *segment) record(node uint32, ov map[string]access, withVec, withText bo
 		}
 		r.Text = text
 	}
-	if mb := s.metaBytes(node); len(mb) > 0 {
+	if s.meta == nil {
+		m, err := colMeta(s.cols, node)
+		if err != nil {
+			return Record{}, &CorruptionError{File: s.sf.path, Err: fmt.Errorf("metadata of node %d: %v", node, err)}
+		}
+		r.Meta = m
+	} else if mb := s.metaBytes(node); len(mb) > 0 {
 		d := dec{b: mb}
 		r.Meta = readMeta(&d)
 		if d.err != nil {
@@ -583,6 +615,9 @@ func (s *segment) check() error {
 			}
 		}
 	}
+	if err := checkColumns(s.cols, s.n); err != nil {
+		return fail("column section: %v", err)
+	}
 	if _, err := s.namespace("", ""); err != nil && !errors.Is(err, errNoNamespace) {
 		return err
 	}
@@ -633,3 +668,16 @@ func (s *segment) checkReachable() error {
 }
 
 func (s *segment) close() error { return s.sf.close() }
+
+// matcher returns f evaluated per node of s (deleted nodes not excluded):
+// compiled against the columns of a version 2 segment, through the
+// encoded rows of a version 1 segment.
+func (s *segment) matcher(f *Filter) func(node uint32) bool {
+	switch {
+	case f == nil:
+		return func(uint32) bool { return true }
+	case s.meta == nil:
+		return colMatcher(f, s.cols)
+	}
+	return func(node uint32) bool { return f.match(s.getter(node)) }
+}
