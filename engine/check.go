@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"cmp"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,7 +13,9 @@ import (
 // (sorted, valid, unique across the collection), metadata, texts and
 // vectors, the BM25 sections, and the manifest on disk against the files
 // (each named file exists with the recorded size). It returns the first
-// problem, a *CorruptionError naming the file where one is damaged. It
+// problem, a *CorruptionError naming the file where one is damaged; when
+// every file is intact but a segment's graph does not reach all its live
+// records (a full walk from the entry point), an *UnreachableError. It
 // holds the write lock, so writers wait while it runs.
 func (d *DB) Check() error {
 	d.writeMu.Lock()
@@ -35,16 +39,20 @@ func (d *DB) Check() error {
 			}
 		}
 	}
+	var unreachable error // reported after every other check passed
 	for _, name := range sortedKeys(d.colls) {
 		c := d.colls[name]
 		if c.broken != nil {
 			return c.broken
 		}
-		if err := c.check(); err != nil {
+		var ue *UnreachableError
+		if err := c.check(); errors.As(err, &ue) {
+			unreachable = cmp.Or(unreachable, err)
+		} else if err != nil {
 			return err
 		}
 	}
-	return nil
+	return unreachable
 }
 
 func (c *Collection) check() error {
@@ -57,8 +65,12 @@ func (c *Collection) check() error {
 		}
 		seen[id] = true
 	}
+	var unreachable error // reported after every other check passed
 	for _, s := range c.segs {
-		if err := s.check(); err != nil {
+		var ue *UnreachableError
+		if err := s.check(); errors.As(err, &ue) {
+			unreachable = cmp.Or(unreachable, err)
+		} else if err != nil {
 			return err
 		}
 		for node := uint32(0); node < uint32(s.n); node++ {
@@ -75,7 +87,7 @@ func (c *Collection) check() error {
 			}
 		}
 	}
-	return nil
+	return unreachable
 }
 
 // Backup writes a consistent copy of the store into dir, which must not

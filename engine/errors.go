@@ -38,3 +38,21 @@ func (e *CorruptionError) Error() string {
 }
 
 func (e *CorruptionError) Unwrap() error { return e.Err }
+
+// UnreachableError reports live records of an intact segment file that the
+// graph does not lead to from its entry point: an approximate search can
+// never return them (Get, Scan, SearchText and Exact search still do). It
+// is not a CorruptionError: the bytes are as written, the graph built them
+// so (it happens with many identical vectors, and with Dot), and Repair
+// keeps such segments; compaction rebuilds the graph.
+type UnreachableError struct {
+	File        string
+	Unreachable int    // live nodes not reached
+	Live        int    // live nodes in the file
+	First       uint32 // the lowest unreached node
+}
+
+func (e *UnreachableError) Error() string {
+	return fmt.Sprintf("engine: %s: graph: %d of %d live nodes are not reachable from the entry point (first: node %d)",
+		e.File, e.Unreachable, e.Live, e.First)
+}

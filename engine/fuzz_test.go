@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"math/rand/v2"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/edsrzf/mmap-go"
+	"github.com/engramdb/engram/hnsw"
 	"github.com/engramdb/engram/quant"
 )
 
@@ -109,6 +111,10 @@ func FuzzMetadata(f *testing.F) {
 
 // segmentBytes builds a small valid segment in memory.
 func segmentBytes(t testing.TB) ([]byte, CollectionConfig, int) {
+	return segmentBytesVersion(t, segVersion)
+}
+
+func segmentBytesVersion(t testing.TB, version int) ([]byte, CollectionConfig, int) {
 	cfg := CollectionConfig{Name: "c", Dim: 4, Metric: quant.L2, Fingerprint: "f"}
 	opts := Options{}.withDefaults()
 	m, err := newMemtable(cfg, &opts)
@@ -124,7 +130,7 @@ func segmentBytes(t testing.TB) ([]byte, CollectionConfig, int) {
 	}
 	m.remove("r00003")
 	var buf bytes.Buffer
-	if _, err := streamSegment(&buf, buildSections(cfg, m, "session")); err != nil {
+	if _, err := streamSegment(&buf, buildSectionsVersion(cfg, m, "session", version)); err != nil {
 		t.Fatal(err)
 	}
 	return buf.Bytes(), cfg, len(m.recs)
@@ -133,6 +139,8 @@ func segmentBytes(t testing.TB) ([]byte, CollectionConfig, int) {
 func FuzzSegment(f *testing.F) {
 	good, cfg, n := segmentBytes(f)
 	f.Add(good)
+	v1, _, _ := segmentBytesVersion(f, segVersionV1) // the row layout still opens
+	f.Add(v1)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		secs, entries, err := parseSegment(b)
 		if err != nil {
@@ -224,15 +232,18 @@ func TestCheckReachable(t *testing.T) {
 	}
 }
 
-// TestCheckReachableDuplicates: many identical vectors, and Dot (where a
-// node need not be its own nearest neighbour), are not reported.
+// TestCheckReachableDuplicates: graphs over many identical vectors (and
+// Dot) really leave live nodes cut off from the entry point; the full walk
+// reports them as an *UnreachableError (not corruption: Repair keeps the
+// file), and every cut-off node with a vector of its own is indeed not
+// found by a search for that vector.
 func TestCheckReachableDuplicates(t *testing.T) {
-	for _, metric := range []quant.Metric{quant.Dot, quant.Cosine} {
+	for _, metric := range []quant.Metric{quant.Dot, quant.Cosine, quant.L2} {
 		cfg := CollectionConfig{Name: "c", Dim: 4, Metric: metric}
 		opts := Options{}.withDefaults()
 		m, _ := newMemtable(cfg, &opts)
 		r := rand.New(rand.NewPCG(4, 4))
-		for i, rec := range mkRecords(r, 4, 0, 200) {
+		for i, rec := range mkRecords(r, 4, 0, 400) {
 			if i%2 == 0 {
 				rec.Vector = []float32{1, 2, 3, 4}
 			}
@@ -249,8 +260,108 @@ func TestCheckReachableDuplicates(t *testing.T) {
 		if err := s.init(uint32(len(m.recs)), true); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.check(); err != nil {
-			t.Fatalf("%v: %v", metric, err)
+		err := s.check()
+		var ue *UnreachableError
+		var ce *CorruptionError
+		if !errors.As(err, &ue) || errors.As(err, &ce) {
+			t.Fatalf("%v: check = %v, want an *UnreachableError", metric, err)
 		}
+		seen, err := s.walk()
+		if err != nil {
+			t.Fatal(err)
+		}
+		distinct := 0
+		for node := uint32(1); node < uint32(s.n); node += 2 { // odd nodes: own vectors
+			if seen[node>>6]&(1<<(node&63)) != 0 {
+				continue
+			}
+			distinct++
+			res, err := s.view.Search(s.view.Vector(node), 10, hnsw.SearchOptions{Ef: 400})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, x := range res {
+				if x.ID == node {
+					t.Fatalf("%v: node %d is found by search but the walk did not reach it", metric, node)
+				}
+			}
+		}
+		t.Logf("%v: %d of %d live nodes unreachable, %d of them with a distinct vector", metric, ue.Unreachable, ue.Live, distinct)
+	}
+}
+
+// TestCheckReachableWalk: with every adjacency list emptied only the entry
+// point is reached, and the walk says how many live nodes it missed.
+func TestCheckReachableWalk(t *testing.T) {
+	cfg := CollectionConfig{Name: "c", Dim: 4, Metric: quant.L2, Fingerprint: "f"}
+	opts := Options{}.withDefaults()
+	m, _ := newMemtable(cfg, &opts)
+	r := rand.New(rand.NewPCG(5, 5))
+	for _, rec := range mkRecords(r, 4, 0, 100) {
+		if err := m.insert(rec, rec.Vector); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var buf bytes.Buffer
+	if _, err := streamSegment(&buf, buildSections(cfg, m, "session")); err != nil {
+		t.Fatal(err)
+	}
+	secs, entries, _ := parseSegment(buf.Bytes())
+	s := &segment{sf: &segFile{path: "mem", data: mmap.MMap(buf.Bytes()), sections: secs, entries: entries}, cfg: cfg}
+	if err := s.init(uint32(len(m.recs)), true); err != nil {
+		t.Fatal(err)
+	}
+	s.markDeleted(7)
+	if err := s.checkReachable(); err != nil {
+		t.Fatalf("healthy graph: %v", err)
+	}
+	g := secs[secGraph]
+	for _, sec := range []int{2, 5} { // level-0 and upper lists: all zero
+		off, ln := le.Uint64(g[64+24*sec:]), le.Uint64(g[64+24*sec+8:])
+		clear(g[off : off+ln])
+	}
+	var ue *UnreachableError
+	if err := s.checkReachable(); !errors.As(err, &ue) || ue.Unreachable < 98 || ue.Live != 99 {
+		t.Fatalf("emptied graph: %v", err)
+	}
+}
+
+// TestUnreachableIsNotDamage: a store whose graph misses live records
+// (many identical vectors) reports *UnreachableError from Check after
+// every other check passed, and Repair keeps the segment and its records.
+func TestUnreachableIsNotDamage(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "store")
+	db := openT(t, dir, testOpts())
+	c, err := db.CreateCollection(CollectionConfig{Name: "c", Dim: 4, Metric: quant.Dot})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := mkRecords(rand.New(rand.NewPCG(4, 4)), 4, 0, 400)
+	for i := range recs {
+		if i%2 == 0 {
+			recs[i].Vector = []float32{1, 2, 3, 4}
+		}
+	}
+	if err := c.Upsert(ctx, recs); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	var ue *UnreachableError
+	var ce *CorruptionError
+	if err := db.Check(); !errors.As(err, &ue) || errors.As(err, &ce) {
+		t.Fatalf("Check = %v, want an *UnreachableError", err)
+	}
+	db.Close()
+	rep, err := Repair(dir, Options{})
+	if err != nil || len(rep.QuarantinedSegments) != 0 || rep.DroppedRecords != 0 {
+		t.Fatalf("Repair = %+v, %v", rep, err)
+	}
+	db = openT(t, dir, testOpts())
+	defer db.Close()
+	c, _ = db.Collection("c")
+	if n, err := c.Count(nil); err != nil || n != 400 {
+		t.Fatalf("after Repair: %d records, %v", n, err)
 	}
 }

@@ -66,6 +66,13 @@ func Repair(dir string, opts Options) (RepairReport, error) {
 				err = s.check()
 				s.close()
 			}
+			// An intact file whose graph misses some live nodes keeps its
+			// records (compaction rebuilds the graph); quarantining it
+			// would drop them.
+			var ue *UnreachableError
+			if errors.As(err, &ue) {
+				err = nil
+			}
 			var ce *CorruptionError
 			if err != nil && !errors.As(err, &ce) && !errors.Is(err, ErrVersion) {
 				return rep, err // an I/O problem, not damage: change nothing

@@ -563,7 +563,9 @@ func (s *segment) namespace(field, v string) ([]uint32, error) {
 
 var errNoNamespace = errors.New("no namespace postings for this field")
 
-// check verifies checksums and the structure of every section.
+// check verifies checksums and the structure of every section, then that
+// the graph reaches every live node (last, so an *UnreachableError means
+// everything else passed).
 func (s *segment) check() error {
 	fail := func(format string, a ...any) error {
 		return &CorruptionError{File: s.sf.path, Err: fmt.Errorf(format, a...)}
@@ -624,47 +626,112 @@ func (s *segment) check() error {
 	return s.checkReachable()
 }
 
-// checkReachable probes that the graph leads to its nodes: a sample of
-// live nodes is searched for with their own vectors, and at least half must
-// come back (a graph cut off from its entry point fails this; Verify only
-// checks that links are well formed). The bar is low on purpose: a healthy
-// graph over many duplicate vectors finds only ~80% of them this way.
+// checkReachable walks the graph (breadth-first from the entry point over
+// the level-0 lists, and the upper lists of nodes that have them, since a
+// search descends through those) and requires every live record's node to
+// be reached (else an *UnreachableError) and not to be a graph tombstone
+// (a *CorruptionError): a search can then return it.
+// Dead nodes are walked through, as a search does. It reads the hnsw
+// layout in place (docs/format/hnsw.md) after View.Verify has checked it;
+// every read is still bounds-checked.
 func (s *segment) checkReachable() error {
+	fail := func(format string, a ...any) error {
+		return &CorruptionError{File: s.sf.path, Err: fmt.Errorf("graph: "+format, a...)}
+	}
 	live := s.live()
 	if live == 0 {
 		return nil
 	}
-	const samples = 128
-	step := max(1, s.n/samples)
-	tried, found := 0, 0
-	var filt hnsw.Filter
-	if s.ndel > 0 {
-		filt = hnsw.FilterFunc(func(node uint32) bool { return !s.isDeleted(node) })
-	}
-	for node := uint32(0); node < uint32(s.n); node += uint32(step) {
-		if s.isDeleted(node) {
-			continue
-		}
-		tried++
-		res, err := s.view.Search(s.view.Vector(node), min(10, live), hnsw.SearchOptions{Ef: 64, Filter: filt})
-		if err != nil {
-			return &CorruptionError{File: s.sf.path, Err: fmt.Errorf("graph search: %v", err)}
-		}
-		// Found, or k other nodes at least as close (duplicates, or
-		// longer vectors under Dot): nothing to conclude, count it.
-		self := quant.FloatDistance(s.cfg.Metric, s.view.Vector(node), s.view.Vector(node))
-		ok := len(res) == min(10, live) && len(res) > 0 && res[len(res)-1].Distance <= self+1e-5
-		for _, r := range res {
-			ok = ok || r.ID == node
-		}
-		if ok {
-			found++
+	for node := uint32(0); node < uint32(s.n); node++ {
+		if !s.isDeleted(node) && s.view.Deleted(node) {
+			return fail("live node %d is a tombstone (never returned by search)", node)
 		}
 	}
-	if float64(found) < 0.5*float64(tried) {
-		return &CorruptionError{File: s.sf.path, Err: fmt.Errorf("graph: only %d of %d sampled nodes are reachable by search", found, tried)}
+	seen, err := s.walk()
+	if err != nil {
+		return err
+	}
+	unreached, first := 0, uint32(0)
+	for node := uint32(0); node < uint32(s.n); node++ {
+		if !s.isDeleted(node) && seen[node>>6]&(1<<(node&63)) == 0 {
+			if unreached == 0 {
+				first = node
+			}
+			unreached++
+		}
+	}
+	if unreached > 0 {
+		return &UnreachableError{File: s.sf.path, Unreachable: unreached, Live: live, First: first}
 	}
 	return nil
+}
+
+// walk returns the bitset of nodes reached breadth-first from the entry
+// point over every node's level-0 list and upper lists.
+func (s *segment) walk() ([]uint64, error) {
+	fail := func(format string, a ...any) error {
+		return &CorruptionError{File: s.sf.path, Err: fmt.Errorf("graph: "+format, a...)}
+	}
+	g := s.sf.sections[secGraph]
+	sec := func(i int) []byte {
+		p := uint64(64 + 24*i)
+		if p+16 > uint64(len(g)) {
+			return nil
+		}
+		return slice(g, le.Uint64(g[p:]), le.Uint64(g[p:])+le.Uint64(g[p+8:]))
+	}
+	level0, levels, upperOff, upper := sec(2), sec(3), sec(4), sec(5)
+	n, m := uint64(s.n), uint64(s.view.M())
+	if len(g) < 64 || uint64(len(level0)) < 4*n*(1+2*m) || uint64(len(levels)) < n || uint64(len(upperOff)) < 4*n {
+		return nil, fail("layout too short for %d nodes", n)
+	}
+	entry, entryLevel := le.Uint32(g[28:]), le.Uint32(g[32:])
+	if entryLevel == 0 || entry >= uint32(n) {
+		return nil, fail("no entry point with %d live nodes", s.live())
+	}
+	seen := make([]uint64, (n+63)/64)
+	queue := make([]uint32, 0, n)
+	visit := func(list []byte) error {
+		if len(list) < 4 {
+			return fail("list out of range")
+		}
+		cnt := uint64(le.Uint32(list))
+		if 4*(1+cnt) > uint64(len(list)) {
+			return fail("list count %d", cnt)
+		}
+		for k := uint64(1); k <= cnt; k++ {
+			nb := le.Uint32(list[4*k:])
+			if uint64(nb) >= n {
+				return fail("neighbour %d of %d nodes", nb, n)
+			}
+			if seen[nb>>6]&(1<<(nb&63)) == 0 {
+				seen[nb>>6] |= 1 << (nb & 63)
+				queue = append(queue, nb)
+			}
+		}
+		return nil
+	}
+	seen[entry>>6] |= 1 << (entry & 63)
+	queue = append(queue, entry)
+	for qi := 0; qi < len(queue); qi++ {
+		node := uint64(queue[qi])
+		w := 1 + 2*m
+		if err := visit(level0[4*node*w : 4*(node+1)*w]); err != nil {
+			return nil, err
+		}
+		base := uint64(le.Uint32(upperOff[4*node:]))
+		for l := uint64(1); l <= uint64(levels[node]); l++ {
+			lo := 4 * (base + (l-1)*(1+m))
+			list := slice(upper, lo, lo+4*(1+m))
+			if list == nil {
+				return nil, fail("node %d level %d list out of range", node, l)
+			}
+			if err := visit(list); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return seen, nil
 }
 
 func (s *segment) close() error { return s.sf.close() }
