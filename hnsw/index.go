@@ -358,14 +358,18 @@ func (ix *Index) Delete(id uint32) error {
 	return nil
 }
 
-// Repair runs a repair pass now if tombstones are pending: live nodes'
-// links to them are replaced and their own lists cleared.
-func (ix *Index) Repair() { ix.repair() }
+// Repair runs a repair pass now: live nodes' links to pending tombstones
+// are replaced, the tombstones' own lists cleared, and live nodes that no
+// node links to on level 0 are linked again.
+func (ix *Index) Repair() { ix.repairPass(true) }
 
-func (ix *Index) repair() {
+func (ix *Index) repair() { ix.repairPass(false) }
+
+// repairPass runs when tombstones are pending, or always when forced.
+func (ix *Index) repairPass(force bool) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	if ix.pending.Load() == 0 {
+	if ix.pending.Load() == 0 && !force {
 		return
 	}
 	g := &ix.g
@@ -405,6 +409,47 @@ func (ix *Index) repair() {
 		g.flags[id] = f | flagUnlinked
 	}
 	ix.pending.Store(0)
+	ix.adoptOrphans(s, n, live)
+}
+
+// adoptOrphans gives every live node that no live node links to on level 0
+// an in-link again (deletes racing inserts can leave such orphans): the
+// orphan is offered to its live neighbours through the usual pruning, and
+// if none keeps it, it replaces its nearest neighbour's last link.
+func (ix *Index) adoptOrphans(s *scratch, n int, live func(uint32) bool) {
+	g := &ix.g
+	if ix.ep.Load() == 0 {
+		return
+	}
+	linked := make([]bool, n)
+	ep, _ := unpackEP(ix.ep.Load())
+	linked[ep] = true
+	for u := uint32(0); int(u) < n; u++ {
+		if live(u) {
+			l := g.list(u, 0)
+			for _, nb := range l[1 : 1+l[0]] {
+				linked[nb] = true
+			}
+		}
+	}
+	for x := uint32(0); int(x) < n; x++ {
+		if linked[x] || !live(x) {
+			continue
+		}
+		l := g.list(x, 0)
+		nbs := slices.DeleteFunc(slices.Clone(l[1:1+l[0]]), func(nb uint32) bool { return !live(nb) })
+		for _, nb := range nbs {
+			ix.mergeLinks(s, nb, 0, []uint32{x})
+			if nl := g.list(nb, 0); slices.Contains(nl[1:1+nl[0]], x) {
+				linked[x] = true
+			}
+		}
+		if !linked[x] && len(nbs) > 0 {
+			if nl := g.list(nbs[0], 0); nl[0] > 0 {
+				atomic.StoreUint32(&nl[nl[0]], x)
+			}
+		}
+	}
 }
 
 // repairList rebuilds u's list on level if it links to a tombstone, from

@@ -360,12 +360,11 @@ func testConcurrent(t *testing.T, deletes bool) {
 	}
 	t.Logf("deletes=%v: %d of %d live vectors find themselves", deletes, found, live)
 	// Known gap (see the package doc's Caveats): deletes racing inserts can
-	// leave live nodes without in-links, so that variant only checks
-	// correctness (no errors, no tombstones or out-of-range ids returned)
-	// and a loose floor.
+	// cut some live nodes off even after Repair; over 40 runs the worst was
+	// 0.915 (0.51 before Repair re-linked orphans), hence a looser floor.
 	bar := 0.95
 	if deletes {
-		bar = 0.4
+		bar = 0.8
 	}
 	if float64(found) < bar*float64(live) {
 		t.Fatalf("only %d of %d live vectors find themselves", found, live)
