@@ -447,12 +447,33 @@ func colMatcher(f *Filter, cols []column) func(node uint32) bool {
 			no := f.leaf(Value{}, false)
 			return func(uint32) bool { return no }
 		}
+		// Eq/Ne/In of strings on a list column (tags) test membership
+		// in place instead of building the list.
+		strVals := f.op == opEq || f.op == opNe || f.op == opIn
+		for _, v := range f.values {
+			strVals = strVals && v.kind == KindString
+		}
 		return func(node uint32) bool {
 			for i := range cs {
-				if r, ok := cs[i].rank(node); ok {
-					v, ok := cs[i].valueInPlace(r)
-					return f.leaf(v, ok) // damaged values count as absent
+				r, ok := cs[i].rank(node)
+				if !ok {
+					continue
 				}
+				if strVals && cs[i].kind == KindStringList {
+					hit := false
+					for _, w := range f.values {
+						h, ok := cs[i].listHas(r, w.s)
+						if !ok {
+							return f.leaf(Value{}, false)
+						}
+						if hit = h; hit {
+							break
+						}
+					}
+					return hit == (f.op != opNe)
+				}
+				v, ok := cs[i].valueInPlace(r)
+				return f.leaf(v, ok) // damaged values count as absent
 			}
 			return f.leaf(Value{}, false)
 		}
@@ -498,4 +519,24 @@ func (c *column) valueInPlace(r uint64) (Value, bool) {
 		return Value{}, false
 	}
 	return Value{kind: KindString, s: unsafe.String(unsafe.SliceData(s), len(s))}, true
+}
+
+// listHas reports whether the r-th list of a list column holds want; ok is
+// false for damaged offsets (as value).
+func (c *column) listHas(r uint64, want string) (found, ok bool) {
+	lo, hi := le.Uint64(c.offs[8*r:]), le.Uint64(c.offs[8*r+8:])
+	if lo > hi || hi > uint64(len(c.items)/8-1) || hi-lo > MaxMetaBytes {
+		return false, false
+	}
+	for j := lo; j < hi; j++ {
+		a, b := le.Uint64(c.items[8*j:]), le.Uint64(c.items[8*j+8:])
+		s := slice(c.blob, a, b)
+		if s == nil && a != b {
+			return false, false
+		}
+		if !found && string(s) == want {
+			found = true
+		}
+	}
+	return found, true
 }

@@ -97,7 +97,8 @@ func TestColumnsMatchRecords(t *testing.T) {
 		filters := []*Filter{
 			Eq("mixed", String("10")), Range("mixed", Float(1), Float(50)), Eq("mixed", Bool(true)),
 			Range("mixed", Time(time.Unix(3, 0)), Time(time.Unix(200, 0))), Exists("rare"), Eq("rare", Int(-int64(n/2))),
-			Eq("tags", String("m2")), Ne("session", String("s1")), Range("n", Int(10), Int(40)), Eq("empty", String("")),
+			Eq("tags", String("m2")), Ne("tags", String("m1")), In("tags", String("zz"), String("m4")), Eq("tags", StringList("t", "m0")),
+			Eq("none", String("")), Ne("session", String("s1")), Range("n", Int(10), Int(40)), Eq("empty", String("")),
 			Exists("none"), And(Exists("mixed"), Not(Eq("session", String("s0")))), Exists("zz"), Eq("a", String("x")),
 		}
 		for node := uint32(0); node < uint32(len(m.recs)); node++ {
@@ -166,7 +167,7 @@ func FuzzColumns(f *testing.F) {
 			return
 		}
 		ok := checkColumns(cols, int(n)) == nil
-		filters := []*Filter{Exists(field), Eq(field, String("s1")), Range(field, Int(3), Float(1e9)), Not(Eq(field, Bool(true)))}
+		filters := []*Filter{Exists(field), Eq(field, String("s1")), In(field, String("t"), String("m3")), Ne(field, String("a")), Range(field, Int(3), Float(1e9)), Not(Eq(field, Bool(true)))}
 		for node := uint32(0); node < uint32(n)+2; node++ {
 			meta, err := colMeta(cols, node)
 			if ok && err != nil {
