@@ -2,6 +2,7 @@ package weaviate
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -108,6 +109,15 @@ func BenchmarkBackends(b *testing.B) {
 					}
 				}
 				writeRate = float64(len(ms)) / time.Since(start).Seconds()
+				// Measure the engine as it settles: flushed and compacted (the
+				// background compactor would get there; Weaviate indexes on insert).
+				if err := s.Flush(ctx); err == nil {
+					if err := s.Compact(ctx); err != nil {
+						b.Fatal(err)
+					}
+				} else if !errors.Is(err, memory.ErrUnsupported) {
+					b.Fatal(err)
+				}
 			}
 			rng := rand.New(rand.NewPCG(1, 1))
 			queries := make([]int, 200)
