@@ -121,7 +121,7 @@
 //     records give an *UnreachableError (reported only when nothing else
 //     is wrong), which is not corruption: Repair keeps the file, and Get,
 //     Scan, SearchText and Exact search still return those records. The
-//     hnsw builder does produce such graphs: over many identical vectors
+//     hnsw builder (as of a5a8a22) does produce such graphs: over many identical vectors
 //     (all metrics; 400 records, half identical: 40-48% of live nodes cut
 //     off) and under Dot; an approximate search can never return those
 //     nodes. The earlier sampled probe (128 searches, half must succeed)
