@@ -360,10 +360,56 @@ func colMeta(cols []column, node uint32) (Metadata, error) {
 	return m, nil
 }
 
+// eachNode calls fn with every node holding a value in c, in order.
+func (c *column) eachNode(fn func(node uint32)) {
+	if c.words != nil {
+		for w := 0; w < len(c.words)/8; w++ {
+			for word := le.Uint64(c.words[8*w:]); word != 0; word &= word - 1 {
+				fn(uint32(64*w + bits.TrailingZeros64(word)))
+			}
+		}
+		return
+	}
+	for j := 0; j < len(c.nodes)/4; j++ {
+		fn(le.Uint32(c.nodes[4*j:]))
+	}
+}
+
 // checkColumns verifies the structure of every column: presence and ranks
 // agree, node lists increase, offsets are monotone and inside the blob,
-// values are valid for their kind.
+// values are valid for their kind; and across columns, that no node holds
+// a field in two columns (kinds) or more than MaxMetaKeys fields.
 func checkColumns(cols []column, n int) error {
+	if err := checkEachColumn(cols, n); err != nil {
+		return err
+	}
+	fields := make([]uint16, n)
+	var inGroup []uint64 // nodes holding the current field name
+	for i := range cols {
+		if i == 0 || cols[i].name != cols[i-1].name {
+			inGroup = make([]uint64, (n+63)/64)
+		}
+		var err error
+		cols[i].eachNode(func(node uint32) {
+			if err != nil || int(node) >= n {
+				return
+			}
+			if inGroup[node>>6]&(1<<(node&63)) != 0 {
+				err = fmt.Errorf("node %d holds field %q in two columns", node, cols[i].name)
+			}
+			inGroup[node>>6] |= 1 << (node & 63)
+			if fields[node]++; fields[node] > MaxMetaKeys {
+				err = fmt.Errorf("node %d holds more than %d fields", node, MaxMetaKeys)
+			}
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func checkEachColumn(cols []column, n int) error {
 	for i := range cols {
 		c := &cols[i]
 		if !utf8.ValidString(c.name) {
