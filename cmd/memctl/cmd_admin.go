@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -92,7 +93,15 @@ func (a *app) checkCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := s.Check(cmd.Context()); err != nil {
+			err = s.Check(cmd.Context())
+			var unreachable *engine.UnreachableError
+			if errors.As(err, &unreachable) {
+				// Intact files, but the vector graph leaves records out: not
+				// corruption, and repair would not help.
+				return fmt.Errorf("files intact, but %d of %d memories in %s cannot be found by vector search "+
+					"(keyword search, get and export still find them); `memctl compact` rebuilds the graph", unreachable.Unreachable, unreachable.Live, unreachable.File)
+			}
+			if err != nil {
 				return fmt.Errorf("check failed: %w (try `memctl repair` after a backup)", err)
 			}
 			fmt.Fprintln(a.stdout, "ok")
