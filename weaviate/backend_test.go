@@ -203,10 +203,17 @@ func TestReplicatedClusterSurvivesANode(t *testing.T) {
 	if err != nil || len(holders) != 2 {
 		t.Fatalf("replica holders %v (%v)", holders, err)
 	}
+	// Stop a replica holder; not the Raft leader when that can be avoided,
+	// so the test is about data replication, not schema leader election.
+	victim, leader := holders[1], raftLeader(ctx, b)
+	if leader == victim {
+		victim = holders[0]
+	}
+	t.Logf("replicas on %v, Raft leader %q: stopping %s", holders, leader, victim)
 	var kill *weaviatetest.Node
 	var alive []*weaviatetest.Node
 	for _, nd := range cluster.Nodes {
-		if nd.Name == holders[1] {
+		if nd.Name == victim {
 			kill = nd
 		} else {
 			alive = append(alive, nd)
@@ -215,7 +222,7 @@ func TestReplicatedClusterSurvivesANode(t *testing.T) {
 	kill.Stop()
 	// Reads through each surviving node still see every acknowledged write.
 	for _, nd := range alive {
-		nb := openBackend(t, nd.URL, Options{})
+		nb := openEventually(t, nd.URL, Options{})
 		nc, err := nb.Collection(ctx, "rep")
 		if err != nil {
 			t.Fatal(err)
@@ -230,7 +237,7 @@ func TestReplicatedClusterSurvivesANode(t *testing.T) {
 		}
 	}
 	// Writes acknowledged by one replica while the node is down ...
-	wb := openBackend(t, alive[0].URL, Options{WriteConsistency: "ONE"})
+	wb := openEventually(t, alive[0].URL, Options{WriteConsistency: "ONE"})
 	wc, err := wb.Collection(ctx, "rep")
 	if err != nil {
 		t.Fatal(err)
@@ -290,6 +297,45 @@ func TestReplicatedClusterSurvivesANode(t *testing.T) {
 		}
 		time.Sleep(2 * time.Second)
 	}
+}
+
+// openEventually opens a backend on url, retrying with short timeouts for up
+// to two minutes: right after a node of the cluster stops, the others may
+// stall until gossip and Raft notice.
+func openEventually(t *testing.T, url string, opts Options) *Backend {
+	t.Helper()
+	opts.Timeout = 15 * time.Second
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		b, err := Open(context.Background(), url, opts)
+		if err == nil {
+			t.Cleanup(func() { b.Close() })
+			return b
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// raftLeader returns the name of the cluster's Raft leader, or "" when the
+// statistics do not say.
+func raftLeader(ctx context.Context, b *Backend) string {
+	var resp struct {
+		Statistics []struct {
+			LeaderID string `json:"leaderId"`
+		} `json:"statistics"`
+	}
+	if err := b.c.do(ctx, "GET", "/v1/cluster/statistics", nil, nil, &resp); err != nil {
+		return ""
+	}
+	for _, st := range resp.Statistics {
+		if st.LeaderID != "" {
+			return st.LeaderID
+		}
+	}
+	return ""
 }
 
 // replicaHolders returns the nodes holding a shard of collection name.
