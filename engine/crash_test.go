@@ -188,8 +188,8 @@ func runCrashChild(t *testing.T, dir string, cycle int, r *rand.Rand) (pending s
 			}
 		case <-deadline:
 			cmd.Process.Signal(syscall.SIGKILL)
-			cmd.Wait()
-			// Lines the child wrote before dying are acknowledged too.
+			// Lines the child wrote before dying are acknowledged too. Read them
+			// all before Wait, which closes the pipe and would drop unread ones.
 			for line := range lines {
 				switch {
 				case strings.HasPrefix(line, "P "):
@@ -199,6 +199,7 @@ func runCrashChild(t *testing.T, dir string, cycle int, r *rand.Rand) (pending s
 					pending = ""
 				}
 			}
+			cmd.Wait()
 			return pending, acked
 		}
 	}
