@@ -10,7 +10,9 @@ import (
 var errStopping = errors.New("engine: store is closing")
 
 // Compact merges every collection's segments into one, dropping deleted and
-// overwritten records, and flushes the mutable parts. Readers and writers
+// overwritten records, and flushes the mutable parts. A collection already
+// in one segment is rewritten only if that segment's graph leaves live
+// records unreachable (see UnreachableError). Readers and writers
 // keep going while the new segments are built; writers wait only for the
 // install (a flush plus a manifest write).
 func (d *DB) Compact() error { return d.compact(true) }
@@ -75,6 +77,13 @@ func (c *Collection) pick(all bool) []*segment {
 		dirty := len(segs) > 1 || len(c.overrides) > 0
 		for _, s := range segs {
 			dirty = dirty || s.ndel > 0
+		}
+		// A lone clean segment is rewritten only when its graph misses
+		// live records (written by an older build): the walk is cheap
+		// next to a rebuild, and the rebuilt graph reaches every node.
+		for _, s := range segs {
+			var ue *UnreachableError
+			dirty = dirty || errors.As(s.checkReachable(), &ue)
 		}
 		if !dirty {
 			return nil

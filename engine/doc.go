@@ -120,12 +120,11 @@
 //     live record is reached and is not a graph tombstone. Unreached live
 //     records give an *UnreachableError (reported only when nothing else
 //     is wrong), which is not corruption: Repair keeps the file, and Get,
-//     Scan, SearchText and Exact search still return those records. The
-//     hnsw builder (as of a5a8a22) does produce such graphs: over many identical vectors
-//     (all metrics; 400 records, half identical: 40-48% of live nodes cut
-//     off) and under Dot; an approximate search can never return those
-//     nodes. The earlier sampled probe (128 searches, half must succeed)
-//     did not see it.
+//     Scan, SearchText and Exact search still return those records.
+//     hnsw links every live node before it writes a graph (its
+//     Reachability section), so only files written by older builds (which
+//     cut off up to half of a crowd of identical vectors, and many nodes
+//     under Dot) or a bug give it; compaction rewrites the graph.
 //   - Segment format version 2 stores metadata as columns; version 1 files
 //     (metadata rows) still open and are read as rows until compaction
 //     rewrites them. Costs per record grow with the number of distinct

@@ -42,9 +42,10 @@ func (e *CorruptionError) Unwrap() error { return e.Err }
 // UnreachableError reports live records of an intact segment file that the
 // graph does not lead to from its entry point: an approximate search can
 // never return them (Get, Scan, SearchText and Exact search still do). It
-// is not a CorruptionError: the bytes are as written, the graph built them
-// so (it happens with many identical vectors, and with Dot), and Repair
-// keeps such segments; compaction rebuilds the graph.
+// is not a CorruptionError: the bytes are as written, the graph was built
+// so (by builds before hnsw's reconnect pass, with many identical vectors
+// or under Dot), and Repair keeps such segments; compaction rebuilds the
+// graph.
 type UnreachableError struct {
 	File        string
 	Unreachable int    // live nodes not reached

@@ -3,13 +3,15 @@ package engine
 import (
 	"bytes"
 	"errors"
+	"hash/crc32"
+	"io"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/edsrzf/mmap-go"
-	"github.com/engramdb/engram/hnsw"
 	"github.com/engramdb/engram/quant"
 )
 
@@ -232,20 +234,25 @@ func TestCheckReachable(t *testing.T) {
 	}
 }
 
-// TestCheckReachableDuplicates: graphs over many identical vectors (and
-// Dot) really leave live nodes cut off from the entry point; the full walk
-// reports them as an *UnreachableError (not corruption: Repair keeps the
-// file), and every cut-off node with a vector of its own is indeed not
-// found by a search for that vector.
+// TestCheckReachableDuplicates: graphs over many identical vectors, and
+// Dot over vectors of varied norms, used to leave live nodes cut off from
+// the entry point (hnsw now links them all before a segment is written):
+// the full walk of every segment must reach every live node.
 func TestCheckReachableDuplicates(t *testing.T) {
+	r := rand.New(rand.NewPCG(4, 4))
 	for _, metric := range []quant.Metric{quant.Dot, quant.Cosine, quant.L2} {
 		cfg := CollectionConfig{Name: "c", Dim: 4, Metric: metric}
 		opts := Options{}.withDefaults()
 		m, _ := newMemtable(cfg, &opts)
-		r := rand.New(rand.NewPCG(4, 4))
-		for i, rec := range mkRecords(r, 4, 0, 400) {
-			if i%2 == 0 {
+		for i, rec := range mkRecords(r, 4, 0, 600) {
+			switch {
+			case i%2 == 0:
 				rec.Vector = []float32{1, 2, 3, 4}
+			case metric == quant.Dot:
+				scale := 0.1 + 3*r.Float32()
+				for j := range rec.Vector {
+					rec.Vector[j] *= scale
+				}
 			}
 			if err := m.insert(rec, rec.Vector); err != nil {
 				t.Fatal(err)
@@ -260,37 +267,48 @@ func TestCheckReachableDuplicates(t *testing.T) {
 		if err := s.init(uint32(len(m.recs)), true); err != nil {
 			t.Fatal(err)
 		}
-		err := s.check()
-		var ue *UnreachableError
-		var ce *CorruptionError
-		if err == nil { // an hnsw that links every node: nothing to report
-			t.Logf("%v: every live node reachable", metric)
-			continue
+		if err := s.check(); err != nil {
+			t.Fatalf("%v: %v", metric, err)
 		}
-		if !errors.As(err, &ue) || errors.As(err, &ce) {
-			t.Fatalf("%v: check = %v, want an *UnreachableError", metric, err)
+	}
+}
+
+// unlinkGraph rewrites the segment file at path with every adjacency list
+// of its graph emptied and every checksum recomputed: a file that passes
+// every check except the walk, which reaches the entry point alone.
+func unlinkGraph(t *testing.T, path string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secs, entries, err := parseSegment(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := bytes.Clone(secs[secGraph])
+	for _, sec := range []int{2, 5} { // level-0 and upper lists (docs/format/hnsw.md)
+		e := g[64+24*sec:]
+		off, ln := le.Uint64(e), le.Uint64(e[8:])
+		clear(g[off : off+ln])
+		le.PutUint32(e[16:], crc(g[off:off+ln]))
+	}
+	h := crc32.Update(crc(g[:60]), castagnoli, g[64:64+7*24])
+	le.PutUint32(g[60:], h)
+	var sections []section
+	for _, e := range entries {
+		data := secs[e.kind]
+		if e.kind == secGraph {
+			data = g
 		}
-		seen, err := s.walk()
-		if err != nil {
-			t.Fatal(err)
-		}
-		distinct := 0
-		for node := uint32(1); node < uint32(s.n); node += 2 { // odd nodes: own vectors
-			if seen[node>>6]&(1<<(node&63)) != 0 {
-				continue
-			}
-			distinct++
-			res, err := s.view.Search(s.view.Vector(node), 10, hnsw.SearchOptions{Ef: 400})
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, x := range res {
-				if x.ID == node {
-					t.Fatalf("%v: node %d is found by search but the walk did not reach it", metric, node)
-				}
-			}
-		}
-		t.Logf("%v: %d of %d live nodes unreachable, %d of them with a distinct vector", metric, ue.Unreachable, ue.Live, distinct)
+		sections = append(sections, section{kind: e.kind, write: func(w io.Writer) error { _, err := w.Write(data); return err }})
+	}
+	var buf bytes.Buffer
+	if _, err := streamSegment(&buf, sections); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, buf.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -331,8 +349,9 @@ func TestCheckReachableWalk(t *testing.T) {
 }
 
 // TestUnreachableIsNotDamage: a store whose graph misses live records
-// (many identical vectors) reports *UnreachableError from Check after
-// every other check passed, and Repair keeps the segment and its records.
+// (its lists emptied, checksums intact) reports *UnreachableError from
+// Check after every other check passed, Repair keeps the segment and its
+// records, and Compact rebuilds the graph.
 func TestUnreachableIsNotDamage(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "store")
 	db := openT(t, dir, testOpts())
@@ -340,25 +359,26 @@ func TestUnreachableIsNotDamage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	recs := mkRecords(rand.New(rand.NewPCG(4, 4)), 4, 0, 400)
-	for i := range recs {
-		if i%2 == 0 {
-			recs[i].Vector = []float32{1, 2, 3, 4}
-		}
-	}
-	if err := c.Upsert(ctx, recs); err != nil {
+	if err := c.Upsert(ctx, mkRecords(rand.New(rand.NewPCG(4, 4)), 4, 0, 400)); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.Flush(); err != nil {
 		t.Fatal(err)
 	}
+	if err := db.Check(); err != nil {
+		t.Fatalf("fresh store: %v", err)
+	}
+	db.Close()
+	segs, _ := filepath.Glob(filepath.Join(dir, "seg", "*.seg"))
+	if len(segs) != 1 {
+		t.Fatalf("segments %v, want one", segs)
+	}
+	unlinkGraph(t, segs[0])
+	db = openT(t, dir, testOpts())
 	var ue *UnreachableError
 	var ce *CorruptionError
 	err = db.Check()
-	if err == nil {
-		t.Skip("the graph reaches every node (hnsw links duplicates now): nothing to repair")
-	}
-	if !errors.As(err, &ue) || errors.As(err, &ce) {
+	if !errors.As(err, &ue) || errors.As(err, &ce) || ue.Unreachable != 399 {
 		t.Fatalf("Check = %v, want an *UnreachableError", err)
 	}
 	db.Close()
@@ -371,5 +391,15 @@ func TestUnreachableIsNotDamage(t *testing.T) {
 	c, _ = db.Collection("c")
 	if n, err := c.Count(nil); err != nil || n != 400 {
 		t.Fatalf("after Repair: %d records, %v", n, err)
+	}
+	// Compact rewrites the segment, and the new graph reaches every record.
+	if err := db.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Check(); err != nil {
+		t.Fatalf("after Compact: %v", err)
+	}
+	if n, err := c.Count(nil); err != nil || n != 400 {
+		t.Fatalf("after Compact: %d records, %v", n, err)
 	}
 }

@@ -35,9 +35,11 @@
 // only if it is closer to the new node than to every neighbour already
 // kept). The new node gets M links per level; a neighbour whose list
 // overflows (M on upper levels, 2M on level 0) is re-pruned with the same
-// heuristic. Candidates that tie with a kept neighbour (exact duplicates)
+// heuristic. Candidates identical to a kept neighbour (exact duplicates)
 // may take at most half a list, so a crowd of identical vectors cannot
-// crowd the distinct ones out of each other's lists. The beam search that
+// crowd the distinct ones out of each other's lists, and candidates at
+// equal distances are ranked by a hash of the pair rather than by id, so
+// the copies do not all keep the same oldest ones. The beam search that
 // gathers candidates walks int8 codes, like a query; the heuristic and the
 // re-pruning compare float32 distances, which
 // gave a slightly better graph (recall@10 +0.0025 at ef=200 on GloVe-100)
@@ -87,10 +89,25 @@
 // tombstone gets its list rebuilt from its live neighbours plus the live
 // neighbours of its deleted neighbours (a node left with too few is
 // re-searched from the entry point), pruned with the heuristic; then the
-// tombstones' own lists are cleared, so they drop out of the graph, and any
-// live node left without an in-link on level 0 is offered to its
-// neighbours again. Ids are never reused; the engine's compaction rebuilds
-// without them.
+// tombstones' own lists are cleared, so they drop out of the graph, and the
+// graph is reconnected (below). Ids are never reused; the engine's
+// compaction rebuilds without them.
+//
+// # Reachability
+//
+// A search can only return nodes that a walk from the entry point over
+// level-0 lists reaches. The build does not guarantee that: a node every
+// neighbour pruned for a closer one has no in-link left. It happens rarely
+// on real embeddings, but to a quarter of the nodes under Dot over vectors
+// of varied norms (long vectors win every list) and to half of a crowd of
+// identical vectors, and deletes racing inserts cut nodes off too. So
+// Repair and WriteTo end with a reconnect pass: a breadth-first walk from
+// the entry point, then each live node it missed is searched for and
+// linked from the nearest reached node with a free slot (or in place of a
+// link to a node others link to as well), and the walk is repeated until
+// it reaches everything. A written graph therefore reaches every live node
+// (the engine's Check verifies it); an in-memory Index between repairs may
+// not.
 //
 // # Concurrency
 //
@@ -113,10 +130,6 @@
 //   - Serialized indexes are little-endian; OpenView refuses to run on a
 //     big-endian host.
 //   - Deleted ids keep their storage until the engine compacts.
-//   - Deletes racing concurrent inserts can cut some live nodes off the
-//     graph. Each repair pass re-links live nodes that nothing links to on
-//     level 0 (Repair forces one), but in a stress test with three inserting
-//     goroutines and one deleting as fast as it can, up to 8.5% of live
-//     nodes still could not find themselves afterwards (usually under 1%).
-//     Sequential deletes (50% churn, then inserts) keep recall (TestChurn).
+//   - Between repair passes an Index may hold live nodes that no search
+//     reaches (see Reachability); Repair or WriteTo links them.
 package hnsw

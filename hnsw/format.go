@@ -62,13 +62,18 @@ func fromBytes[T int8 | uint8 | uint32 | float32](b []byte) []T {
 func alignUp(x uint64) uint64 { return (x + sectionAlign - 1) &^ (sectionAlign - 1) }
 
 // WriteTo writes the serialized layout of the index to w. It holds the
-// index's write lock while it runs: inserts and searches wait.
+// index's write lock while it runs: inserts and searches wait. It first
+// links any live node that a walk from the entry point cannot reach (see
+// reconnect), so every live node of a written graph can be found.
 func (ix *Index) WriteTo(w io.Writer) (int64, error) {
 	if !littleEndian {
 		return 0, fmt.Errorf("hnsw: serialization needs a little-endian host")
 	}
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
+	s := ix.getScratch()
+	ix.reconnect(s)
+	ix.pool.Put(s)
 	g := &ix.g
 	n := int(ix.n.Load())
 	secs := [numSections][]byte{

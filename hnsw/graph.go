@@ -1,6 +1,7 @@
 package hnsw
 
 import (
+	"cmp"
 	"math"
 	"slices"
 	"sync/atomic"
@@ -371,7 +372,7 @@ func (g *graph) linkKey(a, b uint32) uint64 {
 // heuristic picks up to max ids from cands (ascending linkKeys to
 // the base node): a candidate is kept only if it is closer to the base than
 // to every one already kept, which spreads links across directions.
-func (g *graph) heuristic(cands []uint64, max int, out []uint32) []uint32 {
+func (g *graph) heuristic(base uint32, cands []uint64, max int, out []uint32) []uint32 {
 	out = out[:0]
 	if len(cands) <= max {
 		for _, c := range cands {
@@ -379,25 +380,29 @@ func (g *graph) heuristic(cands []uint64, max int, out []uint32) []uint32 {
 		}
 		return out
 	}
+	shuffleTies(base, cands)
 	ties := 0
 	for _, c := range cands {
 		if len(out) >= max {
 			break
 		}
 		id, d := keyID(c), c>>32
-		good, tie := true, false
+		good, dup := true, false
 		for _, r := range out {
 			pd := g.linkKey(id, r) >> 32
 			if pd < d {
 				good = false
 				break
 			}
-			tie = tie || pd == d
+			// Equal distances are what duplicates look like (continuous
+			// data rarely ties), but a candidate also ties with a kept
+			// copy of the base itself: only a candidate identical to a
+			// kept neighbour is a duplicate.
+			dup = dup || (pd == d && g.sameVector(id, r))
 		}
-		// A tie is what duplicates look like (continuous data never ties):
-		// cap them at half the list, or a crowd of identical vectors fills
-		// every list among them and cuts the distinct points off.
-		if good && tie {
+		// Cap duplicates at half the list, or a crowd of identical vectors
+		// fills every list among them and cuts the distinct points off.
+		if good && dup {
 			if ties >= max/2 {
 				continue
 			}
@@ -408,6 +413,46 @@ func (g *graph) heuristic(cands []uint64, max int, out []uint32) []uint32 {
 		}
 	}
 	return out
+}
+
+// shuffleTies reorders each run of equal distances in cands (sorted keys)
+// by a hash of (base, id) instead of by id. Ordered by id, every node
+// among identical vectors would keep the same oldest copies and drop the
+// newest from every list, leaving it with no in-link at all; a per-base
+// order spreads the links like a random graph, which stays connected. It
+// is deterministic, so builds still are.
+func shuffleTies(base uint32, cands []uint64) {
+	for i := 0; i < len(cands); {
+		j := i + 1
+		for j < len(cands) && cands[j]>>32 == cands[i]>>32 {
+			j++
+		}
+		if j-i > 1 {
+			slices.SortFunc(cands[i:j], func(a, b uint64) int {
+				return cmp.Compare(tieRank(base, keyID(a)), tieRank(base, keyID(b)))
+			})
+		}
+		i = j
+	}
+}
+
+// tieRank is a 64-bit mix (splitmix64's finalizer) of a node pair.
+func tieRank(base, id uint32) uint64 {
+	x := uint64(base)<<32 | uint64(id)
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	return x ^ x>>31
+}
+
+// sameVector reports whether nodes a and b hold identical vectors (codes
+// when the build links by code distance).
+func (g *graph) sameVector(a, b uint32) bool {
+	if g.floatLinks {
+		return slices.Equal(g.vector(a), g.vector(b))
+	}
+	return slices.Equal(g.code(a), g.code(b))
 }
 
 // search runs a query (already prepared: right length, normalized under

@@ -213,7 +213,7 @@ func (ix *Index) connect(id uint32, level int) {
 			}
 			slices.Sort(cands)
 		}
-		sel := g.heuristic(cands, ix.cfg.M, s.ids)
+		sel := g.heuristic(id, cands, ix.cfg.M, s.ids)
 		s.ids = sel
 		ix.mergeLinks(s, id, l, sel)
 		for _, nb := range sel {
@@ -270,7 +270,7 @@ func (ix *Index) prune(s *scratch, node uint32, ids []uint32, c int) []uint32 {
 	}
 	slices.Sort(keys)
 	s.keys2 = keys
-	return g.heuristic(keys, c, ids[:0])
+	return g.heuristic(node, keys, c, ids[:0])
 }
 
 // writeList publishes ids as a list: entries first, then the count, each
@@ -359,8 +359,8 @@ func (ix *Index) Delete(id uint32) error {
 }
 
 // Repair runs a repair pass now: live nodes' links to pending tombstones
-// are replaced, the tombstones' own lists cleared, and live nodes that no
-// node links to on level 0 are linked again.
+// are replaced, the tombstones' own lists cleared, and live nodes that a
+// walk from the entry point cannot reach are linked again.
 func (ix *Index) Repair() { ix.repairPass(true) }
 
 func (ix *Index) repair() { ix.repairPass(false) }
@@ -409,47 +409,7 @@ func (ix *Index) repairPass(force bool) {
 		g.flags[id] = f | flagUnlinked
 	}
 	ix.pending.Store(0)
-	ix.adoptOrphans(s, n, live)
-}
-
-// adoptOrphans gives every live node that no live node links to on level 0
-// an in-link again (deletes racing inserts can leave such orphans): the
-// orphan is offered to its live neighbours through the usual pruning, and
-// if none keeps it, it replaces its nearest neighbour's last link.
-func (ix *Index) adoptOrphans(s *scratch, n int, live func(uint32) bool) {
-	g := &ix.g
-	if ix.ep.Load() == 0 {
-		return
-	}
-	linked := make([]bool, n)
-	ep, _ := unpackEP(ix.ep.Load())
-	linked[ep] = true
-	for u := uint32(0); int(u) < n; u++ {
-		if live(u) {
-			l := g.list(u, 0)
-			for _, nb := range l[1 : 1+l[0]] {
-				linked[nb] = true
-			}
-		}
-	}
-	for x := uint32(0); int(x) < n; x++ {
-		if linked[x] || !live(x) {
-			continue
-		}
-		l := g.list(x, 0)
-		nbs := slices.DeleteFunc(slices.Clone(l[1:1+l[0]]), func(nb uint32) bool { return !live(nb) })
-		for _, nb := range nbs {
-			ix.mergeLinks(s, nb, 0, []uint32{x})
-			if nl := g.list(nb, 0); slices.Contains(nl[1:1+nl[0]], x) {
-				linked[x] = true
-			}
-		}
-		if !linked[x] && len(nbs) > 0 {
-			if nl := g.list(nbs[0], 0); nl[0] > 0 {
-				atomic.StoreUint32(&nl[nl[0]], x)
-			}
-		}
-	}
+	ix.reconnect(s)
 }
 
 // repairList rebuilds u's list on level if it links to a tombstone, from
@@ -511,7 +471,7 @@ func (ix *Index) repairList(s *scratch, u uint32, level int, live func(uint32) b
 	slices.Sort(keys)
 	keys = keys[:min(len(keys), 3*c)]
 	s.keys2 = keys
-	sel := g.heuristic(keys, c, s.ids2)
+	sel := g.heuristic(u, keys, c, s.ids2)
 	s.ids2 = sel
 	writeList(l, sel)
 }
