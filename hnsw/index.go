@@ -365,6 +365,18 @@ func (ix *Index) Repair() { ix.repairPass(true) }
 
 func (ix *Index) repair() { ix.repairPass(false) }
 
+// Reconnect links every live node that a search from the entry point
+// cannot reach (see the package doc's Reachability) and returns how many
+// it linked. WriteTo and Repair run it; call it to make an index that
+// stays in memory reach every node before it serves searches.
+func (ix *Index) Reconnect() int {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	s := ix.getScratch()
+	defer ix.pool.Put(s)
+	return ix.reconnect(s)
+}
+
 // repairPass runs when tombstones are pending, or always when forced.
 func (ix *Index) repairPass(force bool) {
 	ix.mu.Lock()

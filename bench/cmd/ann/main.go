@@ -68,6 +68,11 @@ type Result struct {
 	// floats and spare capacity included, the benchmark's own copy of the
 	// data excluded.
 	HeapBytesPerVector float64 `json:"heap_bytes_per_vector"`
+	// Reconnected is how many live nodes the build left unreachable from
+	// the entry point, which hnsw's Reconnect then linked (before the
+	// queries) in ReconnectMS.
+	Reconnected int     `json:"reconnected"`
+	ReconnectMS float64 `json:"reconnect_ms"`
 }
 
 type config struct {
@@ -172,6 +177,9 @@ type built struct {
 	buildCPU float64
 	resident float64 // codes + graph bytes per vector
 	heap     float64 // Go heap in use per vector
+	// live nodes the build left unreachable, linked by Reconnect
+	reconnected int
+	reconnectMS float64
 }
 
 func build(set *dataset.Set, c config) (*built, error) {
@@ -213,6 +221,9 @@ func build(set *dataset.Set, c config) (*built, error) {
 		return nil, err
 	default:
 	}
+	start = time.Now()
+	b.reconnected = ix.Reconnect()
+	b.reconnectMS = float64(time.Since(start).Microseconds()) / 1000
 	cw := &countingWriter{}
 	if _, err := ix.WriteTo(cw); err != nil {
 		return nil, err
@@ -314,6 +325,7 @@ func bench(set *dataset.Set, c config, out io.Writer) error {
 			CPUP50us: round(pct(sw.cpuLat, 50), 1), CPUP99us: round(pct(sw.cpuLat, 99), 1),
 			BuildCPUS:           round(b.buildCPU, 2),
 			FloatBytesPerVector: float64(4 * dim), HeapBytesPerVector: round(b.heap, 1),
+			Reconnected: b.reconnected, ReconnectMS: round(b.reconnectMS, 1),
 		}); err != nil {
 			return err
 		}
