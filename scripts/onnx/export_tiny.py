@@ -20,6 +20,7 @@ as BGE-M3's published ONNX export does, so the external-data path is tested).
 """
 
 import argparse
+import inspect
 import json
 import math
 import os
@@ -142,9 +143,12 @@ def main():
 
     with tempfile.TemporaryDirectory() as tmp:
         raw = os.path.join(tmp, "model.onnx")
+        # torch >= 2.9 defaults to the dynamo exporter (needs onnxscript); ask
+        # for the TorchScript one where the flag exists (older torch has only it).
+        legacy = {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
         with torch.no_grad():
             torch.onnx.export(model, inputs, raw, input_names=names, output_names=[out_name],
-                              dynamic_axes=axes, opset_version=14, do_constant_folding=True)
+                              dynamic_axes=axes, opset_version=14, do_constant_folding=True, **legacy)
         proto = onnx.load(raw)  # also loads any external files torch wrote for >2 GB models
         for name in ("model.onnx", "model.onnx_data"):
             path = os.path.join(args.out, name)
