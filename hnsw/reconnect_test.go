@@ -194,3 +194,56 @@ func TestReachableDuplicatesFiltered(t *testing.T) {
 		}
 	}
 }
+
+// TestReachableWithTombstones: WriteTo with tombstones not yet repaired
+// (the entry point among them) still writes a graph whose walk reaches
+// every live node, and Repair after deleting nearly everything too.
+func TestReachableWithTombstones(t *testing.T) {
+	rows := synthetic(600, 16, 11)
+	ix := build(t, Config{Dim: 16, Metric: quant.L2, Seed: 2, M: 8, EfConstruction: 64}, rows)
+	ep, _ := unpackEP(ix.ep.Load())
+	del := []uint32{ep}
+	for id := uint32(0); len(del) < 40; id += 7 {
+		if id != ep {
+			del = append(del, id)
+		}
+	}
+	for _, id := range del {
+		if err := ix.Delete(id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ix.pending.Load() == 0 {
+		t.Fatal("a repair pass ran: the test wants pending tombstones")
+	}
+	var buf bytes.Buffer
+	if _, err := ix.WriteTo(&buf); err != nil {
+		t.Fatal(err)
+	}
+	v, err := OpenView(buf.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u := unreached(&v.g, v.ep, v.n); u != 0 {
+		t.Fatalf("%d live nodes unreachable with pending tombstones", u)
+	}
+	// Delete all but 5: repair passes run on the way; every survivor is
+	// reachable and finds itself.
+	for id := uint32(0); id < 595; id++ {
+		if !ix.Deleted(id) {
+			if err := ix.Delete(id); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	ix.Repair()
+	if u := ix.unreached(); u != 0 {
+		t.Fatalf("%d of %d survivors unreachable", u, ix.Live())
+	}
+	for id := uint32(595); id < 600; id++ {
+		res, err := ix.Search(rows[id], 1, SearchOptions{})
+		if err != nil || len(res) != 1 || res[0].ID != id {
+			t.Fatalf("survivor %d: %v, %v", id, res, err)
+		}
+	}
+}
