@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Benchmarks the ONNX embedder on the CUDA execution provider on a GPU machine
-# that has no Go toolchain and no network, from a bundle prepared elsewhere in
-# .devgpu/ (git-ignored, carried next to the working tree):
+# that has no Go toolchain and no network, from a bundle that scripts/onnx/gpu_bundle.sh
+# builds elsewhere in .devgpu/ (git-ignored, carried next to the working tree):
 #   libonnxruntime.so.xz                   ORT 1.30.0 core from onnxruntime-node (scripts/setup.sh's);
 #                                          built with CUDA support, it loads the providers below.
 #                                          (The asus4 1.29.0 core is a CPU build: CreateCUDAProviderOptions
 #                                          answers "CUDA execution provider is not enabled in this build".)
 #   libonnxruntime_providers_shared.so.xz  asus4 npm 0.4.9 (ORT 1.29.0; see gpu_bench.sh)
 #   libonnxruntime_providers_cuda.so.xz    asus4 npm 0.4.9, CUDA 13, slimmed to sm_90 by slim_cuda_provider.py
-#   onnx.test.xz                           go test -c ./onnx (plus TestDevGPUParity, .devgpu/src/)
+#   onnx.test.xz                           go test -c ./onnx (TestDevGPUParity: onnx/gpu_parity_test.go)
 #   scifact/corpus.jsonl.gz                the first 512 SciFact abstracts (the bench reads
 #                                          shared/datasets/text/scifact/corpus.jsonl.gz above onnx/)
 # The core and the CUDA provider are one release apart, so TestDevGPUParity compares
