@@ -153,8 +153,6 @@ func BenchmarkKernels(b *testing.B) {
 	}
 }
 
-var sinkU uint64
-
 // BenchmarkMemory measures this machine's memory bandwidth on the same
 // buffer the stream benchmarks read: "read" sums it with the fastest
 // float kernel (a pure read, the stream kernels' access pattern at the

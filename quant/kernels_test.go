@@ -3,10 +3,7 @@ package quant
 import (
 	"math"
 	"math/rand/v2"
-	"os"
 	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 )
@@ -195,9 +192,9 @@ func TestPurego(t *testing.T) {
 	if selectedKernels() == genericKernels.name {
 		t.Skip("already running the portable kernels")
 	}
-	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(gobin); err != nil {
-		t.Skipf("go command not found at %s", gobin)
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skipf("go command not found: %v", err)
 	}
 	cmd := exec.Command(gobin, "test", "-count=1", "-short", "-tags", "purego", ".")
 	out, err := cmd.CombinedOutput()

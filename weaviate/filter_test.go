@@ -51,7 +51,7 @@ func TestClassNamesAndIDs(t *testing.T) {
 	if b.className("Memories") == a {
 		t.Fatal("names differing in case share a class")
 	}
-	if objectID("C", "x") != objectID("C", "x") || objectID("C", "x") == objectID("C", "y") || objectID("C", "x") == objectID("D", "x") {
+	if x1, x2 := objectID("C", "x"), objectID("C", "x"); x1 != x2 || x1 == objectID("C", "y") || x1 == objectID("D", "x") {
 		t.Fatal("object IDs are not a function of class and key")
 	}
 	if id := objectID("C", "x"); len(id) != 36 || id[14] != '5' {

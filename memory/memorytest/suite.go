@@ -28,6 +28,7 @@ func Run(t *testing.T, newBackend func(t *testing.T) memory.Backend) {
 		fn   func(*testing.T, func(*testing.T) memory.Backend)
 	}{
 		{"RememberRecall", testRememberRecall},
+		{"DedupGolden", testDedupGolden},
 		{"RecallTouchesResults", testRecallTouchesResults},
 		{"NoCrossSessionLeakage", testNoCrossSessionLeakage},
 		{"DecayOrdering", testDecayOrdering},

@@ -76,13 +76,12 @@ type Result struct {
 }
 
 type config struct {
-	base, query, gt, name string
-	metric                quant.Metric
-	m, efc, threads, k    int
-	efs                   []int
-	maxQueries, maxBase   int
-	noRescore             bool
-	cpuProfile            string
+	base, query, gt     string
+	m, efc, threads, k  int
+	efs                 []int
+	maxQueries, maxBase int
+	noRescore           bool
+	cpuProfile          string
 }
 
 func main() {

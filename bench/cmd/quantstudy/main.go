@@ -82,8 +82,8 @@ func Study(s *dataset.Set, rescore int) []Row {
 		if err != nil {
 			panic(err)
 		}
-		codes := encodeAll(qz, base, nil)
-		qcodes := encodeAll(qz, queries, nil)
+		codes := encodeAll(qz, base)
+		qcodes := encodeAll(qz, queries)
 		dist := func(qi, i int) float64 {
 			return float64(quant.CodeDistance(s.Metric, qcodes[qi*base.Dim:][:base.Dim], codes[i*base.Dim:][:base.Dim]))
 		}
@@ -99,8 +99,8 @@ func Study(s *dataset.Set, rescore int) []Row {
 		}
 		shifted := shift(base, mean)
 		qz, _ := quant.Train(shifted.Data, base.Dim, s.Metric, quant.TrainOptions{})
-		codes := encodeAll(qz, shifted, nil)
-		qcodes := encodeAll(qz, shift(queries, mean), nil)
+		codes := encodeAll(qz, shifted)
+		qcodes := encodeAll(qz, shift(queries, mean))
 		dist := func(qi, i int) float64 {
 			return float64(quant.L2SqInt8(qcodes[qi*base.Dim:][:base.Dim], codes[i*base.Dim:][:base.Dim]))
 		}
@@ -116,8 +116,8 @@ func Study(s *dataset.Set, rescore int) []Row {
 	return rows
 }
 
-func encodeAll(q *quant.Quantizer, v *dataset.Vectors, dst []int8) []int8 {
-	dst = make([]int8, len(v.Data))
+func encodeAll(q *quant.Quantizer, v *dataset.Vectors) []int8 {
+	dst := make([]int8, len(v.Data))
 	for i := 0; i < v.Len(); i++ {
 		q.Encode(dst[i*v.Dim:(i+1)*v.Dim], v.Row(i))
 	}
