@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The project's test command (README, .ci/run): installs what the tests need,
-# then gofmt, go vet, the full test suite, and the race detector in -short mode.
+# then gofmt, go vet, staticcheck, the full test suite, and the race detector in -short mode.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,6 +20,9 @@ fi
 
 echo "== go vet"
 go vet ./...
+
+echo "== staticcheck"
+go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
 echo "== go test"
 go test -count=1 -timeout 40m ./...
