@@ -28,7 +28,7 @@ func (ix *Index) reconnect(s *scratch) int {
 	for round := 0; round < reconnectRounds; round++ {
 		reached := make([]uint64, (n+63)/64)
 		g.reach(reached, ep, s)
-		indeg := g.inDegrees(n)
+		indeg := g.inDegrees(n, reached)
 		var recent []uint32
 		missing := false
 		for x := uint32(0); int(x) < n; x++ {
@@ -74,10 +74,14 @@ func (g *graph) reach(bits []uint64, start uint32, s *scratch) {
 	s.ids = queue
 }
 
-// inDegrees counts each node's level-0 in-links.
-func (g *graph) inDegrees(n int) []int32 {
+// inDegrees counts each node's level-0 in-links from the nodes in from
+// (links from unreached nodes keep nothing reachable).
+func (g *graph) inDegrees(n int, from []uint64) []int32 {
 	indeg := make([]int32, n)
 	for u := uint32(0); int(u) < n; u++ {
+		if !has(from, u) {
+			continue
+		}
 		l := g.list(u, 0)
 		for _, nb := range l[1 : 1+l[0]] {
 			indeg[nb]++
