@@ -297,6 +297,26 @@ func (c *Collection) materializeLocked(cands []candidate, withVec, withText bool
 	return hits, nil
 }
 
+// amongLists returns, for keyword.SearchAmong, the documents of each part
+// whose filter is a bitset small enough for BM25 to look them up in a
+// posting list rather than read it (a session's records among many
+// sessions'); nil when no part has one.
+func amongLists(parts []keyword.Part, allows []hnsw.Filter) [][]uint32 {
+	var among [][]uint32
+	for i, a := range allows {
+		// keyword looks a list up only in posting lists 16 times longer.
+		bs, ok := a.(*hnsw.Bitset)
+		if !ok || 16*bs.Count() >= parts[i].NumDocs() {
+			continue
+		}
+		if among == nil {
+			among = make([][]uint32, len(parts))
+		}
+		among[i] = bs.AppendIDs(make([]uint32, 0, bs.Count()))
+	}
+	return among
+}
+
 // TextRequest is one BM25 search.
 type TextRequest struct {
 	Query  string
@@ -356,7 +376,7 @@ func (c *Collection) SearchTextWith(ctx context.Context, req TextRequest) ([]Hit
 			}
 			return !c.segs[part-1].isDeleted(doc)
 		}
-		res, err := keyword.Search(parts, req.Query, req.K, allow)
+		res, err := keyword.BM25{}.SearchAmong(parts, req.Query, req.K, amongLists(parts, allows), allow)
 		if err != nil {
 			return fmt.Errorf("engine: %w", err)
 		}

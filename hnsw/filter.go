@@ -78,4 +78,15 @@ func (b *Bitset) Allow(id uint32) bool {
 // Count is the number of ids set.
 func (b *Bitset) Count() int { return b.count }
 
+// AppendIDs appends the ids set, in increasing order, to dst.
+func (b *Bitset) AppendIDs(dst []uint32) []uint32 {
+	for w, word := range b.words {
+		for word != 0 {
+			dst = append(dst, uint32(w*64+bitsTrailing(word)))
+			word &= word - 1
+		}
+	}
+	return dst
+}
+
 func bitsTrailing(w uint64) int { return bits.TrailingZeros64(w) }

@@ -356,3 +356,51 @@ func TestPruningIsExact(t *testing.T) {
 		t.Errorf("pruning saved nothing: %d filter calls vs %d", prunedCalls, fullCalls)
 	}
 }
+
+// TestSearchAmongIsExact: restricting parts to lists of documents (one
+// "session" of many, as the engine does) gives exactly the exhaustive
+// result of the equivalent filter, whether the lists are looked up in the
+// postings or the postings are read whole, and lists that are not
+// increasing or do not match the parts are refused.
+func TestSearchAmongIsExact(t *testing.T) {
+	docs, qs := zipfCorpus(4000, 100)
+	idx := NewIndex()
+	for i, d := range docs {
+		_ = idx.Add(uint32(i), d)
+	}
+	seg := mustSegment(t, idx)
+	parts := []Part{seg, idx}
+	for _, sessions := range []uint32{1, 7, 100, 1000} {
+		// Part 0 lists session 3's documents; part 1 is not restricted
+		// but filtered to odd documents.
+		var list []uint32
+		for d := uint32(3 % sessions); d < uint32(len(docs)); d += sessions {
+			list = append(list, d)
+		}
+		among := [][]uint32{list, nil}
+		allow := func(part int, d uint32) bool {
+			if part == 0 {
+				return d%sessions == 3%sessions
+			}
+			return d%2 == 1
+		}
+		for qi, q := range qs {
+			for _, k := range []int{1, 10} {
+				got, err := BM25{}.SearchAmong(parts, q, k, among, func(part int, d uint32) bool { return part != 1 || d%2 == 1 })
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, _ := BM25{K1: DefaultK1, B: DefaultB, exhaustive: true}.Search(parts, q, k, allow)
+				if !slices.Equal(got, want) {
+					t.Fatalf("1 in %d: query %d %q k=%d: among %v, exhaustive %v", sessions, qi, q, k, got, want)
+				}
+			}
+		}
+	}
+	if _, err := (BM25{}).SearchAmong(parts, qs[0], 5, [][]uint32{{1, 1}, nil}, nil); err == nil {
+		t.Error("a list with a repeated document was accepted")
+	}
+	if _, err := (BM25{}).SearchAmong(parts, qs[0], 5, [][]uint32{{1}}, nil); err == nil {
+		t.Error("one list for two parts was accepted")
+	}
+}

@@ -41,7 +41,12 @@ func Search(parts []Part, query string, k int, allow func(part int, doc uint32) 
 	return BM25{}.Search(parts, query, k, allow)
 }
 
-// Search returns the k best documents of parts for query by BM25, best first
+// Search is SearchAmong without a list of documents.
+func (s BM25) Search(parts []Part, query string, k int, allow func(part int, doc uint32) bool) ([]Hit, error) {
+	return s.SearchAmong(parts, query, k, nil, allow)
+}
+
+// SearchAmong returns the k best documents of parts for query by BM25, best first
 // (ties: lower part, then lower document number). Statistics (document count,
 // average length, document frequencies) are summed over all parts, so scores
 // are comparable across parts. allow, if not nil, filters documents before
@@ -54,8 +59,14 @@ func Search(parts []Part, query string, k int, allow func(part int, doc uint32) 
 // document numbers are compact (Index and Segment report a bound), else in a
 // map, so a search costs time in proportion to the postings of its terms.
 //
+// among, when among[pi] is not nil, lists in increasing order the only
+// documents of parts[pi] that may be returned (allow still applies to
+// them): a search within one session of many. A term whose posting list is
+// much longer than such a list has the listed documents looked up in it
+// instead of being read whole; the results are the same either way.
+//
 // A query without tokens returns no hits and no error.
-func (s BM25) Search(parts []Part, query string, k int, allow func(part int, doc uint32) bool) ([]Hit, error) {
+func (s BM25) SearchAmong(parts []Part, query string, k int, among [][]uint32, allow func(part int, doc uint32) bool) ([]Hit, error) {
 	if k < 1 {
 		return nil, ErrInvalidK
 	}
@@ -114,6 +125,20 @@ func (s BM25) Search(parts []Part, query string, k int, allow func(part int, doc
 	for i := len(terms) - 1; i >= 0; i-- {
 		rest[i] = rest[i+1] + terms[i].w
 	}
+	if among != nil && len(among) != len(parts) {
+		return nil, fmt.Errorf("keyword: %d document lists for %d parts", len(among), len(parts))
+	}
+	for pi, list := range among {
+		for i := 1; i < len(list); i++ {
+			if list[i] <= list[i-1] {
+				return nil, fmt.Errorf("keyword: document list of part %d is not increasing at %d", pi, i)
+			}
+		}
+	}
+	oks := make([]func(uint32) bool, len(parts))
+	for pi := range parts {
+		oks[pi] = acceptFunc(pi, allow, among)
+	}
 	c0, c1 := k1*(1-b), k1*b/avgLen // length norm = c0 + c1*docLen
 	existingOnly, theta := false, -1.0
 	var cands []uint32
@@ -125,20 +150,25 @@ func (s BM25) Search(parts []Part, query string, k int, allow func(part int, doc
 		w := t.w
 		for pi, p := range parts {
 			acc := accs[pi]
-			var ok func(uint32) bool
-			if allow != nil {
-				ok = func(doc uint32) bool { return allow(pi, doc) }
-			}
+			ok := oks[pi]
 			add := func(doc uint32, tf, docLen uint32) {
 				f := float64(tf)
 				acc.add(doc, w*f/(f+c0+c1*float64(docLen)), ok, existingOnly)
 			}
-			if sk, isSeeker := p.(seeker); existingOnly && isSeeker {
-				// Only documents that can still reach theta need this
-				// term's score; the others end below the k-th best.
-				cands = acc.candidates(theta-rest[i], cands)
-				if len(cands)*seekCost < p.DocFreq(t.term) {
-					sk.postingsOf(t.term, cands, add)
+			if sk, isSeeker := p.(seeker); isSeeker {
+				var docs []uint32
+				switch {
+				case existingOnly:
+					// Only documents that can still reach theta need
+					// this term's score; the others end below the k-th
+					// best.
+					cands = acc.candidates(theta-rest[i], cands)
+					docs = cands
+				case among != nil && among[pi] != nil:
+					docs = among[pi]
+				}
+				if docs != nil && len(docs)*seekCost < p.DocFreq(t.term) {
+					sk.postingsOf(t.term, docs, add)
 					continue
 				}
 			}
@@ -162,6 +192,35 @@ func (s BM25) Search(parts []Part, query string, k int, allow func(part int, doc
 	}
 	sort.Slice(h, func(i, j int) bool { return better(h[i], h[j]) })
 	return h, nil
+}
+
+// acceptFunc is the per-document filter of part pi: allow, and when among
+// lists the part's documents, membership in that list (a posting list read
+// whole passes every document).
+func acceptFunc(pi int, allow func(int, uint32) bool, among [][]uint32) func(uint32) bool {
+	var list []uint32
+	if among != nil {
+		list = among[pi]
+	}
+	switch {
+	case list == nil && allow == nil:
+		return nil
+	case list == nil:
+		return func(doc uint32) bool { return allow(pi, doc) }
+	}
+	var bits []uint64
+	if len(list) > 0 {
+		bits = make([]uint64, list[len(list)-1]/64+1) // list is increasing
+	}
+	for _, d := range list {
+		bits[d>>6] |= 1 << (d & 63)
+	}
+	return func(doc uint32) bool {
+		if w := int(doc >> 6); w >= len(bits) || bits[w]&(1<<(doc&63)) == 0 {
+			return false
+		}
+		return allow == nil || allow(pi, doc)
+	}
 }
 
 // seekCost is roughly how many sequentially read postings one looked-up
