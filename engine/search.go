@@ -304,9 +304,10 @@ func (c *Collection) materializeLocked(cands []candidate, withVec, withText bool
 func amongLists(parts []keyword.Part, allows []hnsw.Filter) [][]uint32 {
 	var among [][]uint32
 	for i, a := range allows {
-		// keyword looks a list up only in posting lists 16 times longer.
+		// keyword looks a list up only in longer posting lists (at most
+		// NumDocs long): a list of half the part or more is never used.
 		bs, ok := a.(*hnsw.Bitset)
-		if !ok || 16*bs.Count() >= parts[i].NumDocs() {
+		if !ok || 2*bs.Count() >= parts[i].NumDocs() {
 			continue
 		}
 		if among == nil {
