@@ -187,6 +187,11 @@ type scratch struct {
 	// filter statistics of the current walk (accept.scanBelow)
 	seen, passed int
 	ids2         []uint32
+	// salt is XORed into the ids of searchLayer's heap keys, so that
+	// among equal distances the order is a per-walk permutation instead
+	// of by id (see Index.connect); 0 for queries. sortedResults removes
+	// it.
+	salt uint32
 }
 
 // begin starts a new visited generation for n nodes.
@@ -279,9 +284,10 @@ func (g *graph) searchLayer(s *scratch, qc []int8, ep uint32, epD int32, ef, lev
 	s.begin(len(g.flags))
 	s.seen, s.passed = 0, 0
 	s.visit(ep)
-	s.cand.push(intKey(epD, ep))
+	salt := s.salt
+	s.cand.push(intKey(epD, ep^salt))
 	if a.ok(g, ep) {
-		s.res.push(^intKey(epD, ep))
+		s.res.push(^intKey(epD, ep^salt))
 	}
 	for len(s.cand) > 0 {
 		c := s.cand.pop()
@@ -292,9 +298,9 @@ func (g *graph) searchLayer(s *scratch, qc []int8, ep uint32, epD int32, ef, lev
 			// The next candidate is likely expanded next: start loading
 			// its list now.
 			l0 := g.level0
-			prefetchU32(&l0[int(keyID(s.cand[0]))*g.stride0()])
+			prefetchU32(&l0[int(keyID(s.cand[0])^salt)*g.stride0()])
 		}
-		l := g.list(keyID(c), level)
+		l := g.list(keyID(c)^salt, level)
 		cnt := min(int(atomic.LoadUint32(&l[0])), len(l)-1)
 		// Two passes: collect and prefetch the unvisited neighbours'
 		// codes, then compute their distances.
@@ -325,7 +331,7 @@ func (g *graph) searchLayer(s *scratch, qc []int8, ep uint32, epD int32, ef, lev
 		}
 		for i, nb := range batch {
 			d := dists[i]
-			k := intKey(d, nb)
+			k := intKey(d, nb^salt)
 			if len(s.res) < ef || k < ^s.res[0] {
 				s.cand.push(k)
 				ok := a.ok(g, nb)
@@ -350,11 +356,12 @@ func (g *graph) searchLayer(s *scratch, qc []int8, ep uint32, epD int32, ef, lev
 	return false
 }
 
-// sortedResults returns the result heap's keys in ascending order.
+// sortedResults returns the result heap's keys, without salt, in
+// ascending order.
 func (s *scratch) sortedResults() []uint64 {
 	s.keys = s.keys[:0]
 	for _, k := range s.res {
-		s.keys = append(s.keys, ^k)
+		s.keys = append(s.keys, ^k^uint64(s.salt))
 	}
 	slices.Sort(s.keys)
 	return s.keys
@@ -436,6 +443,9 @@ func shuffleTies(base uint32, cands []uint64) {
 		i = j
 	}
 }
+
+// saltOf is the scratch salt of the walks made for node id.
+func saltOf(id uint32) uint32 { return uint32(tieRank(id, 0x9e3779b9)) | 1 }
 
 // tieRank is a 64-bit mix (splitmix64's finalizer) of a node pair.
 func tieRank(base, id uint32) uint64 {

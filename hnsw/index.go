@@ -199,8 +199,20 @@ func (ix *Index) connect(id uint32, level int) {
 	cur, curD := g.descend(qc, ep, top, level)
 	acc := accept{deletes: ix.deleted.Load() > 0}
 	for l := min(level, top); l >= 0; l-- {
+		if cur != id && g.sameVector(id, cur) {
+			// The descent landed on a copy of id: id joins a crowd of
+			// identical vectors (large ones reach the upper levels).
+			// Ordered by id, equal distances would give every copy the
+			// same oldest copies as candidates, and their lists would
+			// churn until newer copies had no in-link left; a walk
+			// salted with id's hash gathers a part of the crowd of its
+			// own. Distinct nodes keep the id order, the order in which
+			// queries expand a crowd, so they stay findable from it.
+			s.salt = saltOf(id)
+		}
 		g.searchLayer(s, qc, cur, curD, ix.cfg.EfConstruction, l, &acc)
 		cands := s.sortedResults()
+		s.salt = 0
 		// Another insert may already have linked back to id.
 		cands = slices.DeleteFunc(cands, func(k uint64) bool { return keyID(k) == id })
 		if len(cands) == 0 {
