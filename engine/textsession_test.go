@@ -29,7 +29,7 @@ func TestSearchTextWithinSession(t *testing.T) {
 			for range 6 {
 				text += words[r.IntN(len(words))] + " "
 			}
-			recs[i].Text = text + fmt.Sprint("common words everywhere")
+			recs[i].Text = text + "common words everywhere"
 			recs[i].Meta["session"] = String(fmt.Sprintf("s%d", (from+i)%50))
 		}
 		return recs
