@@ -170,14 +170,7 @@ func TestReachableDuplicatesFiltered(t *testing.T) {
 	}
 	ix := build(t, Config{Dim: len(dup), Metric: quant.L2, Seed: 1, M: 8, EfConstruction: 64}, rows)
 	t.Logf("%d of %d unreachable after the build", ix.unreached(), len(rows))
-	var buf bytes.Buffer
-	if _, err := ix.WriteTo(&buf); err != nil {
-		t.Fatal(err)
-	}
-	v, err := OpenView(buf.Bytes())
-	if err != nil {
-		t.Fatal(err)
-	}
+	v := writeView(t, ix)
 	// Windows of the last copies: each window's 20 copies are the only
 	// allowed nodes. The walk is called directly: Search would scan a
 	// filter this selective instead of walking the graph.
@@ -222,14 +215,7 @@ func TestReachableWithTombstones(t *testing.T) {
 	if ix.pending.Load() == 0 {
 		t.Fatal("a repair pass ran: the test wants pending tombstones")
 	}
-	var buf bytes.Buffer
-	if _, err := ix.WriteTo(&buf); err != nil {
-		t.Fatal(err)
-	}
-	v, err := OpenView(buf.Bytes())
-	if err != nil {
-		t.Fatal(err)
-	}
+	v := writeView(t, ix)
 	if u := unreached(&v.g, v.ep, v.n); u != 0 {
 		t.Fatalf("%d live nodes unreachable with pending tombstones", u)
 	}
@@ -252,4 +238,18 @@ func TestReachableWithTombstones(t *testing.T) {
 			t.Fatalf("survivor %d: %v, %v", id, res, err)
 		}
 	}
+}
+
+// writeView serializes ix and opens the bytes as a View.
+func writeView(t *testing.T, ix *Index) *View {
+	t.Helper()
+	var buf bytes.Buffer
+	if _, err := ix.WriteTo(&buf); err != nil {
+		t.Fatal(err)
+	}
+	v, err := OpenView(buf.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }

@@ -67,17 +67,25 @@ func envInt(name string, def int) int {
 	return def
 }
 
-func openBench(b *testing.B, maxBatch int) *Embedder {
-	opts := Options{MaxBatch: maxBatch, BatchTokens: 1 << 20, IntraOpThreads: envInt("ENGRAM_BENCH_THREADS", 0),
-		Device: Device(os.Getenv("ENGRAM_BENCH_DEVICE"))}
+// benchOptions are the options the benchmarks and TestDevGPUParity open
+// with: $ENGRAM_BENCH_MODEL with $ENGRAM_BENCH_MAXTOKENS when set (else
+// the tiny test model), and the tiny tokenizer, whose ids are valid for
+// both.
+func benchOptions(tb testing.TB, maxBatch, threads int, dev Device) Options {
+	opts := Options{MaxBatch: maxBatch, BatchTokens: 1 << 20, IntraOpThreads: threads, Device: dev}
 	if m := os.Getenv("ENGRAM_BENCH_MODEL"); m != "" {
 		opts.ModelPath = m
 		opts.MaxTokens = envInt("ENGRAM_BENCH_MAXTOKENS", 512)
 	}
-	tok := filepath.Join(repoRoot(b), "testdata", "tokenizer", "tiny", "tokenizer.json")
+	tok := filepath.Join(repoRoot(tb), "testdata", "tokenizer", "tiny", "tokenizer.json")
 	if _, err := os.Stat(tok); err == nil {
 		opts.TokenizerPath = tok
 	}
+	return opts
+}
+
+func openBench(b *testing.B, maxBatch int) *Embedder {
+	opts := benchOptions(b, maxBatch, envInt("ENGRAM_BENCH_THREADS", 0), Device(os.Getenv("ENGRAM_BENCH_DEVICE")))
 	start := time.Now()
 	e := openTiny(b, "tiny", opts)
 	b.Logf("opened in %v: fingerprint %s, provider %s", time.Since(start).Round(time.Millisecond), e.Fingerprint(), e.Provider())

@@ -4,7 +4,6 @@ import (
 	"context"
 	"math"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 )
@@ -25,15 +24,7 @@ func TestDevGPUParity(t *testing.T) {
 	}
 	texts := scifactTexts(t, envInt("ENGRAM_BENCH_TEXTS", 8))
 	embed := func(d Device) [][]float32 {
-		opts := Options{MaxBatch: 8, BatchTokens: 1 << 20, IntraOpThreads: envInt("ENGRAM_BENCH_THREADS", 1), Device: d}
-		if m := os.Getenv("ENGRAM_BENCH_MODEL"); m != "" {
-			opts.ModelPath = m
-			opts.MaxTokens = envInt("ENGRAM_BENCH_MAXTOKENS", 512)
-		}
-		tok := filepath.Join(repoRoot(t), "testdata", "tokenizer", "tiny", "tokenizer.json")
-		if _, err := os.Stat(tok); err == nil {
-			opts.TokenizerPath = tok
-		}
+		opts := benchOptions(t, 8, envInt("ENGRAM_BENCH_THREADS", 1), d)
 		start := time.Now()
 		e := openTiny(t, "tiny", opts)
 		t.Logf("%s: opened in %v, provider %s", d, time.Since(start).Round(time.Millisecond), e.Provider())
