@@ -194,6 +194,24 @@ func TestSegmentReadBack(t *testing.T) {
 	}
 }
 
+// memSegment writes m as a segment into memory and opens it.
+func memSegment(t *testing.T, cfg CollectionConfig, m *memtable) *segment {
+	t.Helper()
+	var buf bytes.Buffer
+	if _, err := streamSegment(&buf, buildSections(cfg, m, "session")); err != nil {
+		t.Fatal(err)
+	}
+	secs, entries, err := parseSegment(buf.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &segment{sf: &segFile{path: "mem", data: mmap.MMap(buf.Bytes()), sections: secs, entries: entries}, cfg: cfg}
+	if err := s.init(uint32(len(m.recs)), true); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 // TestCheckReachable shows the reachability probe failing on a graph that
 // does not return the records the id map says are live (here: graph
 // tombstones the engine does not know about).
@@ -207,29 +225,14 @@ func TestCheckReachable(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	open := func() *segment {
-		var buf bytes.Buffer
-		if _, err := streamSegment(&buf, buildSections(cfg, m, "session")); err != nil {
-			t.Fatal(err)
-		}
-		secs, entries, err := parseSegment(buf.Bytes())
-		if err != nil {
-			t.Fatal(err)
-		}
-		s := &segment{sf: &segFile{path: "mem", data: mmap.MMap(buf.Bytes()), sections: secs, entries: entries}, cfg: cfg}
-		if err := s.init(uint32(len(m.recs)), true); err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
-	if err := open().checkReachable(); err != nil {
+	if err := memSegment(t, cfg, m).checkReachable(); err != nil {
 		t.Fatalf("healthy graph: %v", err)
 	}
 	for node := uint32(0); node < 30; node++ {
 		m.idx.Delete(node)
 	}
 	var ce *CorruptionError
-	if err := open().checkReachable(); !errors.As(err, &ce) {
+	if err := memSegment(t, cfg, m).checkReachable(); !errors.As(err, &ce) {
 		t.Fatalf("graph hiding 30 of 40 live nodes passed the probe: %v", err)
 	}
 }
@@ -258,16 +261,7 @@ func TestCheckReachableDuplicates(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		var buf bytes.Buffer
-		if _, err := streamSegment(&buf, buildSections(cfg, m, "session")); err != nil {
-			t.Fatal(err)
-		}
-		secs, entries, _ := parseSegment(buf.Bytes())
-		s := &segment{sf: &segFile{path: "mem", data: mmap.MMap(buf.Bytes()), sections: secs, entries: entries}, cfg: cfg}
-		if err := s.init(uint32(len(m.recs)), true); err != nil {
-			t.Fatal(err)
-		}
-		if err := s.check(); err != nil {
+		if err := memSegment(t, cfg, m).check(); err != nil {
 			t.Fatalf("%v: %v", metric, err)
 		}
 	}
@@ -324,15 +318,8 @@ func TestCheckReachableWalk(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var buf bytes.Buffer
-	if _, err := streamSegment(&buf, buildSections(cfg, m, "session")); err != nil {
-		t.Fatal(err)
-	}
-	secs, entries, _ := parseSegment(buf.Bytes())
-	s := &segment{sf: &segFile{path: "mem", data: mmap.MMap(buf.Bytes()), sections: secs, entries: entries}, cfg: cfg}
-	if err := s.init(uint32(len(m.recs)), true); err != nil {
-		t.Fatal(err)
-	}
+	s := memSegment(t, cfg, m)
+	secs := s.sf.sections
 	s.markDeleted(7)
 	if err := s.checkReachable(); err != nil {
 		t.Fatalf("healthy graph: %v", err)
