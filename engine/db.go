@@ -229,7 +229,7 @@ func (d *DB) open(fresh bool) error {
 	}
 	d.log, err = wal.Open(filepath.Join(d.dir, "wal"), wal.Options{FS: fsys, Sync: syncMode, SegmentSize: walSegmentSize})
 	if err != nil {
-		return fmt.Errorf("engine: open WAL: %w", err)
+		return fmt.Errorf("engine: open WAL: %w", walCorruption(d.dir, err))
 	}
 	if d.log.LastLSN() <= d.checkpoint {
 		// Everything in the log is already in the segments.
@@ -241,18 +241,32 @@ func (d *DB) open(fresh bool) error {
 	err = d.log.Replay(d.checkpoint+1, func(lsn wal.LSN, rec []byte) error {
 		o, err := decodeOp(rec)
 		if err != nil {
-			return fmt.Errorf("WAL record %v: %w", lsn, err)
+			return &CorruptionError{File: filepath.Join(d.dir, "wal"), Err: fmt.Errorf("WAL record %v: %w", lsn, err)}
 		}
 		if err := d.apply(o); err != nil {
-			return fmt.Errorf("WAL record %v: %w", lsn, err)
+			// A logged op the state cannot take (an op on a collection
+			// the manifest does not know) is damage too: the log and the
+			// manifest disagree.
+			return &CorruptionError{File: filepath.Join(d.dir, "wal"), Err: fmt.Errorf("WAL record %v: %w", lsn, err)}
 		}
 		d.lastLSN = lsn
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("engine: replay: %w", err)
+		return fmt.Errorf("engine: replay: %w", walCorruption(d.dir, err))
 	}
 	return nil
+}
+
+// walCorruption wraps a *wal.CorruptionError in a *CorruptionError (so it
+// matches ErrCorrupt; errors.As still finds the wal error inside).
+func walCorruption(dir string, err error) error {
+	var we *wal.CorruptionError
+	var ce *CorruptionError
+	if errors.As(err, &we) && !errors.As(err, &ce) {
+		return &CorruptionError{File: filepath.Join(dir, "wal"), Err: err}
+	}
+	return err
 }
 
 // removeUnreferenced deletes segment files the manifest does not name:

@@ -88,6 +88,26 @@
 // record and moves segment files that fail their checks aside
 // (seg/NAME.corrupt, out of the manifest), reporting what was lost.
 //
+// # Locks
+//
+// Four mutexes, always taken in this order (a holder of a later one never
+// waits for an earlier one):
+//
+//	compactMu -> writeMu -> DB.mu -> Collection.mu
+//
+//   - DB.compactMu: one compaction at a time; Close and DropCollection take
+//     it first, so a compaction's input segments stay mapped while it runs.
+//   - DB.writeMu: serializes every mutation (WAL append + apply), Flush,
+//     Check and the install step of compaction. Readers never take it.
+//   - DB.mu (RWMutex): the collection map and the KV namespace, for
+//     readers; writers change them holding writeMu too.
+//   - Collection.mu (RWMutex): a collection's mutable part and segment
+//     list; readers take it shared, the apply and install steps exclusive.
+//
+// A segment's own caches (its sync.Once-built keyword index and namespace
+// postings, and cacheMu over decoded text blocks) are leaves: nothing else
+// is taken while holding them.
+//
 // # Crash safety
 //
 // A crash at any point leaves the previous MANIFEST (or the new one) and the

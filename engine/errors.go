@@ -24,6 +24,11 @@ var (
 	ErrNotStore = errors.New("engine: directory is not an engram store")
 	// ErrVersion: the store was written by a newer format version.
 	ErrVersion = errors.New("engine: unsupported format version")
+	// ErrCorrupt: stored bytes (a segment section, the MANIFEST, a WAL
+	// record or a replayed operation) fail a checksum or a structural check.
+	// Every such error is a *CorruptionError naming the file, and matches
+	// ErrCorrupt with errors.Is, so callers need not import package wal.
+	ErrCorrupt = errors.New("engine: corrupt data")
 )
 
 // CorruptionError reports a file whose contents fail a checksum or a
@@ -38,6 +43,9 @@ func (e *CorruptionError) Error() string {
 }
 
 func (e *CorruptionError) Unwrap() error { return e.Err }
+
+// Is reports whether target is ErrCorrupt: every CorruptionError is one.
+func (e *CorruptionError) Is(target error) bool { return target == ErrCorrupt }
 
 // UnreachableError reports live records of an intact segment file that the
 // graph does not lead to from its entry point: an approximate search can

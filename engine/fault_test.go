@@ -176,7 +176,7 @@ func TestCorruptSegment(t *testing.T) {
 			} else if err != nil {
 				t.Fatalf("damage outside the table is found by Check, not Open: %v", err)
 			}
-			if err := db.Check(); !errors.As(err, &ce) || ce.File != path {
+			if err := db.Check(); !errors.As(err, &ce) || ce.File != path || !errors.Is(err, ErrCorrupt) {
 				t.Fatalf("Check = %v, want a CorruptionError naming %s", err, path)
 			}
 			cb, err := db.Collection("b")
@@ -441,7 +441,7 @@ func TestOpenRefuses(t *testing.T) {
 	b[len(b)-1] ^= 1
 	os.WriteFile(mpath, b, 0o600)
 	var ce *CorruptionError
-	if _, err := Open(sdir, testOpts()); !errors.As(err, &ce) || ce.File != mpath {
+	if _, err := Open(sdir, testOpts()); !errors.As(err, &ce) || ce.File != mpath || !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("damaged manifest: %v", err)
 	}
 }

@@ -48,8 +48,8 @@ func TestRepair(t *testing.T) {
 	flipByte(t, walPath, int(st.Size()/2))
 	if _, err := Open(dir, testOpts()); err == nil {
 		t.Fatal("Open accepted a WAL damaged in the middle")
-	} else if ce := new(wal.CorruptionError); !errors.As(err, &ce) {
-		t.Fatalf("Open = %v, want a wal.CorruptionError", err)
+	} else if ce := new(wal.CorruptionError); !errors.As(err, &ce) || !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Open = %v, want a wal.CorruptionError matching ErrCorrupt", err)
 	}
 	rep, err = Repair(dir, Options{})
 	if err != nil {
@@ -119,4 +119,21 @@ func sameSnapshot(a, b map[string]string) bool {
 		}
 	}
 	return true
+}
+
+// TestReplayCorrupt: a WAL record that frames and checksums fine but does
+// not decode, or names a collection the manifest lacks, is ErrCorrupt.
+func TestReplayCorrupt(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "s")
+	db := openT(t, dir, testOpts())
+	db.noCloseFlush = true
+	if _, err := db.log.Append([]byte{0xff, 1, 2}); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	_, err := Open(dir, testOpts())
+	var ce *CorruptionError
+	if !errors.Is(err, ErrCorrupt) || !errors.As(err, &ce) {
+		t.Fatalf("Open with an undecodable WAL record = %v, want ErrCorrupt", err)
+	}
 }
