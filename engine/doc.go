@@ -95,6 +95,8 @@
 //
 //	compactMu -> writeMu -> DB.mu -> Collection.mu
 //
+// What each guards:
+//
 //   - DB.compactMu: one compaction at a time; Close and DropCollection take
 //     it first, so a compaction's input segments stay mapped while it runs.
 //   - DB.writeMu: serializes every mutation (WAL append + apply), Flush,
