@@ -35,6 +35,10 @@ type Options struct {
 	Store *memory.Store
 	// Token, when set, is the bearer token every request but /healthz must carry.
 	Token string
+	// AllowedHosts are extra names (besides loopback names and the bound
+	// address) that clients may use in the Host and Origin headers, such as
+	// the server's LAN DNS name.
+	AllowedHosts []string
 	// MaxBodyBytes bounds a request body (DefaultMaxBodyBytes).
 	MaxBodyBytes int64
 	// RequestTimeout bounds one request's work (DefaultRequestTimeout).
@@ -51,6 +55,7 @@ type Handler struct {
 	store   *memory.Store
 	mux     *http.ServeMux
 	metrics *metrics
+	guard   *guard
 }
 
 // New returns the service handler for opts.
@@ -70,7 +75,7 @@ func New(opts Options) (*Handler, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	h := &Handler{opts: opts, store: opts.Store, mux: http.NewServeMux()}
+	h := &Handler{opts: opts, store: opts.Store, mux: http.NewServeMux(), guard: newGuard(opts.AllowedHosts)}
 	m, err := newMetrics(opts.Registry, opts.Store)
 	if err != nil {
 		return nil, err
@@ -95,7 +100,10 @@ func New(opts Options) (*Handler, error) {
 	h.route("DELETE /v1/tasks/{id}", h.deleteTask)
 	h.route("GET /v1/stats", h.stats)
 	mcpServer := NewMCP(opts.Store)
-	h.mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return mcpServer }, nil))
+	// The guard in ServeHTTP checks Host, Origin and content type for /mcp as
+	// for every route, so the SDK's narrower Host check is off.
+	h.mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return mcpServer },
+		&mcp.StreamableHTTPOptions{DisableLocalhostProtection: true}))
 	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Errorf("no route %s %s (see /openapi.json)", r.Method, r.URL.Path))
 	})
@@ -123,8 +131,17 @@ func (h *Handler) route(pattern string, fn func(http.ResponseWriter, *http.Reque
 	})
 }
 
-// ServeHTTP checks the token, then dispatches.
+// ServeHTTP checks Host, Origin and content type (see guard), then the
+// token, then dispatches. /healthz is open to all.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/healthz" {
+		h.mux.ServeHTTP(w, r)
+		return
+	}
+	if status, err := h.guard.check(r); err != nil {
+		writeError(w, status, err)
+		return
+	}
 	if h.opts.Token != "" && r.URL.Path != "/healthz" && !h.authorized(r) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="engram"`)
 		writeError(w, http.StatusUnauthorized, errors.New("missing or wrong bearer token"))
@@ -217,6 +234,7 @@ func ListenAndServe(ctx context.Context, addr string, h *Handler, grace time.Dur
 	if err != nil {
 		return err
 	}
+	h.guard.setBound(ln.Addr().String())
 	srv := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,

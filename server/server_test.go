@@ -67,6 +67,9 @@ func (s *testServer) do(method, path string, body, out any) int {
 		r = bytes.NewReader(data)
 	}
 	req, _ := http.NewRequest(method, s.url+path, r)
+	if r != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	if s.token != "" {
 		req.Header.Set("Authorization", "Bearer "+s.token)
 	}

@@ -23,6 +23,7 @@ func (a *app) serviceCommands() []*cobra.Command {
 func (a *app) serveCommand() *cobra.Command {
 	var (
 		addr, token string
+		allowHosts  []string
 		maxBody     int64
 		timeout     time.Duration
 	)
@@ -41,7 +42,7 @@ func (a *app) serveCommand() *cobra.Command {
 				return err
 			}
 			logger := slog.New(slog.NewTextHandler(a.stderr, nil))
-			h, err := server.New(server.Options{Store: s, Token: token, MaxBodyBytes: maxBody, RequestTimeout: timeout, Logger: logger})
+			h, err := server.New(server.Options{Store: s, Token: token, AllowedHosts: allowHosts, MaxBodyBytes: maxBody, RequestTimeout: timeout, Logger: logger})
 			if err != nil {
 				return err
 			}
@@ -62,6 +63,7 @@ func (a *app) serveCommand() *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&addr, "addr", "127.0.0.1:7077", "listen address")
 	f.StringVar(&token, "token", "", "bearer token (required off loopback)")
+	f.StringSliceVar(&allowHosts, "allow-host", nil, "extra host names clients may use in Host/Origin (loopback names and the bound address are always allowed)")
 	f.Int64Var(&maxBody, "max-body", server.DefaultMaxBodyBytes, "largest request body in bytes")
 	f.DurationVar(&timeout, "timeout", server.DefaultRequestTimeout, "per-request timeout")
 	return cmd
