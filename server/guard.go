@@ -84,7 +84,7 @@ func (g *guard) hostAllowed(hostport string) bool {
 }
 
 var (
-	errForeignHost   = errors.New("Host header does not name this server (add the name with --allow-host)")
+	errForeignHost   = errors.New("the Host header does not name this server (add the name with --allow-host)")
 	errForeignOrigin = errors.New("cross-origin requests are refused")
 	errNotJSON       = errors.New("request bodies must be sent as Content-Type: application/json")
 )
