@@ -5,8 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
+
+	"github.com/engramdb/engram/wal"
 )
 
 // Check verifies the store: every segment's section checksums, id map
@@ -95,6 +99,11 @@ func (c *Collection) check() error {
 // manifest for them (with an empty WAL). Writers wait while it runs;
 // readers do not.
 func (d *DB) Backup(dir string) error {
+	if inside, err := within(dir, d.dir); err != nil {
+		return fmt.Errorf("engine: backup: %w", err)
+	} else if inside {
+		return fmt.Errorf("%w: backup target %s is inside the store %s", ErrInvalid, dir, d.dir)
+	}
 	if fresh, err := inspectDir(dir); err != nil {
 		return err
 	} else if !fresh {
@@ -204,4 +213,85 @@ func (d *DB) Stats() Stats {
 		st.BackgroundError = *p
 	}
 	return st
+}
+
+// within reports whether path is root or lies under it, comparing absolute
+// paths with symbolic links resolved (path need not exist yet: its nearest
+// existing ancestor is resolved).
+func within(path, root string) (bool, error) {
+	r, err := resolve(root)
+	if err != nil {
+		return false, err
+	}
+	p, err := resolve(path)
+	if err != nil {
+		return false, err
+	}
+	rel, err := filepath.Rel(r, p)
+	if err != nil {
+		return false, nil
+	}
+	return rel == "." || rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)), nil
+}
+
+// resolve returns path absolute, with the symbolic links of its longest
+// existing prefix resolved.
+func resolve(path string) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	var rest []string
+	for p := abs; ; p = filepath.Dir(p) {
+		if real, err := filepath.EvalSymlinks(p); err == nil {
+			return filepath.Join(append([]string{real}, rest...)...), nil
+		}
+		if filepath.Dir(p) == p {
+			return abs, nil
+		}
+		rest = append([]string{filepath.Base(p)}, rest...)
+	}
+}
+
+// UnknownFiles lists the entries of the store directory dir, seg/ and wal/
+// that the engine does not write, relative to dir and sorted. Open and
+// Repair ignore them and never remove them; `memctl check` reports them.
+func UnknownFiles(dir string) ([]string, error) {
+	var out []string
+	for _, sub := range []string{"", "seg", "wal"} {
+		entries, err := os.ReadDir(filepath.Join(dir, sub))
+		if errors.Is(err, fs.ErrNotExist) && sub != "" {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("engine: %w", err)
+		}
+		for _, e := range entries {
+			if !knownName(sub, e) {
+				out = append(out, filepath.Join(sub, e.Name()))
+			}
+		}
+	}
+	return out, nil
+}
+
+// knownName reports whether the entry e of the store subdirectory sub
+// ("" for the root) is one the engine writes.
+func knownName(sub string, e fs.DirEntry) bool {
+	name := e.Name()
+	switch sub {
+	case "":
+		switch name {
+		case "seg", "wal":
+			return e.IsDir()
+		case "LOCK", manifestName, manifestName + ".tmp":
+			return !e.IsDir()
+		}
+		return false
+	case "seg":
+		base := strings.TrimSuffix(strings.TrimSuffix(name, ".tmp"), quarantineSuffix)
+		return !e.IsDir() && isSegName(base)
+	default: // wal
+		return !e.IsDir() && wal.IsSegmentName(name)
+	}
 }

@@ -173,6 +173,17 @@ func inspectDir(dir string) (fresh bool, err error) {
 	if !hasManifest && len(foreign) > 0 {
 		return false, fmt.Errorf("%w: %s has no MANIFEST and holds %q", ErrNotStore, dir, foreign[0])
 	}
+	if !hasManifest {
+		// A crashed creation leaves at most LOCK and MANIFEST.tmp: the
+		// manifest is written before seg/ and wal/ are made. Data there
+		// without a manifest is a store that lost it, never a new one.
+		for _, sub := range []string{"seg", "wal"} {
+			if names, err := os.ReadDir(filepath.Join(dir, sub)); err == nil && len(names) > 0 {
+				return false, &CorruptionError{File: filepath.Join(dir, manifestName),
+					Err: fmt.Errorf("missing, but %s/ holds data: run `memctl repair`", sub)}
+			}
+		}
+	}
 	return !hasManifest, nil
 }
 
@@ -271,7 +282,9 @@ func walCorruption(dir string, err error) error {
 
 // removeUnreferenced deletes segment files the manifest does not name:
 // temporaries and files of a flush or compaction that crashed before its
-// manifest, or superseded before a crash.
+// manifest, or superseded before a crash. Only names the engine writes
+// (NNNNNNNN.seg and NNNNNNNN.seg.tmp) are touched; anything else in seg/
+// is left alone (Check reports it).
 func (d *DB) removeUnreferenced(m *manifest) error {
 	keep := map[string]bool{}
 	for _, c := range m.colls {
@@ -285,7 +298,7 @@ func (d *DB) removeUnreferenced(m *manifest) error {
 	}
 	removed := false
 	for _, n := range names {
-		if !keep[n] && !strings.HasSuffix(n, quarantineSuffix) {
+		if !keep[n] && isSegName(strings.TrimSuffix(n, ".tmp")) {
 			if err := d.opts.FS.Remove(filepath.Join(d.segDir(), n)); err != nil {
 				return fmt.Errorf("engine: remove stale %s: %w", n, err)
 			}

@@ -85,8 +85,9 @@
 // # Repair
 //
 // Repair (on a closed store) truncates a damaged WAL at its first bad
-// record and moves segment files that fail their checks aside
-// (seg/NAME.corrupt, out of the manifest), reporting what was lost.
+// record, moves segment files that fail their checks aside
+// (seg/NAME.corrupt, out of the manifest) and removes missing segment
+// files from the manifest, reporting what was lost.
 //
 // # Locks
 //
@@ -113,9 +114,13 @@
 // # Crash safety
 //
 // A crash at any point leaves the previous MANIFEST (or the new one) and the
-// files it names; files it does not name (temporaries, half-written or
-// superseded segments) are deleted at the next Open. Acknowledged writes
-// are in the WAL behind the checkpoint or in a named segment.
+// files it names; segment files it does not name (NNNNNNNN.seg and its
+// .tmp: half-written or superseded segments) are deleted at the next Open.
+// Open never deletes anything else: other files and directories in seg/
+// and wal/ are ignored. A directory whose MANIFEST is missing while seg/
+// or wal/ hold data is not a new store: Open refuses it with a
+// *CorruptionError and writes nothing. Acknowledged writes are in the WAL
+// behind the checkpoint or in a named segment.
 //
 // # Caveats
 //

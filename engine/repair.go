@@ -20,7 +20,11 @@ type RepairReport struct {
 	// QuarantinedSegments are segment files that failed their checks,
 	// renamed to NAME.corrupt in seg/ and removed from the manifest.
 	QuarantinedSegments []string
-	// DroppedRecords counts the live records those segments held.
+	// MissingSegments are segment files the manifest named that no longer
+	// exist; Repair removed them from the manifest.
+	MissingSegments []string
+	// DroppedRecords counts the live records the quarantined and missing
+	// segments held.
 	DroppedRecords int
 }
 
@@ -58,6 +62,13 @@ func Repair(dir string, opts Options) (RepairReport, error) {
 		kept := mc.segs[:0:0]
 		for _, ms := range mc.segs {
 			path := d.segPath(ms.file)
+			if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+				// Lost: drop it from the manifest so the rest opens.
+				rep.MissingSegments = append(rep.MissingSegments, path)
+				rep.DroppedRecords += int(ms.count) - len(ms.deleted)
+				changed = true
+				continue
+			}
 			s, err := openSegment(path, ms.file, mc.cfg, ms.count, true)
 			if err == nil {
 				for _, node := range ms.deleted {
@@ -133,8 +144,8 @@ func walIntact(dir string) bool {
 	}
 	for _, e := range entries {
 		seg, err := strconv.ParseUint(e.Name(), 10, 32)
-		if err != nil {
-			return false
+		if err != nil || len(e.Name()) != 8 {
+			continue // not a segment: the log ignores it
 		}
 		f, err := os.Open(filepath.Join(dir, e.Name()))
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/bits"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/engramdb/engram/hnsw"
@@ -51,6 +52,20 @@ type segment struct {
 }
 
 func segName(file uint64) string { return fmt.Sprintf("%08d.seg", file) }
+
+// isSegName reports whether name is a segment file name segName writes.
+func isSegName(name string) bool {
+	num, ok := strings.CutSuffix(name, ".seg")
+	if len(num) < 8 || !ok {
+		return false
+	}
+	for _, c := range num {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
 
 var le = binary.LittleEndian
 

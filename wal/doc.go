@@ -28,8 +28,9 @@
 // # Files
 //
 // dir holds only segments, named with 8-digit zero-padded numbers
-// (00000001, 00000002, ...) so they sort in log order. Open refuses a
-// directory with any other file (ErrNotWAL) and reports a gap in the
+// (00000001, 00000002, ...) so they sort in log order. Open ignores (and
+// never removes) files with other names, refuses a directory holding such
+// files but no segment (ErrNotWAL), and reports a gap in the
 // numbers as a *CorruptionError. A segment starts with a 16-byte header
 // (magic, format version, its own number, checksum) and is cut into 32 KiB
 // pages. A record is a sequence of fragments (full, or first/middle.../last)

@@ -162,3 +162,10 @@ func recordEnd(off int64, n int64) int64 {
 	}
 	return off
 }
+
+// IsSegmentName reports whether name is a segment file name this package
+// writes; a log directory's other entries are ignored.
+func IsSegmentName(name string) bool {
+	_, ok := parseSegmentName(name)
+	return ok
+}

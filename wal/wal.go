@@ -204,12 +204,18 @@ func listSegments(fs FS, dir string) ([]uint32, error) {
 		return nil, fmt.Errorf("wal: %w", err)
 	}
 	segs := make([]uint32, 0, len(names))
+	var foreign string
 	for _, name := range names {
 		seg, ok := parseSegmentName(name)
 		if !ok {
-			return nil, fmt.Errorf("%w: %s holds %q", ErrNotWAL, dir, name)
+			// Ignored, never removed: it is not ours to judge.
+			foreign = name
+			continue
 		}
 		segs = append(segs, seg)
+	}
+	if len(segs) == 0 && foreign != "" {
+		return nil, fmt.Errorf("%w: %s holds %q and no segment", ErrNotWAL, dir, foreign)
 	}
 	for i := 1; i < len(segs); i++ {
 		if segs[i] != segs[i-1]+1 {

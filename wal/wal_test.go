@@ -458,3 +458,27 @@ func TestCloseRacesAppend(t *testing.T) {
 		t.Fatalf("%d of %d acknowledged records after Close and a crash", found, len(acked))
 	}
 }
+
+// A foreign file beside the segments once made the log unopenable.
+func TestOpenIgnoresForeignFiles(t *testing.T) {
+	mem := vfs.NewMem()
+	opts := Options{FS: mem, SegmentSize: 4 * PageSize}
+	l := mustOpen(t, "/wal", opts)
+	want := appendAll(t, l, nil, payload(1, 100), payload(2, 5000))
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	mem.MkdirAll("/wal/backup", 0o700)
+	f, _ := mem.OpenFile("/wal/notes.txt", os.O_CREATE|os.O_RDWR, 0o600)
+	f.Write([]byte("mine"))
+	f.Close()
+	l = mustOpen(t, "/wal", opts)
+	want = appendAll(t, l, want, payload(3, 10))
+	checkRecs(t, replayAll(t, l, 0), want)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := mem.Bytes("/wal/notes.txt"); string(b) != "mine" {
+		t.Fatalf("foreign file after open: %q", b)
+	}
+}

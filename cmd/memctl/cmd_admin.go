@@ -104,6 +104,13 @@ func (a *app) checkCommand() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("check failed: %w (try `memctl repair` after a backup)", err)
 			}
+			unknown, err := engine.UnknownFiles(a.dir)
+			if err != nil {
+				return err
+			}
+			for _, name := range unknown {
+				fmt.Fprintf(a.stdout, "unknown %s: not written by engram; ignored, never removed\n", name)
+			}
 			fmt.Fprintln(a.stdout, "ok")
 			return nil
 		},
@@ -126,7 +133,7 @@ func (a *app) repairCommand() *cobra.Command {
 			if a.jsonOut {
 				return a.printJSON(rep)
 			}
-			if rep.WALTruncatedAt == 0 && len(rep.QuarantinedSegments) == 0 {
+			if rep.WALTruncatedAt == 0 && len(rep.QuarantinedSegments) == 0 && len(rep.MissingSegments) == 0 {
 				fmt.Fprintln(a.stdout, "store is healthy; nothing changed")
 				return nil
 			}
@@ -135,6 +142,9 @@ func (a *app) repairCommand() *cobra.Command {
 			}
 			for _, seg := range rep.QuarantinedSegments {
 				fmt.Fprintf(a.stdout, "segment %s moved aside (.corrupt)\n", seg)
+			}
+			for _, seg := range rep.MissingSegments {
+				fmt.Fprintf(a.stdout, "segment %s is missing: removed from the manifest\n", seg)
 			}
 			if rep.DroppedRecords > 0 {
 				fmt.Fprintf(a.stdout, "%d records were lost with those segments; restore them from a backup or export\n", rep.DroppedRecords)
