@@ -14,7 +14,9 @@
 //
 // Recall runs, for one query, a vector search and a BM25 keyword search (package keyword: NFKC,
 // CJK unigrams and bigrams, stemmed English words), each fetching RecallOptions.Candidates
-// candidates (default max(10k, 50)) under the session filter, unless AllSessions is set. The
+// candidates (default max(10k, 50)) under the session filter (the query's embedding comes from
+// a bounded LRU keyed by the embedder's fingerprint and the text, Options.QueryCache, so a
+// repeated query skips the embedder), unless AllSessions is set. The
 // session filter is built by Recall itself and always ANDed with the caller's Filter, so no
 // option combination can leak another session's memories. A candidate whose cosine or BM25
 // score is not positive shares nothing with the query and is dropped from its list. The two

@@ -255,11 +255,10 @@ func (s *Store) recall(ctx context.Context, query string, vec []float32, opts Re
 	}
 	if p.Mode != ModeKeyword {
 		if vec == nil {
-			vs, err := s.embed(ctx, emb, []string{query})
-			if err != nil {
+			var err error
+			if vec, err = s.embedQuery(ctx, emb, query); err != nil {
 				return nil, err
 			}
-			vec = vs[0]
 		} else if err := normalize(vec, emb.Dim()); err != nil {
 			return nil, errorf(ErrInvalidInput, "query vector: %v", err)
 		}

@@ -52,6 +52,9 @@ type Options struct {
 	MaxTextBytes int
 	// EmbedBatch is how many texts go to the embedder in one call (DefaultEmbedBatch).
 	EmbedBatch int
+	// QueryCache is how many query embeddings Recall keeps, keyed by the embedder's fingerprint
+	// and the query text (DefaultQueryCache); negative disables the cache.
+	QueryCache int
 	// Clock returns the current time (time.Now); tests inject a fixed one.
 	Clock func() time.Time
 	// ShortTermTokens is the token budget of a session's conversation buffer (DefaultShortTermTokens).
@@ -79,6 +82,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.EmbedBatch == 0 {
 		o.EmbedBatch = DefaultEmbedBatch
+	}
+	if o.QueryCache == 0 {
+		o.QueryCache = DefaultQueryCache
 	}
 	if o.Clock == nil {
 		o.Clock = time.Now
@@ -128,6 +134,8 @@ type Store struct {
 	owned  bool // Close closes b (Open)
 
 	stmu sync.Mutex // serializes short-term and working-memory read-modify-write cycles
+
+	qcache *queryCache // nil when Options.QueryCache is negative
 }
 
 // KV keys the memory layer uses; everything it keeps outside collections lives under "memory/".
@@ -145,7 +153,7 @@ func New(ctx context.Context, b Backend, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{b: b, opts: opts, kv: b.KV(), emb: opts.Embedder}
+	s := &Store{b: b, opts: opts, kv: b.KV(), emb: opts.Embedder, qcache: newQueryCache(opts.QueryCache)}
 	name := opts.Collection
 	if v, ok, err := s.kv.Get(keyActive); err != nil {
 		return nil, fmt.Errorf("memory: reading the live collection name: %w", err)

@@ -47,7 +47,10 @@
 // configurable; nothing is fetched unless it is called) into a directory
 // (0700, files 0600): NAME.part first, resumed with a Range request after an
 // interruption, checked against the expected or the hub's (X-Linked-Etag)
-// sha256, then fsynced and renamed into place.
+// sha256, then fsynced and renamed into place. BGEM3 is the fp32 export,
+// BGEM3Int8 a published int8 one (MatMul weights dynamically quantized,
+// run by ORT's integer kernels); scripts/onnx/quantize_int8.py makes the
+// same form from any fp32 export (the tests' testdata/model/tiny-int8).
 //
 // # Fingerprint
 //

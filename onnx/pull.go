@@ -48,6 +48,18 @@ var BGEM3 = PullOptions{
 	},
 }
 
+// BGEM3Int8 lists a published int8 export of BGE-M3 (the fp32 graph with its MatMul
+// weights dynamically quantized by ONNX Runtime's quantize_dynamic, one 570 MB file) and
+// the tokenizer. It is a model of its own: its file hash gives it another fingerprint, so a
+// store built with the fp32 model refuses it (memctl reembed moves a store over).
+var BGEM3Int8 = PullOptions{
+	Repo: "Xenova/bge-m3",
+	Files: []HubFile{
+		{Name: "onnx/model_quantized.onnx"},
+		{Name: "tokenizer.json"},
+	},
+}
+
 // PullOptions says what Pull downloads and where.
 type PullOptions struct {
 	BaseURL  string // default DefaultHubURL

@@ -523,9 +523,10 @@ func (a *app) reembedCommand() *cobra.Command {
 func (a *app) modelCommand() *cobra.Command {
 	cmd := &cobra.Command{Use: "model", Short: "Get and inspect embedding models"}
 	var hub, revision string
+	var int8 bool
 	pull := &cobra.Command{
 		Use:   "pull bge-m3 [DIR]",
-		Short: "Download BGE-M3 (ONNX) and its tokenizer into DIR (default DATA_DIR/models/bge-m3), with sha256 checks and resume",
+		Short: "Download BGE-M3 (ONNX) and its tokenizer into DIR (default DATA_DIR/models/bge-m3, or bge-m3-int8 with --int8), with sha256 checks and resume",
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) < 1 || len(args) > 2 {
 				return usagef("model pull takes a model name (bge-m3) and an optional directory")
@@ -536,11 +537,14 @@ func (a *app) modelCommand() *cobra.Command {
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			dir := filepath.Join(defaultDataDir(), "models", "bge-m3")
+			opts, name := onnx.BGEM3, "bge-m3"
+			if int8 {
+				opts, name = onnx.BGEM3Int8, "bge-m3-int8"
+			}
+			dir := filepath.Join(defaultDataDir(), "models", name)
 			if len(args) == 2 {
 				dir = args[1]
 			}
-			opts := onnx.BGEM3
 			opts.Dir = dir
 			if hub != "" {
 				opts.BaseURL = hub
@@ -570,6 +574,8 @@ func (a *app) modelCommand() *cobra.Command {
 	}
 	pull.Flags().StringVar(&hub, "hub", "", "hub base URL (default "+onnx.DefaultHubURL+")")
 	pull.Flags().StringVar(&revision, "revision", "", "branch, tag or commit (default main)")
+	pull.Flags().BoolVar(&int8, "int8", false, "the int8-quantized export ("+onnx.BGEM3Int8.Repo+"): about 3x faster on a CPU, "+
+		"vectors within cosine 0.99 of fp32, a model (fingerprint) of its own")
 	info := &cobra.Command{
 		Use: "info [DIR]", Short: "Load a model directory and print its dimension, pooling and fingerprint (default: the --embedder)",
 		Args: func(_ *cobra.Command, args []string) error {

@@ -42,8 +42,8 @@ func (a *app) newEmbedder(spec string) (memory.Embedder, error) {
 }
 
 // openONNX opens the model in dir, accepting the layouts of a Hugging Face
-// export: model.onnx at the top or under onnx/, tokenizer.json beside it or
-// at the top.
+// export: model.onnx at the top or under onnx/ (or the int8 export's
+// onnx/model_quantized.onnx), tokenizer.json beside it or at the top.
 func openONNX(dir string) (*onnx.Embedder, error) {
 	find := func(names ...string) (string, error) {
 		for _, n := range names {
@@ -54,7 +54,7 @@ func openONNX(dir string) (*onnx.Embedder, error) {
 		}
 		return "", fmt.Errorf("no %s in %s (get the model with `memctl model pull bge-m3`)", names[0], dir)
 	}
-	model, err := find("model.onnx", filepath.Join("onnx", "model.onnx"))
+	model, err := find("model.onnx", filepath.Join("onnx", "model.onnx"), filepath.Join("onnx", "model_quantized.onnx"))
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,114 @@
+#!/usr/bin/python3
+"""Rewrites an fp32 XLM-RoBERTa/BGE-M3 ONNX graph into a dynamically quantized int8 one.
+
+Every MatMul (and Gemm) whose right-hand side is a constant 2-D weight becomes one
+com.microsoft DynamicQuantizeMatMul node, which ONNX Runtime's CPU provider executes with
+integer kernels (u8 activations x s8 weights, VNNI where the CPU has it):
+
+    Y = DynamicQuantizeMatMul(A, B_int8, B_scale[N], B_zero_point[N] = 0 [, bias])
+
+Weights are quantized symmetrically per output column (scale = max|W[:, j]| / 127), so a column
+with small weights keeps its precision; activations are quantized per tensor at run time by
+the operator itself. Everything else (embeddings, attention score products, layer norms)
+stays fp32. This is the form ONNX Runtime's own quantize_dynamic produces after its fusions;
+its Python tools are not needed (only python3-onnx and numpy).
+
+    /usr/bin/python3 scripts/onnx/quantize_int8.py IN/model.onnx OUT/model.onnx
+    /usr/bin/python3 scripts/onnx/quantize_int8.py --inline testdata/model/tiny/model.onnx testdata/model/tiny-int8/model.onnx
+
+The output keeps its weights in OUT/model.onnx_data (one external file, as the input's
+export does) unless --inline is given (small models only: protobuf stops at 2 GB).
+"""
+
+import argparse
+import os
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+
+def quantize_columns(w):
+    """w: [K, N] float32 -> (int8 [K, N], scale float32 [N], zero point int8 [N])."""
+    amax = np.abs(w).max(axis=0)
+    scale = np.where(amax > 0, amax / 127.0, 1.0).astype(np.float32)
+    q = np.clip(np.rint(w / scale), -127, 127).astype(np.int8)
+    return q, scale, np.zeros(w.shape[1], dtype=np.int8)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("src")
+    ap.add_argument("dst")
+    ap.add_argument("--inline", action="store_true", help="keep the weights inside model.onnx")
+    ap.add_argument("--min-elements", type=int, default=0,
+                    help="leave weights with fewer elements in fp32")
+    args = ap.parse_args()
+
+    model = onnx.load(args.src)  # loads external data too
+    g = model.graph
+    inits = {t.name: t for t in g.initializer}
+    uses = {}
+    for n in g.node:
+        for i in n.input:
+            uses[i] = uses.get(i, 0) + 1
+
+    new_nodes, new_inits, dropped, count = [], [], set(), 0
+    for n in g.node:
+        w_name = n.input[1] if len(n.input) > 1 else ""
+        w = inits.get(w_name)
+        attrs = {a.name: helper.get_attribute_value(a) for a in n.attribute}
+        ok = (w is not None and len(w.dims) == 2 and w.data_type == onnx.TensorProto.FLOAT
+              and int(np.prod(w.dims)) >= args.min_elements)
+        if ok and n.op_type == "Gemm":
+            ok = (attrs.get("transA", 0) == 0 and attrs.get("alpha", 1.0) == 1.0
+                  and attrs.get("beta", 1.0) == 1.0)
+        if not ok or n.op_type not in ("MatMul", "Gemm"):
+            new_nodes.append(n)
+            continue
+        wf = numpy_helper.to_array(w).astype(np.float32)
+        if n.op_type == "Gemm" and attrs.get("transB", 0):
+            wf = wf.T
+        q, scale, zp = quantize_columns(np.ascontiguousarray(wf))
+        base = f"{w_name}_int8q{count}"
+        new_inits += [numpy_helper.from_array(q, base + "_quantized"),
+                      numpy_helper.from_array(scale, base + "_scale"),
+                      numpy_helper.from_array(zp, base + "_zero_point")]
+        ins = [n.input[0], base + "_quantized", base + "_scale", base + "_zero_point"]
+        if n.op_type == "Gemm" and len(n.input) > 2 and n.input[2]:
+            ins.append(n.input[2])  # bias [N]
+        new_nodes.append(helper.make_node("DynamicQuantizeMatMul", ins, list(n.output),
+                                          name=(n.name or base) + "_int8", domain="com.microsoft"))
+        uses[w_name] -= 1
+        if uses[w_name] == 0:
+            dropped.add(w_name)
+        count += 1
+
+    del g.node[:]
+    g.node.extend(new_nodes)
+    keep = [t for t in g.initializer if t.name not in dropped]
+    del g.initializer[:]
+    g.initializer.extend(keep + new_inits)
+    if not any(o.domain == "com.microsoft" for o in model.opset_import):
+        model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
+
+    os.makedirs(os.path.dirname(os.path.abspath(args.dst)), mode=0o700, exist_ok=True)
+    data = os.path.join(os.path.dirname(os.path.abspath(args.dst)), "model.onnx_data")
+    for p in (args.dst, data):
+        if os.path.exists(p):
+            os.remove(p)
+    if args.inline:
+        for t in g.initializer:
+            if t.data_location == onnx.TensorProto.EXTERNAL:
+                raise SystemExit("internal error: external tensor left after load")
+        onnx.save_model(model, args.dst)
+    else:
+        onnx.save_model(model, args.dst, save_as_external_data=True, all_tensors_to_one_file=True,
+                        location="model.onnx_data", size_threshold=1024)
+        os.chmod(data, 0o600)
+    os.chmod(args.dst, 0o600)
+    print(f"{args.dst}: {count} MatMul/Gemm weights quantized to int8 (DynamicQuantizeMatMul)")
+
+
+if __name__ == "__main__":
+    main()
