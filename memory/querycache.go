@@ -67,15 +67,6 @@ func (c *queryCache) put(k queryKey, vec []float32) {
 	}
 }
 
-func (c *queryCache) len() int {
-	if c == nil {
-		return 0
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.ll.Len()
-}
-
 // embedQuery embeds one query through the cache.
 func (s *Store) embedQuery(ctx context.Context, emb Embedder, query string) ([]float32, error) {
 	k := queryKey{emb.Fingerprint(), query}
