@@ -7,7 +7,7 @@ cd "$(dirname "$0")/../../.."
 data=${1:-../shared/datasets/text}
 shift || true
 go build -o /tmp/engram-retrieval ./bench/cmd/retrieval
-for set in scifact cranfield cisi rgb:en_ rgb:zh_; do
+for set in locomo-dev scifact cranfield cisi rgb:en_ rgb:zh_; do
   dir=${set%%:*}; prefix=""
   [[ $set == *:* ]] && prefix=${set#*:}
   for mode in "-mode bm25" "-mode vector" "-mode hybrid -fusion rrf" "-mode hybrid -fusion weighted"; do
