@@ -157,12 +157,30 @@ func (c *Collection) write(fn func() error) error {
 	return fn()
 }
 
-// read runs fn holding the collection's read lock after checking it.
+// read runs fn holding the collection's read lock after checking it and
+// verifying (once per segment) the sections every record read needs.
 func (c *Collection) read(fn func() error) error {
+	return c.readNeeding(false, fn)
+}
+
+// readNeeding is read that also verifies the graph sections (codes,
+// vectors, lists) when graph is set: a vector search, or records with
+// their vectors.
+func (c *Collection) readNeeding(graph bool, fn func() error) error {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if err := c.usable(); err != nil {
 		return err
+	}
+	for _, s := range c.segs {
+		if err := s.need(recordSections...); err != nil {
+			return err
+		}
+		if graph {
+			if err := s.need(secGraph); err != nil {
+				return err
+			}
+		}
 	}
 	return fn()
 }
@@ -224,7 +242,7 @@ func (c *Collection) Upsert(ctx context.Context, records []Record) error {
 // error wrapping ErrNotFound.
 func (c *Collection) Get(id string) (Record, error) {
 	var r Record
-	err := c.read(func() error {
+	err := c.readNeeding(true, func() error {
 		w, ok := c.locateLocked(id)
 		if !ok {
 			return fmt.Errorf("%w: record %.60q in %q", ErrNotFound, id, c.cfg.Name)
@@ -367,7 +385,7 @@ func (c *Collection) Scan(f *Filter, withVectors bool, fn func(Record) bool) err
 	if err := f.Validate(); err != nil {
 		return err
 	}
-	return c.read(func() error { return c.scanLocked(f, withVectors, fn) })
+	return c.readNeeding(withVectors, func() error { return c.scanLocked(f, withVectors, fn) })
 }
 
 func (c *Collection) scanLocked(f *Filter, withVec bool, fn func(Record) bool) error {

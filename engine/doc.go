@@ -128,9 +128,15 @@
 //     with ErrLocked naming the holder's pid (flock; Unix only).
 //   - Writes are serialized; Flush and the install step of compaction block
 //     writers (not readers) while segment files are written.
-//   - Open verifies each segment's trailer and section table; section
-//     checksums are verified by Check (a full read) or at Open with
-//     Options.VerifyOnOpen. A segment that fails to open makes its
+//   - Open verifies each segment's trailer and section table; a section's
+//     checksum is verified at its first use after open (once per section
+//     and open: a record read verifies the id, metadata, text and time
+//     sections; a vector search, Get and Scan with vectors the graph
+//     section; BM25 and namespace lookups their own), and a mismatch is
+//     returned as a *CorruptionError (ErrCorrupt) every time, never a
+//     result. Check (a full read) and Options.VerifyOnOpen verify all at
+//     once. The graph section (codes, vectors, lists) is verified whole, so
+//     the first vector search reads all of it once. A segment that fails to open makes its
 //     collection unavailable (calls return the *CorruptionError naming the
 //     file) without affecting other collections; Flush and Compact are
 //     refused until that collection is dropped or the file restored.

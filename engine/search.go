@@ -76,7 +76,7 @@ func (c *Collection) Search(ctx context.Context, req SearchRequest) ([]Hit, erro
 		return nil, err
 	}
 	var hits []Hit
-	err = c.read(func() error {
+	err = c.readNeeding(true, func() error {
 		var cands []candidate
 		var err error
 		if req.Exact {

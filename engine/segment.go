@@ -44,6 +44,11 @@ type segment struct {
 	nsField string
 	nsErr   error
 
+	// verified[k] runs once, at the first use of section k after open:
+	// nothing is answered from a section whose checksum was not verified.
+	verified  [secColumns + 1]sync.Once
+	verifyErr [secColumns + 1]error
+
 	deleted []uint64 // bitset over nodes; nil while none
 	ndel    int
 
@@ -340,6 +345,40 @@ func (s *segment) init(count uint32, verify bool) error {
 	return nil
 }
 
+// recordSections are what reading a record without its vector needs; a
+// vector search and a record's vector also need secGraph.
+var recordSections = []sectionKind{secInfo, secIDs, secMeta, secText, secTimes, secColumns}
+
+// need verifies the checksum of each section kind (absent ones are
+// skipped) the first time it is asked for, and returns a *CorruptionError
+// for a mismatch, every time it is asked for again.
+func (s *segment) need(kinds ...sectionKind) error {
+	for _, k := range kinds {
+		if int(k) >= len(s.verified) {
+			continue
+		}
+		s.verified[k].Do(func() {
+			for _, e := range s.sf.entries {
+				if e.kind == k && crc(s.sf.sections[k]) != e.crc {
+					s.verifyErr[k] = &CorruptionError{File: s.sf.path, Err: fmt.Errorf("section %s (kind %d) checksum mismatch", k, k)}
+				}
+			}
+		})
+		if err := s.verifyErr[k]; err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (k sectionKind) String() string {
+	names := [...]string{"", "info", "graph", "ids", "metadata", "text", "times", "keyword", "namespace", "columns"}
+	if int(k) < len(names) && k > 0 {
+		return names[k]
+	}
+	return fmt.Sprintf("unknown-%d", uint32(k))
+}
+
 // u64at reads the i-th u64 after a base offset, 0 when out of range.
 func u64at(b []byte, base, i uint64) uint64 {
 	off := base + 8*i
@@ -532,6 +571,9 @@ func (s *segment) live() int { return s.n - s.ndel }
 // keyword opens the BM25 section on first use (it checksums the section).
 func (s *segment) keyword() (*keyword.Segment, error) {
 	s.kwOnce.Do(func() {
+		if s.kwErr = s.need(secKeyword); s.kwErr != nil {
+			return
+		}
 		s.kw, s.kwErr = keyword.Open(s.sf.sections[secKeyword])
 		if s.kwErr != nil {
 			s.kwErr = &CorruptionError{File: s.sf.path, Err: s.kwErr}
@@ -544,6 +586,9 @@ func (s *segment) keyword() (*keyword.Segment, error) {
 // first use).
 func (s *segment) namespace(field, v string) ([]uint32, error) {
 	s.nsOnce.Do(func() {
+		if s.nsErr = s.need(secNamespace); s.nsErr != nil {
+			return
+		}
 		d := dec{b: s.sf.sections[secNamespace]}
 		f := d.str()
 		nv := d.count(s.n, 2)
