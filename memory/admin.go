@@ -177,11 +177,9 @@ func (s *Store) Stats(ctx context.Context) (Stats, error) {
 	for _, si := range sessions {
 		st.Memories += si.Memories
 	}
-	arch, err := s.Archived(ctx)
-	if err != nil {
+	if st.Archived, err = s.archivedCount(ctx); err != nil {
 		return Stats{}, err
 	}
-	st.Archived = len(arch)
 	if err := s.kv.Scan(taskPrefix, func(string, []byte) error { st.Tasks++; return nil }); err != nil {
 		return Stats{}, err
 	}

@@ -4,31 +4,35 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/klauspost/compress/zstd"
 )
 
-// The cold archive lives in the backend's KV namespace, so it travels with the store (backups,
-// migration) and needs no second storage path. One Cleanup writes one batch under
-// "memory/archive/<batch>/<part>": each part is a zstd-compressed JSON Lines document of at most
-// archivePart memories, its first line a header (docs/format/archive.md).
+// The cold archive is a collection of its own, one per embedding model ("archive-" and a hash of
+// the model's fingerprint and dimension), listed under keyArchives in the KV namespace, so its
+// memories live in the backend's segments like live ones: compressed, read on demand, found by
+// ID, and carried by backups and migrations. Stores of the first release kept it in the KV
+// namespace as zstd-compressed JSON Lines parts under "memory/archive/<batch>/<part>"
+// (docs/format/archive.md); New moves such parts into the archive collections (upgradeArchive),
+// which is all the code below the constants is still for.
 
 const (
-	archivePrefix = "memory/archive/"
-	archivePart   = 256
-	// maxArchiveValue keeps a part under the engine's KV value limit (1 MiB).
-	maxArchiveValue = 900 << 10
-	archiveFormat   = "engram-memory-archive"
-	archiveVersion  = 1
+	legacyArchivePrefix = "memory/archive/"
+	archiveFormat       = "engram-memory-archive"
+	archiveVersion      = 1
 	// maxArchivePart bounds the decompressed size of one part (a defence against corrupt or
-	// hostile values, well above archivePart memories of 4096-d vectors).
+	// hostile values, well above a part's 256 memories of 4096-d vectors).
 	maxArchivePart = 256 << 20
 )
 
@@ -222,12 +226,12 @@ func (s *Store) Cleanup(ctx context.Context, p CleanupPolicy) (CleanupResult, er
 		return stripped(res), nil
 	}
 	res.Batch = fmt.Sprintf("%020d-%s", now.UnixNano(), newID()[:8])
-	h := archiveHeader{Fingerprint: emb.Fingerprint(), Dim: emb.Dim(), Archived: now.UTC()}
-	part := 0
-	for i := 0; i < len(ms); i += archivePart {
-		if err := s.writeArchive(res.Batch, &part, h, ms[i:min(i+archivePart, len(ms))]); err != nil {
-			return CleanupResult{}, fmt.Errorf("memory: writing archive: %w", err)
-		}
+	ac, err := s.archiveFor(ctx, emb.Fingerprint(), emb.Dim(), true)
+	if err != nil {
+		return CleanupResult{}, err
+	}
+	if err := upsert(ctx, ac, ms); err != nil {
+		return CleanupResult{}, fmt.Errorf("memory: writing archive: %w", err)
 	}
 	ids := make([]string, len(ms))
 	for i := range ms {
@@ -239,20 +243,91 @@ func (s *Store) Cleanup(ctx context.Context, p CleanupPolicy) (CleanupResult, er
 	return stripped(res), nil
 }
 
-// writeArchive stores ms as the next part(s) of a batch, halving until each fits a KV value.
-func (s *Store) writeArchive(batch string, part *int, h archiveHeader, ms []Memory) error {
-	b, err := encodeArchive(h, ms)
-	if err != nil {
-		return err
+// keyArchives lists the archive collections' names, one JSON array (one name per model used).
+const keyArchives = "memory/archives"
+
+// archiveName is the archive collection of one embedding model.
+func archiveName(fingerprint string, dim int) string {
+	h := sha256.Sum256(fmt.Appendf(nil, "%s\x00%d", fingerprint, dim))
+	return "archive-" + hex.EncodeToString(h[:8])
+}
+
+// archiveNames reads the list of archive collections.
+func (s *Store) archiveNames() ([]string, error) {
+	v, ok, err := s.kv.Get(keyArchives)
+	if err != nil || !ok {
+		return nil, err
 	}
-	if len(b) > maxArchiveValue && len(ms) > 1 {
-		if err := s.writeArchive(batch, part, h, ms[:len(ms)/2]); err != nil {
-			return err
+	var names []string
+	if err := json.Unmarshal(v, &names); err != nil {
+		return nil, fmt.Errorf("memory: decoding %s: %w", keyArchives, err)
+	}
+	return names, nil
+}
+
+// archiveFor opens the archive collection of a model, registering and creating it when create is
+// set (nil, nil when it does not exist and create is not). The name is registered before the
+// collection is made, so a crash leaves at worst a listed name without a collection, which
+// readers skip.
+func (s *Store) archiveFor(ctx context.Context, fingerprint string, dim int, create bool) (Collection, error) {
+	name := archiveName(fingerprint, dim)
+	c, err := s.b.Collection(ctx, name)
+	if err == nil || !errors.Is(err, ErrNoCollection) || !create {
+		if errors.Is(err, ErrNoCollection) {
+			return nil, nil
 		}
-		return s.writeArchive(batch, part, h, ms[len(ms)/2:])
+		return c, err
 	}
-	*part++
-	return s.kv.Put(fmt.Sprintf("%s%s/%06d", archivePrefix, batch, *part), b)
+	names, err := s.archiveNames()
+	if err != nil {
+		return nil, err
+	}
+	if !slices.Contains(names, name) {
+		b, _ := json.Marshal(append(names, name))
+		if err := s.kv.Put(keyArchives, b); err != nil {
+			return nil, fmt.Errorf("memory: registering archive %s: %w", name, err)
+		}
+	}
+	c, err = s.b.CreateCollection(ctx, CollectionSpec{Name: name, Dim: dim, Fingerprint: fingerprint})
+	if err != nil {
+		return nil, fmt.Errorf("memory: creating archive %s: %w", name, err)
+	}
+	return c, nil
+}
+
+// archives returns the archive collections that exist.
+func (s *Store) archives(ctx context.Context) ([]Collection, error) {
+	names, err := s.archiveNames()
+	if err != nil {
+		return nil, err
+	}
+	var out []Collection
+	for _, n := range names {
+		c, err := s.b.Collection(ctx, n)
+		if errors.Is(err, ErrNoCollection) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("memory: opening archive %s: %w", n, err)
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// ArchiveSpecs returns the specs of the archive collections in b, for tools that copy a store
+// collection by collection (migrate).
+func ArchiveSpecs(ctx context.Context, b Backend) ([]CollectionSpec, error) {
+	s := &Store{b: b, kv: b.KV()}
+	cs, err := s.archives(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]CollectionSpec, len(cs))
+	for i, c := range cs {
+		out[i] = c.Spec()
+	}
+	return out, nil
 }
 
 func stripped(r CleanupResult) CleanupResult {
@@ -262,87 +337,101 @@ func stripped(r CleanupResult) CleanupResult {
 	return r
 }
 
-// Archived lists the archived memories (without vectors), oldest batch first.
+// Archived lists the archived memories (without vectors), least recently written first.
 func (s *Store) Archived(ctx context.Context) ([]Memory, error) {
+	if _, _, err := s.current(); err != nil {
+		return nil, err
+	}
+	acs, err := s.archives(ctx)
+	if err != nil {
+		return nil, err
+	}
 	var out []Memory
-	err := s.kv.Scan(archivePrefix, func(key string, v []byte) error {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		_, ms, err := decodeArchive(v)
-		if err != nil {
-			return fmt.Errorf("%s: %w", key, err)
-		}
-		for _, m := range ms {
+	for _, ac := range acs {
+		err := ac.Scan(ctx, nil, func(m Memory) error {
 			m.Vector = nil
 			out = append(out, m)
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("memory: reading archive %s: %w", ac.Spec().Name, err)
 		}
-		return nil
+	}
+	slices.SortFunc(out, func(a, b Memory) int {
+		if c := a.Updated.Compare(b.Updated); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
 	})
-	return out, err
+	return out, nil
 }
+
+// archivedCount counts the archived memories.
+func (s *Store) archivedCount(ctx context.Context) (int, error) {
+	acs, err := s.archives(ctx)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, ac := range acs {
+		k, err := ac.Count(ctx, nil)
+		if err != nil {
+			return 0, err
+		}
+		n += k
+	}
+	return n, nil
+}
+
+// restoreBatch is how many archived memories Restore reads at a time.
+const restoreBatch = 256
 
 // Restore moves archived memories back into the live collection: those with the given IDs, or
 // all when ids is empty. It returns how many it restored. A memory is restored exactly as it
 // was archived (text, metadata, timestamps, access statistics, vector) unless the store has
 // switched embedding models since, in which case its text is embedded again. An archived memory
 // whose ID is live again is not overwritten; its archive entry is dropped. Restore is
-// idempotent: a crash part way leaves every memory live or archived, and running it again
-// finishes the job.
+// idempotent: it writes the live copy before it deletes the archived one, so a crash part way
+// leaves every memory live or archived, and running it again finishes the job.
 func (s *Store) Restore(ctx context.Context, ids ...string) (int, error) {
-	want := map[string]bool{}
-	for _, id := range ids {
-		want[id] = true
-	}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	coll, emb, err := s.current()
 	if err != nil {
 		return 0, err
 	}
-	type part struct {
-		key string
-		val []byte
-	}
-	var parts []part
-	if err := s.kv.Scan(archivePrefix, func(k string, v []byte) error {
-		parts = append(parts, part{k, v})
-		return nil
-	}); err != nil {
+	acs, err := s.archives(ctx)
+	if err != nil {
 		return 0, err
 	}
 	restored := 0
-	for _, p := range parts {
-		h, ms, err := decodeArchive(p.val)
-		if err != nil {
-			return restored, fmt.Errorf("%s: %w", p.key, err)
-		}
-		var take, keep []Memory
-		for _, m := range ms {
-			if len(want) == 0 || want[m.ID] {
-				take = append(take, m)
-			} else {
-				keep = append(keep, m)
+	for _, ac := range acs {
+		want := ids
+		if len(want) == 0 { // IDs only in memory: the vectors are read batch by batch
+			if err := ac.Scan(ctx, nil, func(m Memory) error { want = append(want, m.ID); return nil }); err != nil {
+				return restored, fmt.Errorf("memory: listing archive %s: %w", ac.Spec().Name, err)
 			}
 		}
-		if len(take) == 0 {
-			continue
-		}
-		n, err := s.restorePart(ctx, coll, emb, h, take)
-		if err != nil {
-			return restored, err
-		}
-		restored += n
-		if len(keep) == 0 {
-			err = s.kv.Delete(p.key)
-		} else {
-			var b []byte
-			if b, err = encodeArchive(h, keep); err == nil {
-				err = s.kv.Put(p.key, b)
+		for i := 0; i < len(want); i += restoreBatch {
+			take, err := ac.Get(ctx, want[i:min(i+restoreBatch, len(want))])
+			if err != nil {
+				return restored, fmt.Errorf("memory: reading archive %s: %w", ac.Spec().Name, err)
 			}
-		}
-		if err != nil {
-			return restored, fmt.Errorf("memory: restored %d memories, updating %s: %w (run Restore again)", restored, p.key, err)
+			if len(take) == 0 {
+				continue
+			}
+			n, err := s.restorePart(ctx, coll, emb, ac.Spec(), take)
+			if err != nil {
+				return restored, err
+			}
+			restored += n
+			got := make([]string, len(take))
+			for j := range take {
+				got[j] = take[j].ID
+			}
+			if _, err := ac.Delete(ctx, got); err != nil {
+				return restored, fmt.Errorf("memory: restored %d memories, removing them from the archive: %w (run Restore again)", restored, err)
+			}
 		}
 	}
 	return restored, nil
@@ -350,7 +439,7 @@ func (s *Store) Restore(ctx context.Context, ids ...string) (int, error) {
 
 // restorePart upserts the memories of take that are not live, re-embedding them when the
 // archive was written under another model.
-func (s *Store) restorePart(ctx context.Context, coll Collection, emb Embedder, h archiveHeader, take []Memory) (int, error) {
+func (s *Store) restorePart(ctx context.Context, coll Collection, emb Embedder, spec CollectionSpec, take []Memory) (int, error) {
 	ids := make([]string, len(take))
 	for i := range take {
 		ids[i] = take[i].ID
@@ -374,7 +463,7 @@ func (s *Store) restorePart(ctx context.Context, coll Collection, emb Embedder, 
 	if len(up) == 0 {
 		return 0, nil
 	}
-	if h.Fingerprint != emb.Fingerprint() || h.Dim != emb.Dim() {
+	if spec.Fingerprint != emb.Fingerprint() || spec.Dim != emb.Dim() {
 		vecs, err := s.embed(ctx, emb, texts)
 		if err != nil {
 			return 0, err
@@ -387,4 +476,40 @@ func (s *Store) restorePart(ctx context.Context, coll Collection, emb Embedder, 
 		return 0, fmt.Errorf("memory: restoring: %w", err)
 	}
 	return len(up), nil
+}
+
+// upgradeArchive moves the archive parts a first-release store kept in the KV namespace into
+// the archive collections, one part at a time: each part's memories are written before its key
+// is deleted, so a crash repeats at most one part's upserts on the next open.
+func (s *Store) upgradeArchive(ctx context.Context) error {
+	var keys []string
+	if err := s.kv.Scan(legacyArchivePrefix, func(k string, _ []byte) error { keys = append(keys, k); return nil }); err != nil {
+		return err
+	}
+	for _, k := range keys {
+		v, ok, err := s.kv.Get(k)
+		if err != nil || !ok {
+			return err
+		}
+		h, ms, err := decodeArchive(v)
+		if err != nil {
+			return fmt.Errorf("memory: upgrading archive part %s: %w", k, err)
+		}
+		ac, err := s.archiveFor(ctx, h.Fingerprint, h.Dim, true)
+		if err != nil {
+			return err
+		}
+		for i := range ms {
+			if len(ms[i].Vector) != h.Dim {
+				return fmt.Errorf("memory: upgrading archive part %s: memory %s has %d dimensions, header says %d", k, ms[i].ID, len(ms[i].Vector), h.Dim)
+			}
+		}
+		if err := upsert(ctx, ac, ms); err != nil {
+			return fmt.Errorf("memory: upgrading archive part %s: %w", k, err)
+		}
+		if err := s.kv.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
 }

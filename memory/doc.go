@@ -36,8 +36,12 @@
 // Time comes from Options.Clock, so tests inject a fixed clock instead of sleeping.
 //
 // Forget and ForgetWhere delete. Cleanup moves stale memories (default: not written for 180 days
-// and never recalled) into a cold archive kept in the backend's KV namespace as zstd-compressed
-// JSON Lines (docs/format/archive.md); it writes the archive durably before it deletes, so a
+// and never recalled) into a cold archive: a collection of its own per embedding model
+// ("archive-" and a hash of the model's fingerprint and dimension, listed under the KV key
+// "memory/archives"), so archived memories sit in the backend's segments, compressed, read on
+// demand and restored by ID, and the engine's manifest does not grow with them
+// (docs/format/archive.md). New moves the archive parts of first-release stores out of the KV
+// namespace into these collections. Cleanup writes the archive durably before it deletes, so a
 // crash between the two leaves the memories both live and archived, never lost, and Restore
 // skips live copies. Restore is idempotent and re-embeds archived memories when the store has
 // changed models since.

@@ -174,6 +174,9 @@ func New(ctx context.Context, b Backend, opts Options) (*Store, error) {
 		return nil, err
 	}
 	s.coll = c
+	if err := s.upgradeArchive(ctx); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
