@@ -4,8 +4,9 @@
 //
 // Copy moves the live collection (memories with their vectors, metadata,
 // timestamps and access statistics) in batches ordered by memory ID, then
-// the KV namespace (short-term buffers, tasks, the cold archive, the pointer
-// to the live collection). After every batch it records the last ID copied in
+// each of the memory layer's archive collections the same way (each with its
+// own checkpoint), then the KV namespace (short-term buffers, tasks, the list
+// of archive collections, the pointer to the live collection). After every batch it records the last ID copied in
 // the destination's KV namespace, so an interrupted migration resumes where
 // it stopped; upserts are idempotent, so a batch repeated after a crash does
 // no harm. Verify then compares counts, checks that every ID arrived, and

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/engramdb/engram/memory"
 )
@@ -30,44 +31,75 @@ type Report struct {
 	Copied   int // memories written by this call
 	Resumed  int // memories skipped because an earlier run copied them
 	KVKeys   int // KV entries copied
+	Archived int // archived memories in the source (copied with their archive collections)
 }
 
-// Copy copies the collection spec names, and the whole KV namespace, from src
-// to dst. It resumes an interrupted earlier Copy with the same spec.
+// Copy copies the collection spec names, the memory layer's archive
+// collections and the whole KV namespace, from src to dst. It resumes an interrupted earlier Copy with the same spec.
 func Copy(ctx context.Context, src, dst memory.Backend, spec memory.CollectionSpec, opts Options) (Report, error) {
 	var rep Report
 	if opts.Batch <= 0 {
 		opts.Batch = DefaultBatch
 	}
+	if err := copyCollection(ctx, src, dst, spec, opts, checkpointKey, &rep); err != nil {
+		return rep, err
+	}
+	// The cold archive: one collection per model, listed in the KV namespace copied below.
+	archives, err := memory.ArchiveSpecs(ctx, src)
+	if err != nil {
+		return rep, fmt.Errorf("migrate: listing archives: %w", err)
+	}
+	for _, a := range archives {
+		var arep Report
+		if err := copyCollection(ctx, src, dst, a, Options{Batch: opts.Batch}, checkpointKey+"/"+a.Name, &arep); err != nil {
+			return rep, err
+		}
+		rep.Archived += arep.Memories
+	}
+	err = src.KV().Scan("", func(key string, value []byte) error {
+		if key == checkpointKey || strings.HasPrefix(key, checkpointKey+"/") {
+			return nil
+		}
+		rep.KVKeys++
+		return dst.KV().Put(key, value)
+	})
+	if err != nil {
+		return rep, fmt.Errorf("migrate: copying KV: %w", err)
+	}
+	return rep, nil
+}
+
+// copyCollection copies one collection, resuming from the checkpoint under key.
+func copyCollection(ctx context.Context, src, dst memory.Backend, spec memory.CollectionSpec, opts Options, key string, rep *Report) error {
 	from, err := src.Collection(ctx, spec.Name)
 	if err != nil {
-		return rep, fmt.Errorf("migrate: source: %w", err)
+		return fmt.Errorf("migrate: source: %w", err)
 	}
 	if from.Spec() != spec {
-		return rep, fmt.Errorf("migrate: source collection is %+v, not %+v", from.Spec(), spec)
+		return fmt.Errorf("migrate: source collection is %+v, not %+v", from.Spec(), spec)
 	}
 	to, err := dst.Collection(ctx, spec.Name)
 	switch {
 	case errors.Is(err, memory.ErrNoCollection):
 		if to, err = dst.CreateCollection(ctx, spec); err != nil {
-			return rep, fmt.Errorf("migrate: destination: %w", err)
+			return fmt.Errorf("migrate: destination: %w", err)
 		}
 	case err != nil:
-		return rep, fmt.Errorf("migrate: destination: %w", err)
+		return fmt.Errorf("migrate: destination: %w", err)
 	case to.Spec() != spec: // resuming: it must be the collection an earlier run made
-		return rep, fmt.Errorf("migrate: destination already has collection %q as %+v", spec.Name, to.Spec())
+		return fmt.Errorf("migrate: destination already has collection %q as %+v", spec.Name, to.Spec())
 	}
 	// IDs only in memory: the vectors are read batch by batch.
 	var ids []string
 	if err := from.Scan(ctx, nil, func(m memory.Memory) error { ids = append(ids, m.ID); return nil }); err != nil {
-		return rep, fmt.Errorf("migrate: listing source: %w", err)
+		return fmt.Errorf("migrate: listing source: %w", err)
 	}
 	slices.Sort(ids)
 	rep.Memories = len(ids)
 
-	last, resumed, err := dst.KV().Get(checkpointKey)
+	last, resumed, err := dst.KV().Get(key)
 	if err != nil {
-		return rep, err
+		return err
 	}
 	start := 0
 	if resumed {
@@ -79,18 +111,18 @@ func Copy(ctx context.Context, src, dst memory.Backend, spec memory.CollectionSp
 	}
 	for i := start; i < len(ids); i += opts.Batch {
 		if err := ctx.Err(); err != nil {
-			return rep, err
+			return err
 		}
 		batch := ids[i:min(i+opts.Batch, len(ids))]
 		ms, err := from.Get(ctx, batch)
 		if err != nil {
-			return rep, fmt.Errorf("migrate: reading source: %w", err)
+			return fmt.Errorf("migrate: reading source: %w", err)
 		}
 		if err := to.Upsert(ctx, ms); err != nil {
-			return rep, fmt.Errorf("migrate: writing destination: %w", err)
+			return fmt.Errorf("migrate: writing destination: %w", err)
 		}
-		if err := dst.KV().Put(checkpointKey, []byte(batch[len(batch)-1])); err != nil {
-			return rep, err
+		if err := dst.KV().Put(key, []byte(batch[len(batch)-1])); err != nil {
+			return err
 		}
 		rep.Copied += len(ms)
 		if opts.Progress != nil {
@@ -100,17 +132,7 @@ func Copy(ctx context.Context, src, dst memory.Backend, spec memory.CollectionSp
 	if opts.Progress != nil && start >= len(ids) {
 		opts.Progress(len(ids), len(ids))
 	}
-	err = src.KV().Scan("", func(key string, value []byte) error {
-		if key == checkpointKey {
-			return nil
-		}
-		rep.KVKeys++
-		return dst.KV().Put(key, value)
-	})
-	if err != nil {
-		return rep, fmt.Errorf("migrate: copying KV: %w", err)
-	}
-	return rep, nil
+	return nil
 }
 
 // Verification is what Verify found.

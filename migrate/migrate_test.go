@@ -156,3 +156,44 @@ func TestMigrateToWeaviate(t *testing.T) {
 	defer dstB.Close()
 	checkCopy(t, srcB, dstB, 256, n)
 }
+
+// TestCopyCarriesTheArchive: archived memories are in their own collection; Copy moves them and
+// they restore on the destination.
+func TestCopyCarriesTheArchive(t *testing.T) {
+	ctx := context.Background()
+	emb, err := lexical.New(lexical.Options{Dim: 32})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Unix(1_800_000_000, 0)
+	opts := memory.Options{Embedder: emb, DedupThreshold: -1, Clock: func() time.Time { return now }}
+	srcB := memory.NewMemBackend()
+	src, err := memory.New(ctx, srcB, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tx := range []string{"the red kite flies", "tea at five", "the boat leaks"} {
+		if _, err := src.Remember(ctx, "s", tx, memory.RememberOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now = now.Add(365 * 24 * time.Hour)
+	if res, err := src.Cleanup(ctx, memory.CleanupPolicy{}); err != nil || len(res.Memories) != 3 {
+		t.Fatalf("cleanup: %d, %v", len(res.Memories), err)
+	}
+	dstB := memory.NewMemBackend()
+	rep, err := Copy(ctx, srcB, dstB, specOf(t, src), Options{})
+	if err != nil || rep.Archived != 3 {
+		t.Fatalf("copy: %+v, %v", rep, err)
+	}
+	dst, err := memory.New(ctx, dstB, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if arch, err := dst.Archived(ctx); err != nil || len(arch) != 3 {
+		t.Fatalf("destination archive: %d, %v", len(arch), err)
+	}
+	if n, err := dst.Restore(ctx); err != nil || n != 3 {
+		t.Fatalf("restore on the destination: %d, %v", n, err)
+	}
+}
