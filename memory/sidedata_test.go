@@ -70,3 +70,80 @@ func TestManifestDoesNotGrowWithTheArchive(t *testing.T) {
 		t.Fatalf("archived %d, %v", len(got), err)
 	}
 }
+
+// TestArchiveFlushCost compares 20 (remember + flush) cycles and reopen + first recall on a store
+// with n archived memories against one with an empty archive, in the same run. It is a
+// measurement (ENGRAM_ARCHIVE_BENCH=n), not part of the default run; it fails when the issue's
+// targets are missed (cycles at most 1.5x, reopen + first recall at most 3x + 20 ms).
+func TestArchiveFlushCost(t *testing.T) {
+	var n int
+	if _, err := fmt.Sscan(os.Getenv("ENGRAM_ARCHIVE_BENCH"), &n); err != nil {
+		t.Skip("set ENGRAM_ARCHIVE_BENCH to the number of archived memories")
+	}
+	measure := func(archived int) (cycles, reopen time.Duration) {
+		dir := t.TempDir()
+		now := time.Unix(1_800_000_000, 0)
+		clock := func() time.Time { return now }
+		s, err := Open(dir, OpenOptions{Options: Options{Clock: clock, DedupThreshold: -1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		_, emb, _ := s.current()
+		for i := 0; i < archived; i += 500 {
+			var texts []string
+			for j := i; j < min(i+500, archived); j++ {
+				texts = append(texts, fmt.Sprintf("old memory %d about topic %d", j, j%97))
+			}
+			vecs, err := emb.Embed(ctx, texts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ms := make([]Memory, len(texts))
+			for j := range texts {
+				ms[j] = Memory{ID: fmt.Sprintf("m%06d", i+j), Session: "s", Text: texts[j], Vector: vecs[j], Importance: 0.5, Created: now, Updated: now}
+			}
+			if err := s.Import(ctx, ms); err != nil {
+				t.Fatal(err)
+			}
+		}
+		now = now.Add(365 * 24 * time.Hour)
+		if _, err := s.Cleanup(ctx, CleanupPolicy{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		for i := range 20 {
+			if _, err := s.Remember(ctx, "s", fmt.Sprintf("fresh note number %d on the garden", i), RememberOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Flush(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cycles = time.Since(start)
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		start = time.Now()
+		s, err = Open(dir, OpenOptions{Options: Options{Clock: clock, DedupThreshold: -1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Recall(ctx, "garden note", RecallOptions{Session: "s"}); err != nil {
+			t.Fatal(err)
+		}
+		reopen = time.Since(start)
+		_ = s.Close()
+		return cycles, reopen
+	}
+	c0, r0 := measure(0)
+	c1, r1 := measure(n)
+	t.Logf("20 remember+flush: empty archive %v, %d archived %v (%.2fx); reopen+recall: %v vs %v (%.2fx)",
+		c0, n, c1, float64(c1)/float64(c0), r0, r1, float64(r1)/float64(r0))
+	if c1 > c0*3/2 || r1 > 3*r0+20*time.Millisecond {
+		t.Errorf("over the targets: cycles at most 1.5x, reopen + first recall at most 3x + 20 ms")
+	}
+}
