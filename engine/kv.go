@@ -12,13 +12,18 @@ import (
 // state such as working memory and migration progress. A Put or Delete is
 // one WAL record, durable on return (unless UnsafeNoSync); the whole
 // namespace is kept in memory and written into the manifest at each flush,
-// so it is meant for kilobytes to a few megabytes, not bulk data.
+// so it is meant for kilobytes to a few megabytes, not bulk data: a Put that
+// would take the namespace past MaxKVBytes fails (bulk data belongs in
+// collections, whose records live in segment files).
 type KV struct{ db *DB }
 
 // Limits of the KV namespace.
 const (
 	MaxKVKeyLen   = 1024
 	MaxKVValueLen = 1 << 20
+	// MaxKVBytes bounds the whole namespace (keys plus values), which every
+	// flush writes into the manifest and every open reads back.
+	MaxKVBytes = 32 << 20
 )
 
 // KV returns the store's key-value namespace.
@@ -42,6 +47,17 @@ func (kv *KV) Put(key string, value []byte) error {
 	d := kv.db
 	d.writeMu.Lock()
 	defer d.writeMu.Unlock()
+	d.mu.RLock()
+	total := len(key) + len(value)
+	for k, v := range d.kv {
+		if k != key {
+			total += len(k) + len(v)
+		}
+	}
+	d.mu.RUnlock()
+	if total > MaxKVBytes {
+		return fmt.Errorf("%w: the KV namespace would hold %d bytes, limit %d (bulk data belongs in a collection)", ErrInvalid, total, MaxKVBytes)
+	}
 	return d.logAndApply(&walOp{op: walKVPut, key: key, value: bytes.Clone(value)})
 }
 
