@@ -25,12 +25,17 @@
 // Options (0.5/0.5; Open with the built-in lexical embedder: 0.3/0.7, measured in
 // bench/results/retrieval.md), then each candidate is reranked by
 //
-//	Final = Fused × Decay × Weight
-//	Decay  = (1 − PerDay)^age_days  (default PerDay 0.10)  or  0.5^(age / HalfLife)
+//	Final  = min(1, Fused × Decay × Weight)                       (every part but Weight in [0, 1])
+//	Decay  = Floor + (1 − Floor) × (1 − PerDay)^age_days          (defaults: Floor 0.5, PerDay 0.10)
+//	         or Floor + (1 − Floor) × 0.5^(age / HalfLife)
 //	Weight = SourceWeights[source] × (1 + ImportanceWeight × (importance − 0.5))
 //
-// where age runs from the last access (default; the last write for never-recalled memories) or
-// from the last write. Every Result carries these parts in Score, so a caller can see why a
+// where age runs from the last write of the memory's text (default: a recall does not make a
+// memory young again) or, with DecayLastAccess, from the later of the last write and the last
+// access. The floor is the ranking policy against burying strong matches: decay alone can at
+// most halve a memory's score, so an old memory that matches the query outranks a fresh one
+// that shares little with it (memorytest's OldExactMatchOutranksFreshUnrelated). Every Result
+// carries these parts in Score, so a caller can see why a
 // memory came back. Unless NoTouch is set, the returned memories' access counts and last-access
 // times are updated durably in one backend call (Collection.Touch: one WAL record in the engine).
 // Time comes from Options.Clock, so tests inject a fixed clock instead of sleeping.

@@ -17,8 +17,8 @@ type Mode int
 // Recall modes.
 const (
 	ModeHybrid  Mode = iota // vector and keyword candidates, fused (default)
-	ModeVector              // vector similarity only; Fused = cosine similarity
-	ModeKeyword             // BM25 only; Fused = BM25 score
+	ModeVector              // vector similarity only; Fused = cosine similarity clamped to [0, 1]
+	ModeKeyword             // BM25 only; Fused = BM25 score / the best BM25 score among the candidates
 )
 
 // Fusion selects how hybrid recall combines the two candidate lists.
@@ -31,9 +31,11 @@ const (
 	// the lexical embedder it beats RRF on 4 of the 5 sets in bench/results/retrieval.md, and
 	// BM25 alone on average).
 	FusionWeighted Fusion = iota
-	// FusionRRF: reciprocal rank fusion, Fused = wv/(RRFK+rank_v) + wk/(RRFK+rank_k), ranks from 1;
-	// a memory missing from one list gets nothing from it. Blind to score scales, so a weak list
-	// weighs as much as a strong one.
+	// FusionRRF: reciprocal rank fusion, Fused = (wv/(RRFK+rank_v) + wk/(RRFK+rank_k)) ×
+	// (RRFK+1)/(wv+wk), ranks from 1, so 1 means first in both lists; a memory missing from one
+	// list gets nothing from it. Blind to score scales, so a weak list weighs as much as a strong
+	// one, and a memory that merely ranks 30th in both lists still scores about 0.5: a MinScore
+	// means little under RRF.
 	FusionRRF
 )
 
@@ -42,23 +44,34 @@ type DecayBasis int
 
 // Decay bases.
 const (
-	// DecayLastAccess: age since the memory was last recalled, or since it was last written
-	// (Updated) when it never was (default).
-	DecayLastAccess DecayBasis = iota
 	// DecayCreated: age since the memory's text was written (Updated, which equals Created unless
-	// a near-duplicate merge refreshed it).
-	DecayCreated
+	// a near-duplicate merge or an update rewrote it) (default). Recalling a memory does not make
+	// it young again: a memory is as old as what it says.
+	DecayCreated DecayBasis = iota
+	// DecayLastAccess: age since the memory was last recalled, or since it was last written when
+	// that is later (the seed's behaviour: every recall resets the age).
+	DecayLastAccess
 )
 
-// Decay configures exponential time decay: Decay factor = (1-PerDay)^age_days, or
-// 0.5^(age/HalfLife) when HalfLife is set. Ages below zero count as zero.
+// Decay configures time decay, a bounded multiplier:
+//
+//	Decay = Floor + (1 − Floor) × r(age),  r(age) = (1 − PerDay)^age_days  or  0.5^(age / HalfLife)
+//
+// so the factor falls from 1 (age 0) towards Floor and never below it: an old memory that
+// matches the query well still outranks a fresh one that does not (with the default floor 0.5, a
+// memory needs more than half the relevance of an old one to outrank it on age alone). Ages below
+// zero count as zero.
 type Decay struct {
 	Off bool
-	// PerDay is the fraction of score lost per day, in [0, 1); 0 means 0.10.
+	// PerDay is the fraction of the decaying part lost per day, in [0, 1); 0 means
+	// DefaultDecayPerDay (0.10: the factor above the floor is multiplied by 0.9 every day).
 	PerDay float64
 	// HalfLife, when positive, replaces PerDay.
 	HalfLife time.Duration
-	Basis    DecayBasis
+	// Floor is the least the factor reaches, in [0, 1]; 0 means DefaultDecayFloor, a negative
+	// value means no floor (pure exponential decay, which buries old memories whatever they match).
+	Floor float64
+	Basis DecayBasis
 }
 
 // Limits and defaults of RecallOptions.
@@ -68,6 +81,7 @@ const (
 	MaxCandidates           = 10000
 	DefaultRRFK             = 60
 	DefaultDecayPerDay      = 0.10
+	DefaultDecayFloor       = 0.5
 	DefaultImportanceWeight = 0.5
 )
 
@@ -105,7 +119,12 @@ type RecallOptions struct {
 }
 
 // Score explains a result: the raw list scores (0 when the memory was not in that list), the
-// fused score, the decay and weight factors, and Final = Fused * Decay * Weight.
+// fused relevance, the decay and weight factors, and Final = min(1, Fused × Decay × Weight).
+//
+// Fused, Decay and Final are in [0, 1] in every mode and fusion (see Mode, Fusion and Decay), so
+// RecallOptions.MinScore is a fraction of a perfect, fresh match; Weight is 1 for a memory of
+// default importance and unweighted source, and above 1 it can lift Final to the cap (results
+// are still ordered by the uncapped product).
 type Score struct {
 	Vector, Keyword float64
 	Fused           float64
@@ -154,6 +173,12 @@ func (s *Store) plan(query string, o RecallOptions) (recallPlan, error) {
 	if p.Decay.PerDay == 0 {
 		p.Decay.PerDay = DefaultDecayPerDay
 	}
+	switch {
+	case p.Decay.Floor == 0:
+		p.Decay.Floor = DefaultDecayFloor
+	case p.Decay.Floor < 0 && !math.IsInf(p.Decay.Floor, 0):
+		p.Decay.Floor = 0
+	}
 	if p.ImportanceWeight == 0 {
 		p.ImportanceWeight = DefaultImportanceWeight
 	}
@@ -173,9 +198,11 @@ func (s *Store) plan(query string, o RecallOptions) (recallPlan, error) {
 		return p, errorf(ErrInvalidInput, "RRFK %v must be positive", o.RRFK)
 	case bad(p.Decay.PerDay) || p.Decay.PerDay < 0 || p.Decay.PerDay >= 1:
 		return p, errorf(ErrInvalidInput, "decay per day %v must be in [0, 1)", o.Decay.PerDay)
+	case bad(p.Decay.Floor) || p.Decay.Floor > 1:
+		return p, errorf(ErrInvalidInput, "decay floor %v must be at most 1 (negative: no floor)", o.Decay.Floor)
 	case p.Decay.HalfLife < 0:
 		return p, errorf(ErrInvalidInput, "negative decay half-life %v", p.Decay.HalfLife)
-	case p.Decay.Basis < DecayLastAccess || p.Decay.Basis > DecayCreated:
+	case p.Decay.Basis < DecayCreated || p.Decay.Basis > DecayLastAccess:
 		return p, errorf(ErrInvalidInput, "unknown decay basis %d", p.Decay.Basis)
 	case bad(p.ImportanceWeight) || p.ImportanceWeight > 2:
 		return p, errorf(ErrInvalidInput, "importance weight %v must be at most 2", o.ImportanceWeight)
@@ -295,19 +322,21 @@ func (s *Store) recall(ctx context.Context, query string, vec []float32, opts Re
 	// an equally ranked weak vector neighbour by chance.
 	type ranked struct {
 		Result
-		lists int
-		raw   float64
+		product float64 // Final before the cap at 1
+		lists   int
+		raw     float64
 	}
 	all := make([]ranked, 0, len(byID))
 	for _, c := range byID {
 		sc := Score{Vector: c.vec, Keyword: c.kw, Fused: p.fuse(c, maxKW)}
 		sc.Decay = p.decay(&c.hit.Memory)
 		sc.Weight = p.weight(&c.hit.Memory)
-		sc.Final = sc.Fused * sc.Decay * sc.Weight
+		product := sc.Fused * sc.Decay * sc.Weight
+		sc.Final = min(1, product)
 		if sc.Final < p.MinScore {
 			continue
 		}
-		r := ranked{Result: Result{Memory: c.hit.Memory, Score: sc}, raw: max(0, min(1, c.vec))}
+		r := ranked{Result: Result{Memory: c.hit.Memory, Score: sc}, product: product, raw: max(0, min(1, c.vec))}
 		if c.vRank > 0 {
 			r.lists++
 		}
@@ -318,7 +347,7 @@ func (s *Store) recall(ctx context.Context, query string, vec []float32, opts Re
 		all = append(all, r)
 	}
 	slices.SortFunc(all, func(a, b ranked) int {
-		if c := cmp.Compare(b.Score.Final, a.Score.Final); c != 0 {
+		if c := cmp.Compare(b.product, a.product); c != 0 {
 			return c
 		}
 		if c := cmp.Compare(b.lists, a.lists); c != 0 {
@@ -375,12 +404,18 @@ func fillTexts(ctx context.Context, coll Collection, results []Result) ([]Result
 	return out, nil
 }
 
+// fuse returns the relevance of c in [0, 1] (see Fusion and Mode).
 func (p *recallPlan) fuse(c *candidate, maxKW float64) float64 {
+	cos := max(0, min(1, c.vec))
+	kw := 0.0
+	if maxKW > 0 {
+		kw = c.kw / maxKW
+	}
 	switch {
 	case p.Mode == ModeVector:
-		return c.vec
+		return cos
 	case p.Mode == ModeKeyword:
-		return c.kw
+		return kw
 	case p.Fusion == FusionRRF:
 		f := 0.0
 		if c.vRank > 0 {
@@ -389,16 +424,13 @@ func (p *recallPlan) fuse(c *candidate, maxKW float64) float64 {
 		if c.kRank > 0 {
 			f += p.KeywordWeight / (p.RRFK + float64(c.kRank))
 		}
-		return f
+		// Scaled by the most RRF can give (first in both lists), so 1 means exactly that.
+		return f * (p.RRFK + 1) / (p.VectorWeight + p.KeywordWeight)
 	}
-	kw := 0.0
-	if maxKW > 0 {
-		kw = c.kw / maxKW
-	}
-	return (p.VectorWeight*max(0, min(1, c.vec)) + p.KeywordWeight*kw) / (p.VectorWeight + p.KeywordWeight)
+	return (p.VectorWeight*cos + p.KeywordWeight*kw) / (p.VectorWeight + p.KeywordWeight)
 }
 
-// decay returns the time-decay factor of m at p.now.
+// decay returns the time-decay factor of m at p.now, in [Floor, 1].
 func (p *recallPlan) decay(m *Memory) float64 {
 	if p.Decay.Off {
 		return 1
@@ -411,10 +443,13 @@ func (p *recallPlan) decay(m *Memory) float64 {
 	if age <= 0 {
 		return 1
 	}
+	var r float64
 	if p.Decay.HalfLife > 0 {
-		return math.Exp2(-float64(age) / float64(p.Decay.HalfLife))
+		r = math.Exp2(-float64(age) / float64(p.Decay.HalfLife))
+	} else {
+		r = math.Pow(1-p.Decay.PerDay, age.Hours()/24)
 	}
-	return math.Pow(1-p.Decay.PerDay, age.Hours()/24)
+	return p.Decay.Floor + (1-p.Decay.Floor)*r
 }
 
 // weight returns the source weight times the importance factor of m.

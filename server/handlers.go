@@ -58,7 +58,7 @@ type RecallRequest struct {
 	AllSessions   bool               `json:"all_sessions,omitempty"`
 	K             int                `json:"k,omitempty"`
 	Mode          string             `json:"mode,omitempty"`   // hybrid (default), vector, keyword
-	Fusion        string             `json:"fusion,omitempty"` // rrf (default), weighted
+	Fusion        string             `json:"fusion,omitempty"` // weighted (default), rrf
 	VectorWeight  float64            `json:"vector_weight,omitempty"`
 	KeywordWeight float64            `json:"keyword_weight,omitempty"`
 	MinScore      float64            `json:"min_score,omitempty"`
@@ -107,12 +107,12 @@ func (req *RecallRequest) options() (memory.RecallOptions, error) {
 		return o, fmt.Errorf("%w: unknown mode %q (want hybrid, vector or keyword)", errBadRequest, req.Mode)
 	}
 	switch req.Fusion {
-	case "", "rrf":
-		o.Fusion = memory.FusionRRF
-	case "weighted":
+	case "", "weighted":
 		o.Fusion = memory.FusionWeighted
+	case "rrf":
+		o.Fusion = memory.FusionRRF
 	default:
-		return o, fmt.Errorf("%w: unknown fusion %q (want rrf or weighted)", errBadRequest, req.Fusion)
+		return o, fmt.Errorf("%w: unknown fusion %q (want weighted or rrf)", errBadRequest, req.Fusion)
 	}
 	return o, nil
 }

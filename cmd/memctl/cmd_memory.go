@@ -183,8 +183,8 @@ func (a *app) recallCommand() *cobra.Command {
 	f.IntVarP(&ro.K, "k", "k", memory.DefaultK, "number of memories to return")
 	f.BoolVar(&explain, "explain", false, "show the score parts (vector, keyword, fused, decay, weight)")
 	f.StringVar(&mode, "mode", "hybrid", "candidate sources: hybrid, vector or keyword")
-	f.StringVar(&fusion, "fusion", "rrf", "hybrid fusion: rrf or weighted")
-	f.Float64Var(&ro.MinScore, "min-score", 0, "drop results whose final score is below this")
+	f.StringVar(&fusion, "fusion", "weighted", "hybrid fusion: weighted (scores in [0, 1] that --min-score can cut) or rrf")
+	f.Float64Var(&ro.MinScore, "min-score", 0, "drop results whose final score (0 to 1) is below this")
 	f.BoolVar(&noTouch, "no-touch", false, "do not count this recall as an access")
 	f.BoolVar(&prompt, "prompt", false, "print the memory block to paste into a model prompt")
 	f.IntVar(&promptTokens, "prompt-tokens", memory.DefaultPromptTokens, "token budget of --prompt")
@@ -205,12 +205,12 @@ func parseMode(s string) (memory.Mode, error) {
 
 func parseFusion(s string) (memory.Fusion, error) {
 	switch s {
-	case "rrf", "":
-		return memory.FusionRRF, nil
-	case "weighted":
+	case "weighted", "":
 		return memory.FusionWeighted, nil
+	case "rrf":
+		return memory.FusionRRF, nil
 	}
-	return 0, usagef("unknown --fusion %q (want rrf or weighted)", s)
+	return 0, usagef("unknown --fusion %q (want weighted or rrf)", s)
 }
 
 // recallJSON is the stable JSON shape of one recall result.

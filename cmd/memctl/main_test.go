@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -158,6 +159,17 @@ func TestQuickstart(t *testing.T) {
 		}
 		if n := countMemories(t, dir); n != 8 {
 			t.Fatalf("run %d: %d memories, want 8", i, n)
+		}
+		// One ranking: the recall command ranks and scores as quickstart did (same defaults).
+		q := "what does Alice like to drink?"
+		block := strings.SplitN(out, fmt.Sprintf("recall --session alice --explain %q\n", q), 2)
+		if len(block) != 2 {
+			t.Fatalf("quickstart output lacks the %q block:\n%s", q, out)
+		}
+		want := strings.SplitN(block[1], "\n\n", 2)[0]
+		got := strings.TrimRight(mustRun(t, dir, "", "recall", "--session", "alice", "--explain", "--k", "3", q), "\n")
+		if got != want {
+			t.Fatalf("recall after quickstart:\n%s\nquickstart showed:\n%s", got, want)
 		}
 	}
 }

@@ -32,6 +32,7 @@ func Run(t *testing.T, newBackend func(t *testing.T) memory.Backend) {
 		{"RecallTouchesResults", testRecallTouchesResults},
 		{"NoCrossSessionLeakage", testNoCrossSessionLeakage},
 		{"DecayOrdering", testDecayOrdering},
+		{"OldExactMatchOutranksFreshUnrelated", testOldExactMatchOutranksFreshUnrelated},
 		{"FusionAndWeights", testFusionAndWeights},
 		{"NoMatchNoResult", testNoMatchNoResult},
 		{"TieBreak", testTieBreak},
@@ -169,20 +170,33 @@ func testDecayOrdering(t *testing.T, newBackend func(*testing.T) memory.Backend)
 	if rs[0].ID != fresh.IDs[0] || rs[1].ID != old.IDs[0] {
 		t.Fatalf("newer memory should rank first")
 	}
-	if want := math.Pow(0.9, 10); math.Abs(rs[1].Score.Decay-want) > 1e-12 {
+	// The default: 0.9 per day above a floor of 0.5.
+	if want := 0.5 + 0.5*math.Pow(0.9, 10); math.Abs(rs[1].Score.Decay-want) > 1e-12 {
 		t.Fatalf("decay after 10 days = %v, want %v", rs[1].Score.Decay, want)
 	}
-	if rs[0].Score.Fused != rs[1].Score.Fused {
-		t.Fatalf("identical texts should fuse equally: %+v %+v", rs[0].Score, rs[1].Score)
+	if rs[0].Score.Fused != rs[1].Score.Fused || rs[0].Score.Fused != 1 {
+		t.Fatalf("identical texts should fuse equally, at 1 in keyword mode: %+v %+v", rs[0].Score, rs[1].Score)
 	}
-
-	o.Decay = memory.Decay{HalfLife: 5 * day}
+	// No floor: the seed's pure exponential decay.
+	o.Decay = memory.Decay{Floor: -1}
+	rs, _ = s.Recall(ctx, "budget meeting", o)
+	if want := math.Pow(0.9, 10); math.Abs(rs[1].Score.Decay-want) > 1e-12 {
+		t.Fatalf("decay after 10 days without a floor = %v, want %v", rs[1].Score.Decay, want)
+	}
+	// A configurable rate and floor; the factor never goes below the floor.
+	o.Decay = memory.Decay{PerDay: 0.5, Floor: 0.2}
+	rs, _ = s.Recall(ctx, "budget meeting", o)
+	if want := 0.2 + 0.8*math.Pow(0.5, 10); math.Abs(rs[1].Score.Decay-want) > 1e-12 {
+		t.Fatalf("decay 0.5/day floor 0.2 after 10 days = %v, want %v", rs[1].Score.Decay, want)
+	}
+	o.Decay = memory.Decay{HalfLife: 5 * day, Floor: -1}
 	rs, _ = s.Recall(ctx, "budget meeting", o)
 	if math.Abs(rs[1].Score.Decay-0.25) > 1e-12 || math.Abs(rs[0].Score.Decay-math.Exp2(-0.2)) > 1e-12 {
 		t.Fatalf("half-life decay: %v %v", rs[0].Score.Decay, rs[1].Score.Decay)
 	}
 
-	// Recalling the old memory refreshes it under memory.DecayLastAccess, not under memory.DecayCreated.
+	// Recalling the old memory refreshes it under memory.DecayLastAccess, not by default (age
+	// from the last write).
 	if _, err := s.Recall(ctx, "budget", memory.RecallOptions{Session: "d", Filter: memory.Eq(memory.FieldSession, "d"), K: 1, Decay: memory.Decay{Off: true}, Mode: memory.ModeKeyword}); err != nil {
 		t.Fatal(err)
 	}
@@ -193,13 +207,83 @@ func testDecayOrdering(t *testing.T, newBackend func(*testing.T) memory.Backend)
 		touched = ms[1]
 	}
 	clk.Advance(2 * day)
-	rs, _ = s.Recall(ctx, "budget meeting", memory.RecallOptions{Session: "d", Mode: memory.ModeKeyword, NoTouch: true})
+	rs, _ = s.Recall(ctx, "budget meeting", memory.RecallOptions{Session: "d", Mode: memory.ModeKeyword, NoTouch: true, Decay: memory.Decay{Basis: memory.DecayLastAccess, Floor: -1}})
 	if rs[0].ID != touched.ID || math.Abs(rs[0].Score.Decay-0.81) > 1e-12 {
 		t.Fatalf("last-access basis: first %s decay %v, want %s decay 0.81", rs[0].ID, rs[0].Score.Decay, touched.ID)
 	}
-	rs, _ = s.Recall(ctx, "budget meeting", memory.RecallOptions{Session: "d", Mode: memory.ModeKeyword, NoTouch: true, Decay: memory.Decay{Basis: memory.DecayCreated}})
-	if rs[0].ID != fresh.IDs[0] || math.Abs(rs[0].Score.Decay-math.Pow(0.9, 3)) > 1e-12 {
-		t.Fatalf("created basis: first %s decay %v", rs[0].ID, rs[0].Score.Decay)
+	rs, _ = s.Recall(ctx, "budget meeting", memory.RecallOptions{Session: "d", Mode: memory.ModeKeyword, NoTouch: true})
+	if rs[0].ID != fresh.IDs[0] || math.Abs(rs[0].Score.Decay-(0.5+0.5*math.Pow(0.9, 3))) > 1e-12 {
+		t.Fatalf("default (written) basis: first %s decay %v", rs[0].ID, rs[0].Score.Decay)
+	}
+}
+
+// testOldExactMatchOutranksFreshUnrelated is the ranking policy against burying strong matches
+// (docs of memory.Decay): with the store defaults, a 250-day-old memory that answers the query
+// ranks above fresh memories that merely share a word with it, and every score is in [0, 1].
+func testOldExactMatchOutranksFreshUnrelated(t *testing.T, newBackend func(*testing.T) memory.Backend) {
+	emb, err := lexical.New(lexical.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, clk := NewStore(t, newBackend(t), memory.Options{DedupThreshold: -1, Embedder: emb,
+		VectorWeight: memory.LexicalVectorWeight, KeywordWeight: memory.LexicalKeywordWeight})
+	now := clk.Now()
+	old := Remember(t, s, "r", "Ran the marathon in Porto in four hours", memory.RememberOptions{Time: now.Add(-250 * day)})
+	for i, text := range []string{
+		"Booked a dentist appointment for Tuesday",
+		"Bought running shoes for the gym",
+		"The team lunch is at noon on Friday",
+		"Porto wine was served at the wedding",
+	} {
+		Remember(t, s, "r", text, memory.RememberOptions{Time: now.Add(-time.Duration(i) * time.Hour)})
+	}
+	for _, o := range []memory.RecallOptions{{}, {Mode: memory.ModeKeyword}, {Mode: memory.ModeVector}, {Fusion: memory.FusionRRF}} {
+		o.Session, o.K, o.NoTouch = "r", 3, true
+		rs, err := s.Recall(ctx, "marathon Porto", o)
+		if err != nil || len(rs) == 0 {
+			t.Fatalf("%+v: %v %q", o, err, Texts(rs))
+		}
+		// Above the old exact match, at most a fresh memory sharing one of its two words, and only
+		// where the cosine alone ranks (it gives that memory more than half the exact match's
+		// relevance, and decay can at most halve a score) or RRF (second in both lists is almost
+		// as good as first); with the default fusion and in keyword mode it is first.
+		for _, r := range rs {
+			if r.ID == old.IDs[0] {
+				break
+			}
+			if (o.Mode != memory.ModeVector && o.Fusion != memory.FusionRRF) || !strings.Contains(r.Text, "Porto") {
+				t.Fatalf("%+v: the old exact match is not first: %q", o, Texts(rs))
+			}
+		}
+		if !slices.ContainsFunc(rs, func(r memory.Result) bool { return r.ID == old.IDs[0] }) {
+			t.Fatalf("%+v: the old exact match is missing: %q", o, Texts(rs))
+		}
+		for _, r := range rs {
+			sc := r.Score
+			for _, x := range []float64{sc.Fused, sc.Decay, sc.Final} {
+				if !(x >= 0 && x <= 1) {
+					t.Fatalf("%+v: score outside [0, 1]: %+v", o, sc)
+				}
+			}
+		}
+		if o.Fusion == memory.FusionRRF {
+			continue // RRF scores ranks, not relevance
+		}
+		// The minimum score means something: the exact match keeps more than 0.35 after 250 days,
+		// memories sharing no word with the query score below 0.1.
+		if o.Mode != memory.ModeVector && rs[0].Score.Final < 0.35 {
+			t.Fatalf("%+v: old exact match scores %+v", o, rs[0].Score)
+		}
+		for _, r := range rs[1:] {
+			if !strings.Contains(r.Text, "Porto") && r.Score.Final >= 0.1 {
+				t.Fatalf("%+v: %q shares no word with the query and scores %+v", o, r.Text, r.Score)
+			}
+		}
+	}
+	// Without the floor, the old memory is buried, as the seed's pure exponential did.
+	rs, _ := s.Recall(ctx, "marathon Porto", memory.RecallOptions{Session: "r", K: 3, NoTouch: true, Decay: memory.Decay{Floor: -1}})
+	if len(rs) > 0 && rs[0].ID == old.IDs[0] {
+		t.Fatalf("without a floor, 0.9^250 should bury the old match: %q", Texts(rs))
 	}
 }
 
@@ -222,6 +306,7 @@ func testFusionAndWeights(t *testing.T, newBackend func(*testing.T) memory.Backe
 		if kr > 0 {
 			want += 1 / (60 + float64(kr))
 		}
+		want *= 61.0 / 2 // scaled so that first in both lists is 1
 		if math.Abs(r.Score.Fused-want) > 1e-12 || r.Score.Weight != 1 || r.Score.Final != r.Score.Fused {
 			t.Fatalf("RRF of %q: %+v, want fused %v", r.Text, r.Score, want)
 		}

@@ -1,0 +1,26 @@
+package server
+
+import (
+	"testing"
+
+	"github.com/engramdb/engram/memory"
+)
+
+// TestRecallDefaultsMatchLibrary: a request that sets nothing ranks like memory.RecallOptions{}
+// (one ranking in every door).
+func TestRecallDefaultsMatchLibrary(t *testing.T) {
+	o, err := (&RecallRequest{Session: "s"}).options()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lib memory.RecallOptions
+	if o.Mode != lib.Mode || o.Fusion != lib.Fusion || o.Decay != lib.Decay || o.VectorWeight != 0 || o.KeywordWeight != 0 {
+		t.Fatalf("HTTP defaults %+v differ from the library's %+v", o, lib)
+	}
+	if o, err := (&RecallRequest{Fusion: "rrf"}).options(); err != nil || o.Fusion != memory.FusionRRF {
+		t.Fatalf("fusion rrf: %+v %v", o, err)
+	}
+	if _, err := (&RecallRequest{Fusion: "max"}).options(); err == nil {
+		t.Fatal("unknown fusion accepted")
+	}
+}
