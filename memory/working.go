@@ -44,8 +44,11 @@ type Step struct {
 // next step to run and timestamps. Every change is stored durably before the call returns, so
 // after a crash the task reads back exactly as last acknowledged.
 type Task struct {
-	ID       string     `json:"id"`
-	Goal     string     `json:"goal"`
+	ID   string `json:"id"`
+	Goal string `json:"goal"`
+	// Session is the session the task works for ("" for none); a service
+	// shows the task only to keys whose scope holds it.
+	Session  string     `json:"session,omitempty"`
 	Status   TaskStatus `json:"status"`
 	Steps    []Step     `json:"steps"`
 	Next     string     `json:"next"`
@@ -76,7 +79,15 @@ func checkName(what, s string) error {
 }
 
 // StartTask creates an active task; an empty id gets a random one. Starting an existing id fails.
-func (s *Store) StartTask(_ context.Context, id, goal string) (Task, error) {
+func (s *Store) StartTask(ctx context.Context, id, goal string) (Task, error) {
+	return s.StartSessionTask(ctx, "", id, goal)
+}
+
+// StartSessionTask is StartTask for a task that works for session.
+func (s *Store) StartSessionTask(_ context.Context, session, id, goal string) (Task, error) {
+	if err := checkSession(session); err != nil {
+		return Task{}, err
+	}
 	if id == "" {
 		id = newID()
 	}
@@ -95,7 +106,7 @@ func (s *Store) StartTask(_ context.Context, id, goal string) (Task, error) {
 		return Task{}, errorf(ErrInvalidInput, "task %q exists", id)
 	}
 	now := s.opts.Clock()
-	t := Task{ID: id, Goal: goal, Status: TaskActive, Created: now, Updated: now}
+	t := Task{ID: id, Goal: goal, Session: session, Status: TaskActive, Created: now, Updated: now}
 	return t, s.putJSON(taskPrefix+id, t)
 }
 

@@ -11,15 +11,49 @@
 // that does not name this server (421, DNS rebinding), an Origin naming
 // another host (403, cross-site requests) and a body that is not
 // application/json (415, the bodies a browser sends without a preflight);
-// see guard.go. The handler then checks a bearer token on every
-// route except /healthz when Options.Token is set; binding an address other
-// than loopback without a token is refused by ListenAndServe. Request bodies
-// are limited (Options.MaxBodyBytes) and every request runs under a timeout.
+// see guard.go. Request bodies are limited (Options.MaxBodyBytes) and every
+// request runs under a timeout.
+//
+// # Keys and scopes
+//
+// ServeHTTP then resolves the bearer key (auth.go, keys.go): a key of the
+// key file (Options.KeysFile: name, SHA-256 hash, session patterns, rights;
+// re-read when it changes) or Options.Token, an admin key named "token".
+// With neither the service is open and every request is LocalCaller, which
+// ListenAndServe allows on loopback only. A missing or unknown key is 401.
+//
+// The key reaches handlers as a *Caller in the request context. The API a
+// handler uses:
+//
+//   - CallerFrom(ctx) returns the caller (never nil; outside an
+//     authenticated request a caller with no rights, so checks fail closed).
+//   - c.Can(RightRead|RightWrite|RightAdmin) reports a right.
+//   - c.Check(right, sessions...) returns an error matching ErrForbidden
+//     (403) unless c holds right and every session lies in its scope.
+//   - c.MayUse(session), c.SeesAll(), c.FilterSessions(names) and
+//     VisibleBy(c, items, sessionOf) filter what a listing shows.
+//   - h.scopeFilter(ctx, c) gives the memory.Filter that confines a
+//     store-wide query (all_sessions, list, export) to c's sessions;
+//     h.scopeRecall applies it to RecallOptions; h.scopeIDs drops memory
+//     IDs outside the scope (they act as unknown IDs); h.scopedTask reports
+//     a task outside the scope as not found.
+//
+// Every route declares an Access when registered: h.route(pattern, access,
+// fn). The wrapper checks Access.Right before fn runs, and for SessionPath
+// also the {session} path value; SessionHandler routes check their
+// sessions themselves with the calls above; store-wide routes need
+// RightAdmin (an admin key must have the scope "*"). The security tests
+// walk the route table (h.routes) and fail for a route they have no probe
+// for. MCP tools check the same rights and scopes (mcp.go): over HTTP the
+// caller travels in the SDK's TokenInfo, which also ties an MCP session to
+// the key that opened it. /metrics labels requests by key name; no secret
+// is ever logged.
 //
 // # Errors
 //
 // Errors are JSON objects {"error": "..."}: 400 for invalid input (nothing
-// was written), 401 for a missing or wrong token, 403 for a foreign Origin,
+// was written), 401 for a missing or wrong key, 403 for a foreign Origin or
+// a right or session the key lacks,
 // 404 for unknown tasks or routes, 413 for oversized bodies, 415 for a body
 // that is not JSON, 421 for a foreign Host, 500 otherwise.
 package server

@@ -41,6 +41,9 @@ func (h *Handler) remember(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(r, &req); err != nil {
 		return err
 	}
+	if err := CallerFrom(r.Context()).Check(RightWrite, req.Session); err != nil {
+		return err
+	}
 	res, err := h.store.Remember(r.Context(), req.Session, req.Text, memory.RememberOptions{
 		Source: req.Source, Tags: req.Tags, Importance: req.Importance, Time: req.Time,
 	})
@@ -126,9 +129,13 @@ func (h *Handler) recall(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	results, err := h.store.Recall(r.Context(), req.Query, opts)
-	if err != nil {
+	var results []memory.Result
+	if ok, err := h.scopeRecall(r.Context(), &opts); err != nil {
 		return err
+	} else if ok {
+		if results, err = h.store.Recall(r.Context(), req.Query, opts); err != nil {
+			return err
+		}
 	}
 	resp := RecallResponse{Results: make([]RecallResult, 0, len(results))}
 	for _, m := range results {
@@ -164,12 +171,19 @@ func (h *Handler) forget(w http.ResponseWriter, r *http.Request) error {
 	}
 	var n int
 	var err error
+	c := CallerFrom(r.Context())
 	switch {
 	case len(req.IDs) > 0 && req.All:
 		return fmt.Errorf("%w: give either ids or session+all, not both", errBadRequest)
 	case len(req.IDs) > 0:
-		n, err = h.store.Forget(r.Context(), req.IDs...)
+		var ids []string
+		if ids, err = h.scopeIDs(r.Context(), c, req.IDs); err == nil && len(ids) > 0 {
+			n, err = h.store.Forget(r.Context(), ids...)
+		}
 	case req.All && req.Session != nil:
+		if err := c.Check(RightWrite, *req.Session); err != nil {
+			return err
+		}
 		n, err = h.store.ForgetWhere(r.Context(), memory.Eq(memory.FieldSession, *req.Session))
 	default:
 		return fmt.Errorf("%w: give ids, or session with all=true", errBadRequest)
@@ -216,6 +230,7 @@ func (h *Handler) listTasks(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	tasks = VisibleBy(CallerFrom(r.Context()), tasks, func(t memory.Task) string { return t.Session })
 	if tasks == nil {
 		tasks = []memory.Task{}
 	}
@@ -227,6 +242,9 @@ func (h *Handler) listTasks(w http.ResponseWriter, r *http.Request) error {
 type StartTaskRequest struct {
 	ID   string `json:"id,omitempty"`
 	Goal string `json:"goal"`
+	// Session is the session the task works for; a scoped key must name
+	// one of its sessions.
+	Session string `json:"session,omitempty"`
 }
 
 func (h *Handler) startTask(w http.ResponseWriter, r *http.Request) error {
@@ -234,7 +252,10 @@ func (h *Handler) startTask(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(r, &req); err != nil {
 		return err
 	}
-	t, err := h.store.StartTask(r.Context(), req.ID, req.Goal)
+	if err := CallerFrom(r.Context()).Check(RightWrite, req.Session); err != nil {
+		return err
+	}
+	t, err := h.store.StartSessionTask(r.Context(), req.Session, req.ID, req.Goal)
 	if err != nil {
 		return err
 	}
@@ -243,7 +264,7 @@ func (h *Handler) startTask(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *Handler) getTask(w http.ResponseWriter, r *http.Request) error {
-	t, err := h.store.Task(r.Context(), r.PathValue("id"))
+	t, err := h.scopedTask(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -264,6 +285,9 @@ func (h *Handler) updateStep(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(r, &req); err != nil {
 		return err
 	}
+	if _, err := h.scopedTask(r.Context(), r.PathValue("id")); err != nil {
+		return err
+	}
 	t, err := h.store.UpdateStep(r.Context(), r.PathValue("id"), memory.Step{Name: req.Name, Status: req.Status, Result: req.Result}, req.Next)
 	if err != nil {
 		return err
@@ -282,6 +306,9 @@ func (h *Handler) finishTask(w http.ResponseWriter, r *http.Request) error {
 	if req.Status == "" {
 		req.Status = memory.TaskDone
 	}
+	if _, err := h.scopedTask(r.Context(), r.PathValue("id")); err != nil {
+		return err
+	}
 	t, err := h.store.FinishTask(r.Context(), r.PathValue("id"), req.Status)
 	if err != nil {
 		return err
@@ -291,6 +318,9 @@ func (h *Handler) finishTask(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *Handler) deleteTask(w http.ResponseWriter, r *http.Request) error {
+	if _, err := h.scopedTask(r.Context(), r.PathValue("id")); err != nil {
+		return err
+	}
 	if err := h.store.DeleteTask(r.Context(), r.PathValue("id")); err != nil {
 		return err
 	}
@@ -319,6 +349,7 @@ func (h *Handler) sessions(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	ss = VisibleBy(CallerFrom(r.Context()), ss, func(s memory.SessionInfo) string { return s.Name })
 	out := make([]SessionJSON, 0, len(ss))
 	for _, s := range ss {
 		out = append(out, SessionJSON{Name: s.Name, Memories: s.Memories, Newest: s.Newest})

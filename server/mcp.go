@@ -59,14 +59,40 @@ type MCPForgetOutput struct {
 }
 
 // NewMCP returns an MCP server exposing store as remember, recall and forget
-// tools, with the session as a parameter of each call.
-func NewMCP(store *memory.Store) *mcp.Server {
+// tools, with the session as a parameter of each call, for a local transport
+// (stdio): every call acts as LocalCaller.
+func NewMCP(store *memory.Store) *mcp.Server { return newMCP(store, LocalCaller) }
+
+// mcpCallerKey is where mcpRoute puts the Caller in the SDK's TokenInfo.
+const mcpCallerKey = "engram.caller"
+
+// mcpCaller returns the caller of a tool call: the key mcpRoute attached, or
+// fallback on a transport without keys. No caller at all means nobody.
+func mcpCaller(extra *mcp.RequestExtra, fallback *Caller) *Caller {
+	if extra != nil && extra.TokenInfo != nil {
+		if c, ok := extra.TokenInfo.Extra[mcpCallerKey].(*Caller); ok {
+			return c
+		}
+		return nobody
+	}
+	if fallback != nil {
+		return fallback
+	}
+	return nobody
+}
+
+// newMCP builds the MCP server; each tool checks its caller's right and
+// session scope like the HTTP routes do.
+func newMCP(store *memory.Store, fallback *Caller) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "engram", Version: Version}, &mcp.ServerOptions{
 		Instructions: "engram is the user's long-term memory. Call recall before answering questions that may depend on " +
 			"earlier conversations, and remember for facts worth keeping (preferences, plans, names, decisions).",
 	})
 	mcp.AddTool(s, &mcp.Tool{Name: "remember", Description: "Store a memory for a session."},
-		func(ctx context.Context, _ *mcp.CallToolRequest, in MCPRememberInput) (*mcp.CallToolResult, MCPRememberOutput, error) {
+		func(ctx context.Context, req *mcp.CallToolRequest, in MCPRememberInput) (*mcp.CallToolResult, MCPRememberOutput, error) {
+			if err := mcpCaller(req.Extra, fallback).Check(RightWrite, in.Session); err != nil {
+				return nil, MCPRememberOutput{}, err
+			}
 			res, err := store.Remember(ctx, in.Session, in.Text, memory.RememberOptions{Source: in.Source, Tags: in.Tags, Importance: in.Importance})
 			if err != nil {
 				return nil, MCPRememberOutput{}, err
@@ -74,7 +100,10 @@ func NewMCP(store *memory.Store) *mcp.Server {
 			return nil, MCPRememberOutput{IDs: res.IDs, Merged: res.Merged}, nil
 		})
 	mcp.AddTool(s, &mcp.Tool{Name: "recall", Description: "Recall the memories of a session most relevant to a query."},
-		func(ctx context.Context, _ *mcp.CallToolRequest, in MCPRecallInput) (*mcp.CallToolResult, MCPRecallOutput, error) {
+		func(ctx context.Context, req *mcp.CallToolRequest, in MCPRecallInput) (*mcp.CallToolResult, MCPRecallOutput, error) {
+			if err := mcpCaller(req.Extra, fallback).Check(RightRead, in.Session); err != nil {
+				return nil, MCPRecallOutput{}, err
+			}
 			results, err := store.Recall(ctx, in.Query, memory.RecallOptions{Session: in.Session, K: in.K})
 			if err != nil {
 				return nil, MCPRecallOutput{}, err
@@ -91,11 +120,19 @@ func NewMCP(store *memory.Store) *mcp.Server {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text.String()}}}, out, nil
 		})
 	mcp.AddTool(s, &mcp.Tool{Name: "forget", Description: "Delete memories by ID."},
-		func(ctx context.Context, _ *mcp.CallToolRequest, in MCPForgetInput) (*mcp.CallToolResult, MCPForgetOutput, error) {
+		func(ctx context.Context, req *mcp.CallToolRequest, in MCPForgetInput) (*mcp.CallToolResult, MCPForgetOutput, error) {
+			c := mcpCaller(req.Extra, fallback)
+			if err := c.Check(RightWrite); err != nil {
+				return nil, MCPForgetOutput{}, err
+			}
 			if len(in.IDs) == 0 {
 				return nil, MCPForgetOutput{}, errors.New("forget: no ids given")
 			}
-			n, err := store.Forget(ctx, in.IDs...)
+			ids, err := scopeIDs(ctx, store, c, in.IDs)
+			if err != nil || len(ids) == 0 {
+				return nil, MCPForgetOutput{}, err
+			}
+			n, err := store.Forget(ctx, ids...)
 			if err != nil {
 				return nil, MCPForgetOutput{}, err
 			}

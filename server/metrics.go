@@ -24,10 +24,10 @@ func newMetrics(reg *prometheus.Registry, store *memory.Store) (*metrics, error)
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: "engram",
 			Name:      "http_request_duration_seconds",
-			Help:      "Latency of HTTP requests by route and status code.",
+			Help:      "Latency of HTTP requests by route, status code and key name (never the key itself).",
 			// 100 µs to ~13 s: recall is sub-millisecond, embedding-heavy writes are not.
 			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 18),
-		}, []string{"route", "code"}),
+		}, []string{"route", "code", "key"}),
 	}
 	storeStats := &storeCollector{store: store}
 	for _, c := range []prometheus.Collector{m.latency, storeStats, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
@@ -38,8 +38,8 @@ func newMetrics(reg *prometheus.Registry, store *memory.Store) (*metrics, error)
 	return m, nil
 }
 
-func (m *metrics) observe(route string, status int, d time.Duration) {
-	m.latency.WithLabelValues(route, strconv.Itoa(status)).Observe(d.Seconds())
+func (m *metrics) observe(route, key string, status int, d time.Duration) {
+	m.latency.WithLabelValues(route, strconv.Itoa(status), key).Observe(d.Seconds())
 }
 
 func (m *metrics) handler(reg *prometheus.Registry) http.Handler {

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"crypto/subtle"
 	_ "embed"
 	"encoding/json"
 	"errors"
@@ -11,9 +10,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"strings"
+	"sync/atomic"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -33,8 +33,15 @@ var openAPI []byte
 // documented default; Store is required.
 type Options struct {
 	Store *memory.Store
-	// Token, when set, is the bearer token every request but /healthz must carry.
+	// Token, when set, is a bearer secret for one admin key named "token"
+	// (every right, every session).
 	Token string
+	// KeysFile, when set, is a key file (see keys.go, docs/format/keys.md)
+	// whose keys, each with its sessions and rights, the service accepts. It
+	// is re-read when it changes, so revoking a key takes effect within
+	// KeyReloadInterval. With neither Token nor KeysFile the service is
+	// open (LocalCaller), which ListenAndServe allows on loopback only.
+	KeysFile string
 	// AllowedHosts are extra names (besides loopback names and the bound
 	// address) that clients may use in the Host and Origin headers, such as
 	// the server's LAN DNS name.
@@ -56,6 +63,10 @@ type Handler struct {
 	mux     *http.ServeMux
 	metrics *metrics
 	guard   *guard
+	keys    *keyring
+	// routes is the route table: every pattern with its declared Access.
+	routes     []routeInfo
+	lastKeyErr atomic.Pointer[string]
 }
 
 // New returns the service handler for opts.
@@ -75,43 +86,55 @@ func New(opts Options) (*Handler, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	h := &Handler{opts: opts, store: opts.Store, mux: http.NewServeMux(), guard: newGuard(opts.AllowedHosts)}
+	keys, err := newKeyring(opts.KeysFile, opts.Token)
+	if err != nil {
+		return nil, err
+	}
+	h := &Handler{opts: opts, store: opts.Store, mux: http.NewServeMux(), guard: newGuard(opts.AllowedHosts), keys: keys}
 	m, err := newMetrics(opts.Registry, opts.Store)
 	if err != nil {
 		return nil, err
 	}
 	h.metrics = m
 
-	h.route("GET /healthz", h.health)
-	h.route("GET /openapi.json", h.openapi)
-	h.mux.Handle("GET /metrics", h.metrics.handler(opts.Registry))
-	h.route("POST /v1/remember", h.remember)
-	h.route("POST /v1/recall", h.recall)
-	h.route("POST /v1/forget", h.forget)
-	h.route("GET /v1/sessions", h.sessions)
-	h.route("GET /v1/sessions/{session}/context", h.context)
-	h.route("POST /v1/sessions/{session}/turns", h.addTurn)
-	h.route("DELETE /v1/sessions/{session}/context", h.clearContext)
-	h.route("GET /v1/tasks", h.listTasks)
-	h.route("POST /v1/tasks", h.startTask)
-	h.route("GET /v1/tasks/{id}", h.getTask)
-	h.route("POST /v1/tasks/{id}/steps", h.updateStep)
-	h.route("POST /v1/tasks/{id}/finish", h.finishTask)
-	h.route("DELETE /v1/tasks/{id}", h.deleteTask)
-	h.route("GET /v1/stats", h.stats)
-	mcpServer := NewMCP(opts.Store)
-	// The guard in ServeHTTP checks Host, Origin and content type for /mcp as
-	// for every route, so the SDK's narrower Host check is off.
-	h.mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return mcpServer },
-		&mcp.StreamableHTTPOptions{DisableLocalhostProtection: true}))
+	// Every route declares the right it needs and where its session comes
+	// from (Access, auth.go); the security tests walk this table.
+	h.route("GET /healthz", accessDoc, h.health)
+	h.route("GET /openapi.json", accessDoc, h.openapi)
+	metricsHandler := h.metrics.handler(opts.Registry)
+	h.route("GET /metrics", accessAdmin, func(w http.ResponseWriter, r *http.Request) error {
+		metricsHandler.ServeHTTP(w, r)
+		return nil
+	})
+	h.route("POST /v1/remember", accessWrite, h.remember)
+	h.route("POST /v1/recall", accessRead, h.recall)
+	h.route("POST /v1/forget", accessWrite, h.forget)
+	h.route("GET /v1/sessions", accessRead, h.sessions)
+	h.route("GET /v1/sessions/{session}/context", accessReadPath, h.context)
+	h.route("POST /v1/sessions/{session}/turns", accessWritePath, h.addTurn)
+	h.route("DELETE /v1/sessions/{session}/context", accessWritePath, h.clearContext)
+	h.route("GET /v1/tasks", accessRead, h.listTasks)
+	h.route("POST /v1/tasks", accessWrite, h.startTask)
+	h.route("GET /v1/tasks/{id}", accessRead, h.getTask)
+	h.route("POST /v1/tasks/{id}/steps", accessWrite, h.updateStep)
+	h.route("POST /v1/tasks/{id}/finish", accessWrite, h.finishTask)
+	h.route("DELETE /v1/tasks/{id}", accessWrite, h.deleteTask)
+	h.route("GET /v1/stats", accessAdmin, h.stats)
+	h.mcpRoute("/mcp", newMCP(opts.Store, nil))
 	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Errorf("no route %s %s (see /openapi.json)", r.Method, r.URL.Path))
 	})
 	return h, nil
 }
 
-// route registers fn under pattern with timing, the timeout and JSON errors.
-func (h *Handler) route(pattern string, fn func(http.ResponseWriter, *http.Request) error) {
+// route registers fn under pattern with its access check (see Access),
+// timing, the timeout and JSON errors. An access that skips the scope check
+// is a programming error and panics here, when New runs.
+func (h *Handler) route(pattern string, a Access, fn func(http.ResponseWriter, *http.Request) error) {
+	if err := a.validate(pattern); err != nil {
+		panic(err)
+	}
+	h.routes = append(h.routes, routeInfo{Pattern: pattern, Access: a})
 	name := pattern
 	h.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
@@ -120,19 +143,54 @@ func (h *Handler) route(pattern string, fn func(http.ResponseWriter, *http.Reque
 		r = r.WithContext(ctx)
 		r.Body = http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes)
 		status := http.StatusOK
-		if err := fn(w, r); err != nil {
+		err := authorize(r, a)
+		if err == nil {
+			err = fn(w, r)
+		}
+		if err != nil {
 			status = statusOf(err)
 			if status >= 500 {
 				h.opts.Logger.Error("request failed", "route", name, "err", err)
 			}
 			writeError(w, status, err)
 		}
-		h.metrics.observe(name, status, time.Since(start))
+		h.metrics.observe(name, CallerFrom(r.Context()).Name, status, time.Since(start))
 	})
 }
 
+// mcpRoute serves the MCP server s at pattern for any authenticated caller;
+// each tool checks its right and session (see newMCP). The caller reaches
+// the tools as the SDK's TokenInfo, which also binds an MCP session to the
+// key that opened it.
+func (h *Handler) mcpRoute(pattern string, s *mcp.Server) {
+	h.routes = append(h.routes, routeInfo{Pattern: pattern, Access: Access{Session: SessionHandler}})
+	// The guard in ServeHTTP checks Host, Origin and content type for /mcp as
+	// for every route, so the SDK's narrower Host check is off.
+	streamable := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s },
+		&mcp.StreamableHTTPOptions{DisableLocalhostProtection: true})
+	verify := func(ctx context.Context, _ string, _ *http.Request) (*auth.TokenInfo, error) {
+		c := CallerFrom(ctx)
+		return &auth.TokenInfo{UserID: c.Name, Extra: map[string]any{mcpCallerKey: c}}, nil
+	}
+	withCaller := auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})
+	inner := withCaller(streamable)
+	h.mux.Handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		// The key was checked in ServeHTTP; the SDK's middleware only wants
+		// to see a bearer header, which the open loopback mode lacks.
+		if r.Header.Get("Authorization") == "" {
+			r = r.Clone(r.Context())
+			r.Header.Set("Authorization", "Bearer local")
+		}
+		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		inner.ServeHTTP(rec, r)
+		h.metrics.observe(pattern, CallerFrom(r.Context()).Name, rec.status, time.Since(start))
+	}))
+}
+
 // ServeHTTP checks Host, Origin and content type (see guard), then the
-// token, then dispatches. /healthz is open to all.
+// bearer key, then dispatches with the key's Caller in the request context.
+// /healthz is open to all.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == "/healthz" {
 		h.mux.ServeHTTP(w, r)
@@ -142,17 +200,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, status, err)
 		return
 	}
-	if h.opts.Token != "" && r.URL.Path != "/healthz" && !h.authorized(r) {
+	c, err := h.authenticate(r)
+	if err != nil {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="engram"`)
-		writeError(w, http.StatusUnauthorized, errors.New("missing or wrong bearer token"))
+		writeError(w, http.StatusUnauthorized, err)
 		return
 	}
-	h.mux.ServeHTTP(w, r)
-}
-
-func (h *Handler) authorized(r *http.Request) bool {
-	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	return ok && subtle.ConstantTimeCompare([]byte(got), []byte(h.opts.Token)) == 1
+	h.mux.ServeHTTP(w, r.WithContext(WithCaller(r.Context(), c)))
 }
 
 // errBadRequest marks request decoding errors.
@@ -165,6 +219,10 @@ func statusOf(err error) int {
 		return http.StatusRequestEntityTooLarge
 	case errors.Is(err, errBadRequest), errors.Is(err, memory.ErrInvalidInput), errors.Is(err, memory.ErrInvalidFilter):
 		return http.StatusBadRequest
+	case errors.Is(err, ErrForbidden):
+		return http.StatusForbidden
+	case errors.Is(err, ErrUnauthorized):
+		return http.StatusUnauthorized
 	case errors.Is(err, memory.ErrNotFound):
 		return http.StatusNotFound
 	case errors.Is(err, context.DeadlineExceeded):
@@ -221,13 +279,13 @@ func IsLoopback(addr string) bool {
 
 // ErrTokenRequired is returned by ListenAndServe for a non-loopback address
 // without a token.
-var ErrTokenRequired = errors.New("server: binding a non-loopback address requires an auth token (set --token or ENGRAM_TOKEN)")
+var ErrTokenRequired = errors.New("server: binding a non-loopback address requires keys (--keys FILE) or a token (--token-file FILE)")
 
 // ListenAndServe serves h on addr until ctx is cancelled, then shuts down
 // gracefully, giving in-flight requests up to grace to finish. ready, if not
 // nil, receives the bound address once listening.
 func ListenAndServe(ctx context.Context, addr string, h *Handler, grace time.Duration, ready func(net.Addr)) error {
-	if !IsLoopback(addr) && h.opts.Token == "" {
+	if !IsLoopback(addr) && h.keys.empty() {
 		return ErrTokenRequired
 	}
 	ln, err := net.Listen("tcp", addr)
@@ -258,3 +316,32 @@ func ListenAndServe(ctx context.Context, addr string, h *Handler, grace time.Dur
 	}
 	return nil
 }
+
+// statusRecorder remembers the status a wrapped handler wrote, for metrics.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+	wrote  bool
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	if !r.wrote {
+		r.status, r.wrote = code, true
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Write(p []byte) (int, error) {
+	r.wrote = true
+	return r.ResponseWriter.Write(p)
+}
+
+// Flush lets the MCP handler stream server-sent events through the recorder.
+func (r *statusRecorder) Flush() {
+	if f, ok := r.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap gives http.ResponseController the underlying writer.
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }

@@ -265,7 +265,7 @@ func TestMetricsAndOpenAPI(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	for _, want := range []string{`engram_http_request_duration_seconds_bucket{code="200",route="POST /v1/remember"`, "engram_memories 1", "engram_sessions 1", "engram_disk_bytes "} {
+	for _, want := range []string{`engram_http_request_duration_seconds_bucket{code="200",key="local",route="POST /v1/remember"`, "engram_memories 1", "engram_sessions 1", "engram_disk_bytes "} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("/metrics lacks %q", want)
 		}

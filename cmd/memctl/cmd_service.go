@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"strings"
 	"time"
 
@@ -17,12 +18,14 @@ import (
 )
 
 func (a *app) serviceCommands() []*cobra.Command {
-	return []*cobra.Command{a.serveCommand(), a.mcpCommand(), a.chatCommand(), a.migrateCommand()}
+	return []*cobra.Command{a.serveCommand(), a.mcpCommand(), a.chatCommand(), a.migrateCommand(), a.keysCommand()}
 }
 
 func (a *app) serveCommand() *cobra.Command {
 	var (
 		addr, token string
+		tokenFile   string
+		keysFile    string
 		allowHosts  []string
 		maxBody     int64
 		timeout     time.Duration
@@ -30,24 +33,47 @@ func (a *app) serveCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the store over HTTP (JSON API, /metrics, /openapi.json, MCP at /mcp)",
-		Long: "serve binds 127.0.0.1:7077 by default. Binding any other address requires a bearer token\n" +
-			"(--token or ENGRAM_TOKEN) that clients send as `Authorization: Bearer TOKEN`.",
+		Long: "serve binds 127.0.0.1:7077 by default, open to the local user. With keys (--keys FILE, managed by\n" +
+			"`memctl keys`; used by default when " + defaultKeysPath() + " exists) or an admin token\n" +
+			"(--token-file FILE or ENGRAM_TOKEN) every request needs `Authorization: Bearer KEY`, and a key reaches\n" +
+			"only its sessions with its rights. Binding any other address requires keys or a token.",
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if !server.IsLoopback(addr) && token == "" {
-				return usagef("refusing to serve on %s without an auth token: set --token or ENGRAM_TOKEN (or bind 127.0.0.1)", addr)
+			logger := slog.New(slog.NewTextHandler(a.stderr, nil))
+			if cmd.Flags().Changed("token") {
+				logger.Warn("--token puts the secret on the command line, where other users see it (ps, shell history); use --token-file or ENGRAM_TOKEN")
+			}
+			if tokenFile != "" {
+				if token != "" {
+					return usagef("give --token or --token-file, not both")
+				}
+				t, err := readSecretFile(tokenFile)
+				if err != nil {
+					return err
+				}
+				token = t
+			}
+			if keysFile == defaultKeysPath() {
+				if _, err := os.Stat(keysFile); os.IsNotExist(err) {
+					keysFile = "" // the default file does not exist: no keys
+				}
+			}
+			if !server.IsLoopback(addr) && token == "" && keysFile == "" {
+				return usagef("refusing to serve on %s without keys: create some with `memctl keys add` (or set --token-file / ENGRAM_TOKEN), or bind 127.0.0.1", addr)
+			}
+			if !server.IsLoopback(addr) && token != "" && server.SecretBits(token) < server.MinRemoteSecretBits {
+				return usagef("the token is too weak for a non-loopback bind (about %.0f bits, need %d): use `memctl keys add` or e.g. `openssl rand -base64 32`", server.SecretBits(token), server.MinRemoteSecretBits)
 			}
 			s, err := a.openStore()
 			if err != nil {
 				return err
 			}
-			logger := slog.New(slog.NewTextHandler(a.stderr, nil))
-			h, err := server.New(server.Options{Store: s, Token: token, AllowedHosts: allowHosts, MaxBodyBytes: maxBody, RequestTimeout: timeout, Logger: logger})
+			h, err := server.New(server.Options{Store: s, Token: token, KeysFile: keysFile, AllowedHosts: allowHosts, MaxBodyBytes: maxBody, RequestTimeout: timeout, Logger: logger})
 			if err != nil {
 				return err
 			}
 			err = server.ListenAndServe(cmd.Context(), addr, h, 10*time.Second, func(bound net.Addr) {
-				logger.Info("serving", "addr", "http://"+bound.String(), "store", a.dir, "auth", token != "")
+				logger.Info("serving", "addr", "http://"+bound.String(), "store", a.dir, "auth", authMode(token, keysFile))
 			})
 			if err != nil {
 				return err
@@ -62,7 +88,9 @@ func (a *app) serveCommand() *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&addr, "addr", "127.0.0.1:7077", "listen address")
-	f.StringVar(&token, "token", "", "bearer token (required off loopback)")
+	f.StringVar(&token, "token", "", "admin bearer token (visible in ps: prefer --token-file or ENGRAM_TOKEN)")
+	f.StringVar(&tokenFile, "token-file", "", "file holding the admin bearer token")
+	f.StringVar(&keysFile, "keys", defaultKeysPath(), "key file (see `memctl keys`)")
 	f.StringSliceVar(&allowHosts, "allow-host", nil, "extra host names clients may use in Host/Origin (loopback names and the bound address are always allowed)")
 	f.Int64Var(&maxBody, "max-body", server.DefaultMaxBodyBytes, "largest request body in bytes")
 	f.DurationVar(&timeout, "timeout", server.DefaultRequestTimeout, "per-request timeout")
@@ -134,4 +162,40 @@ func (a *app) chatCommand() *cobra.Command {
 	f.IntVarP(&k, "k", "k", memory.DefaultK, "memories recalled per message")
 	f.BoolVar(&extract, "extract", false, "ask the model which facts to remember instead of storing whole turns")
 	return cmd
+}
+
+// authMode says how serve authenticates, for its start-up line (never the
+// secrets themselves).
+func authMode(token, keysFile string) string {
+	switch {
+	case keysFile != "" && token != "":
+		return "keys from " + keysFile + " and an admin token"
+	case keysFile != "":
+		return "keys from " + keysFile
+	case token != "":
+		return "admin token"
+	}
+	return "none (loopback only)"
+}
+
+// readSecretFile reads a secret from a file: the first line, trimmed. A file
+// other users can read is refused.
+func readSecretFile(path string) (string, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return "", err
+	}
+	if st.Mode().Perm()&0o077 != 0 {
+		return "", fmt.Errorf("%s has mode %v; other users must not read a secret (chmod 600 %s)", path, st.Mode().Perm(), path)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	line, _, _ := strings.Cut(string(data), "\n")
+	secret := strings.TrimSpace(line)
+	if secret == "" {
+		return "", fmt.Errorf("%s holds no secret", path)
+	}
+	return secret, nil
 }

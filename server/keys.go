@@ -1,0 +1,600 @@
+package server
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Right is one thing a key may do. Rights are independent: a key holds any
+// combination of them.
+type Right uint8
+
+// The rights a key can hold.
+const (
+	// RightRead: recall, list and read the memories, short-term context and
+	// tasks of the sessions in the key's scope.
+	RightRead Right = 1 << iota
+	// RightWrite: remember, forget and change them.
+	RightWrite
+	// RightAdmin: store-wide operations (stats, metrics, maintenance, backup,
+	// export). These reach every session, so an admin key must have the
+	// scope "*".
+	RightAdmin
+)
+
+// AllRights is read, write and admin.
+const AllRights = RightRead | RightWrite | RightAdmin
+
+var rightNames = []struct {
+	r    Right
+	name string
+}{{RightRead, "read"}, {RightWrite, "write"}, {RightAdmin, "admin"}}
+
+// Has reports whether rs includes every right of want.
+func (rs Right) Has(want Right) bool { return rs&want == want }
+
+// Names lists the rights in rs by name, in the order read, write, admin.
+func (rs Right) Names() []string {
+	var out []string
+	for _, rn := range rightNames {
+		if rs&rn.r != 0 {
+			out = append(out, rn.name)
+		}
+	}
+	return out
+}
+
+func (rs Right) String() string {
+	if rs == 0 {
+		return "none"
+	}
+	return strings.Join(rs.Names(), ",")
+}
+
+// ParseRights parses rights by name ("read", "write", "admin"); names may be
+// comma-separated.
+func ParseRights(names ...string) (Right, error) {
+	var rs Right
+	for _, n := range names {
+		for _, part := range strings.Split(n, ",") {
+			part = strings.ToLower(strings.TrimSpace(part))
+			if part == "" {
+				continue
+			}
+			i := slices.IndexFunc(rightNames, func(rn struct {
+				r    Right
+				name string
+			}) bool {
+				return rn.name == part
+			})
+			if i < 0 {
+				return 0, fmt.Errorf("unknown right %q (want read, write or admin)", part)
+			}
+			rs |= rightNames[i].r
+		}
+	}
+	return rs, nil
+}
+
+// MarshalJSON writes rights as a list of names.
+func (rs Right) MarshalJSON() ([]byte, error) {
+	names := rs.Names()
+	if names == nil {
+		names = []string{}
+	}
+	return json.Marshal(names)
+}
+
+// UnmarshalJSON reads a list of right names.
+func (rs *Right) UnmarshalJSON(data []byte) error {
+	var names []string
+	if err := json.Unmarshal(data, &names); err != nil {
+		return err
+	}
+	r, err := ParseRights(names...)
+	if err != nil {
+		return err
+	}
+	*rs = r
+	return nil
+}
+
+// Scope is the set of sessions a key may use, as patterns: an exact session
+// name, or a glob where * matches any run of characters (slashes included)
+// and ? any one character, so "team-*" is every session starting with
+// "team-" and "*" is every session. A backslash makes the next character
+// literal.
+type Scope []string
+
+// ValidateScope checks the patterns of a scope.
+func ValidateScope(s Scope) error {
+	if len(s) == 0 {
+		return errors.New("a key needs at least one session pattern (\"*\" for all sessions)")
+	}
+	for _, p := range s {
+		if p == "" || !utf8.ValidString(p) || len(p) > 1024 {
+			return fmt.Errorf("session pattern %q must be non-empty valid UTF-8 of at most 1024 bytes", p)
+		}
+		if strings.HasSuffix(p, `\`) && !strings.HasSuffix(p, `\\`) {
+			return fmt.Errorf("session pattern %q ends in a lone backslash", p)
+		}
+	}
+	return nil
+}
+
+// All reports whether the scope covers every session.
+func (s Scope) All() bool { return slices.Contains(s, "*") }
+
+// Contains reports whether session lies in the scope.
+func (s Scope) Contains(session string) bool {
+	for _, p := range s {
+		if globMatch(p, session) {
+			return true
+		}
+	}
+	return false
+}
+
+// exact returns the scope's session names when every pattern is an exact
+// name (no wildcard), so a filter can be built without listing sessions.
+func (s Scope) exact() ([]string, bool) {
+	out := make([]string, 0, len(s))
+	for _, p := range s {
+		lit, ok := literal(p)
+		if !ok {
+			return nil, false
+		}
+		out = append(out, lit)
+	}
+	return out, true
+}
+
+// literal unescapes p; ok is false when p has a wildcard.
+func literal(p string) (string, bool) {
+	var b strings.Builder
+	for i := 0; i < len(p); i++ {
+		switch p[i] {
+		case '*', '?':
+			return "", false
+		case '\\':
+			if i+1 < len(p) {
+				i++
+			}
+		}
+		b.WriteByte(p[i])
+	}
+	return b.String(), true
+}
+
+// globMatch matches name against pattern (see Scope) without recursion:
+// the classic backtracking over the last star, linear in practice.
+func globMatch(pattern, name string) bool {
+	p, n := []rune(pattern), []rune(name)
+	pi, ni := 0, 0
+	starP, starN := -1, 0
+	for ni < len(n) {
+		if pi < len(p) {
+			switch c := p[pi]; {
+			case c == '*':
+				starP, starN = pi, ni
+				pi++
+				continue
+			case c == '?':
+				pi++
+				ni++
+				continue
+			case c == '\\' && pi+1 < len(p):
+				if p[pi+1] == n[ni] {
+					pi += 2
+					ni++
+					continue
+				}
+			case c == n[ni]:
+				pi++
+				ni++
+				continue
+			}
+		}
+		if starP < 0 {
+			return false
+		}
+		starN++
+		pi, ni = starP+1, starN
+	}
+	for pi < len(p) && p[pi] == '*' {
+		pi++
+	}
+	return pi == len(p)
+}
+
+// KeyPrefix starts every key memctl generates, so a leaked one is easy to
+// recognise (and to scan for).
+const KeyPrefix = "engram_"
+
+// NewKeySecret returns a new random key: KeyPrefix and 256 random bits in
+// unpadded base64url.
+func NewKeySecret() (string, error) {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	return KeyPrefix + base64.RawURLEncoding.EncodeToString(b[:]), nil
+}
+
+// HashKey returns the stored form of a key secret. Keys are long random
+// strings, so a plain SHA-256 (not a slow password hash) is enough: the
+// hash cannot be inverted and brute force over 2^128 or more is out of
+// reach.
+func HashKey(secret string) string {
+	sum := sha256.Sum256([]byte(secret))
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// SecretBits estimates the strength of a secret a person chose, in bits:
+// its length times log2 of the alphabet its character classes span (lower
+// case, upper case, digits, other; 16 for a string of hex digits). It
+// over-estimates words, so it is a floor check, not a guarantee.
+func SecretBits(secret string) float64 {
+	var lower, upper, digit, other bool
+	for _, r := range secret {
+		switch {
+		case r >= 'a' && r <= 'z':
+			lower = true
+		case r >= 'A' && r <= 'Z':
+			upper = true
+		case r >= '0' && r <= '9':
+			digit = true
+		case unicode.IsSpace(r):
+			other = true
+		default:
+			other = true
+		}
+	}
+	if isHex(secret) {
+		// Hex digits are the usual form of random tokens (openssl rand -hex).
+		return float64(distinctRuns(secret)) * 4
+	}
+	alphabet := 0
+	for _, c := range []struct {
+		on bool
+		n  int
+	}{{lower, 26}, {upper, 26}, {digit, 10}, {other, 33}} {
+		if c.on {
+			alphabet += c.n
+		}
+	}
+	if alphabet < 2 {
+		return 0
+	}
+	return float64(distinctRuns(secret)) * math.Log2(float64(alphabet))
+}
+
+// distinctRuns counts the runs of equal characters in s: a run of one
+// character adds almost nothing to a secret.
+func distinctRuns(s string) int {
+	n, prev := 0, rune(-1)
+	for _, r := range s {
+		if r != prev {
+			n++
+		}
+		prev = r
+	}
+	return n
+}
+
+func isHex(s string) bool {
+	lower, upper := true, true
+	for _, r := range s {
+		lower = lower && (r >= '0' && r <= '9' || r >= 'a' && r <= 'f')
+		upper = upper && (r >= '0' && r <= '9' || r >= 'A' && r <= 'F')
+	}
+	return s != "" && (lower || upper)
+}
+
+// MinRemoteSecretBits is the least strength SecretBits must find in a
+// token that guards a non-loopback bind.
+const MinRemoteSecretBits = 128
+
+// Key is one entry of a key file: its name, the hash of its secret, the
+// sessions it may use and its rights. The secret itself is never stored.
+type Key struct {
+	Name     string    `json:"name"`
+	Hash     string    `json:"hash"`
+	Sessions Scope     `json:"sessions"`
+	Rights   Right     `json:"rights"`
+	Created  time.Time `json:"created"`
+}
+
+// validate checks a key's fields.
+func (k *Key) validate() error {
+	if k.Name == "" || len(k.Name) > 64 || strings.IndexFunc(k.Name, func(r rune) bool {
+		return !(r == '-' || r == '_' || r == '.' || r == '@' || unicode.IsLetter(r) || unicode.IsDigit(r))
+	}) >= 0 {
+		return fmt.Errorf("key name %q: want 1-64 letters, digits, '-', '_', '.' or '@'", k.Name)
+	}
+	if hx, ok := strings.CutPrefix(k.Hash, "sha256:"); !ok || len(hx) != 64 {
+		return fmt.Errorf("key %q: hash must be sha256: and 64 hex digits", k.Name)
+	} else if _, err := hex.DecodeString(hx); err != nil {
+		return fmt.Errorf("key %q: hash must be sha256: and 64 hex digits", k.Name)
+	}
+	if err := ValidateScope(k.Sessions); err != nil {
+		return fmt.Errorf("key %q: %w", k.Name, err)
+	}
+	if k.Rights == 0 {
+		return fmt.Errorf("key %q has no rights (want read, write and/or admin)", k.Name)
+	}
+	if k.Rights.Has(RightAdmin) && !k.Sessions.All() {
+		return fmt.Errorf("key %q: the admin right reaches every session (stats, backup, export), so it needs the scope \"*\"", k.Name)
+	}
+	return nil
+}
+
+// KeyFileVersion is the format version of key files this package writes.
+const KeyFileVersion = 1
+
+// KeyFile is the JSON document of a key file (docs/format/keys.md).
+type KeyFile struct {
+	Version int   `json:"version"`
+	Keys    []Key `json:"keys"`
+}
+
+// ErrKeyFile marks a key file that cannot be used: unreadable, malformed, or
+// readable by other users.
+var ErrKeyFile = errors.New("server: bad key file")
+
+// ReadKeyFile reads and validates a key file. A missing file is an empty
+// key file (and an error satisfying os.IsNotExist); a file that other users
+// can read or write is refused, as ssh refuses such private keys.
+func ReadKeyFile(path string) (*KeyFile, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return &KeyFile{Version: KeyFileVersion}, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if st.Mode().Perm()&0o077 != 0 {
+		return nil, fmt.Errorf("%w: %s has mode %v; other users must not read it (chmod 600 %s)", ErrKeyFile, path, st.Mode().Perm(), path)
+	}
+	var kf KeyFile
+	dec := json.NewDecoder(f)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&kf); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrKeyFile, path, err)
+	}
+	if kf.Version != KeyFileVersion {
+		return nil, fmt.Errorf("%w: %s has version %d, this build reads version %d", ErrKeyFile, path, kf.Version, KeyFileVersion)
+	}
+	seen := map[string]bool{}
+	for i := range kf.Keys {
+		k := &kf.Keys[i]
+		if err := k.validate(); err != nil {
+			return nil, fmt.Errorf("%w: %s: %v", ErrKeyFile, path, err)
+		}
+		if seen[k.Name] {
+			return nil, fmt.Errorf("%w: %s: two keys named %q", ErrKeyFile, path, k.Name)
+		}
+		seen[k.Name] = true
+	}
+	if kf.Keys == nil {
+		kf.Keys = []Key{}
+	}
+	return &kf, nil
+}
+
+// WriteKeyFile writes kf to path atomically: a 0600 temporary file in the
+// same directory (created 0700 if missing), synced, renamed over path, and
+// the directory synced.
+func WriteKeyFile(path string, kf *KeyFile) error {
+	for i := range kf.Keys {
+		if err := kf.Keys[i].validate(); err != nil {
+			return err
+		}
+	}
+	kf.Version = KeyFileVersion
+	data, err := json.MarshalIndent(kf, "", "  ")
+	if err != nil {
+		return err
+	}
+	data = append(data, '\n')
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(dir, ".keys-*.tmp")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(0o600); err != nil {
+		tmp.Close()
+		return err
+	}
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return err
+	}
+	if d, err := os.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+// AddKey adds a key named name to the key file at path (creating it) and
+// returns its secret, which is stored only as a hash: the caller must show
+// it now or lose it.
+func AddKey(path, name string, sessions Scope, rights Right) (string, error) {
+	kf, err := ReadKeyFile(path)
+	if err != nil && !os.IsNotExist(err) {
+		return "", err
+	}
+	if slices.ContainsFunc(kf.Keys, func(k Key) bool { return k.Name == name }) {
+		return "", fmt.Errorf("a key named %q exists already (revoke it first)", name)
+	}
+	secret, err := NewKeySecret()
+	if err != nil {
+		return "", err
+	}
+	k := Key{Name: name, Hash: HashKey(secret), Sessions: slices.Clone(sessions), Rights: rights, Created: time.Now().UTC().Truncate(time.Second)}
+	if err := k.validate(); err != nil {
+		return "", err
+	}
+	kf.Keys = append(kf.Keys, k)
+	if err := WriteKeyFile(path, kf); err != nil {
+		return "", err
+	}
+	return secret, nil
+}
+
+// RevokeKey removes the key named name from the key file at path. A running
+// server stops accepting it within KeyReloadInterval.
+func RevokeKey(path, name string) error {
+	kf, err := ReadKeyFile(path)
+	if err != nil {
+		return err
+	}
+	i := slices.IndexFunc(kf.Keys, func(k Key) bool { return k.Name == name })
+	if i < 0 {
+		return fmt.Errorf("no key named %q in %s", name, path)
+	}
+	kf.Keys = slices.Delete(kf.Keys, i, i+1)
+	return WriteKeyFile(path, kf)
+}
+
+// KeyReloadInterval is how often a server looks at its key file for
+// changes (keys added or revoked while it runs).
+const KeyReloadInterval = time.Second
+
+// keyring resolves bearer secrets to callers: the keys of a key file
+// (reloaded when it changes) and the --token shorthand.
+type keyring struct {
+	path      string
+	token     *Caller // the --token admin key, nil if none
+	tokenHash [32]byte
+
+	mu      sync.Mutex
+	checked time.Time // when the file was last stat'ed
+	modTime time.Time
+	size    int64
+	keys    []loadedKey
+	loadErr error // the last reload's error; the previous keys stay in force
+}
+
+type loadedKey struct {
+	hash   [32]byte
+	caller *Caller
+}
+
+// newKeyring loads the key file at path (if path is not empty) and adds
+// token as an admin key named "token".
+func newKeyring(path, token string) (*keyring, error) {
+	kr := &keyring{path: path}
+	if token != "" {
+		kr.token = &Caller{Name: "token", Rights: AllRights, Scope: Scope{"*"}}
+		kr.tokenHash = sha256.Sum256([]byte(token))
+	}
+	if path != "" {
+		if err := kr.reload(); err != nil {
+			return nil, err
+		}
+	}
+	return kr, nil
+}
+
+// empty reports whether the keyring authenticates nobody: no key file and
+// no token, the open loopback mode.
+func (kr *keyring) empty() bool { return kr.path == "" && kr.token == nil }
+
+func (kr *keyring) reload() error {
+	st, err := os.Stat(kr.path)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrKeyFile, err)
+	}
+	kf, err := ReadKeyFile(kr.path)
+	if err != nil {
+		return err
+	}
+	keys := make([]loadedKey, 0, len(kf.Keys))
+	for _, k := range kf.Keys {
+		var lk loadedKey
+		hx, _ := strings.CutPrefix(k.Hash, "sha256:")
+		hex.Decode(lk.hash[:], []byte(hx))
+		lk.caller = &Caller{Name: k.Name, Rights: k.Rights, Scope: slices.Clone(k.Sessions)}
+		keys = append(keys, lk)
+	}
+	kr.keys, kr.modTime, kr.size = keys, st.ModTime(), st.Size()
+	return nil
+}
+
+// maybeReload re-reads the key file when its size or time changed, at most
+// once per KeyReloadInterval. A file that turns bad keeps the old keys in
+// force and is reported through err until it is fixed.
+func (kr *keyring) maybeReload(now time.Time) error {
+	if kr.path == "" || now.Sub(kr.checked) < KeyReloadInterval {
+		return kr.loadErr
+	}
+	kr.checked = now
+	st, err := os.Stat(kr.path)
+	if err == nil && st.ModTime().Equal(kr.modTime) && st.Size() == kr.size && kr.loadErr == nil {
+		return nil
+	}
+	if err := kr.reload(); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			// A deleted key file revokes every key in it.
+			kr.keys = nil
+		}
+		kr.loadErr = err
+		return err
+	}
+	kr.loadErr = nil
+	return nil
+}
+
+// lookup returns the caller whose secret is secret, or nil. Every key's
+// hash is compared in constant time, so timing tells nothing about which
+// (or whether a) key was close.
+func (kr *keyring) lookup(secret string) (*Caller, error) {
+	sum := sha256.Sum256([]byte(secret))
+	var found *Caller
+	if kr.token != nil && subtle.ConstantTimeCompare(sum[:], kr.tokenHash[:]) == 1 {
+		found = kr.token
+	}
+	kr.mu.Lock()
+	err := kr.maybeReload(time.Now())
+	keys := kr.keys
+	kr.mu.Unlock()
+	for _, k := range keys {
+		if subtle.ConstantTimeCompare(sum[:], k.hash[:]) == 1 {
+			found = k.caller
+		}
+	}
+	return found, err
+}
