@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"io"
+	"slices"
 	"sort"
 	"time"
 )
@@ -170,7 +171,14 @@ func (d *DB) buildReplacement(c *Collection, all bool) (*replacement, error) {
 	d.nextFile++
 	d.writeMu.Unlock()
 	path := d.segPath(file)
-	secs := buildSections(c.cfg, mem, d.opts.NamespaceField)
+	// The merged file covers what its inputs covered and supersedes them.
+	sw := segWrite{file: file}
+	for _, s := range old {
+		sw.lsn = max(sw.lsn, s.hdr.lsn)
+		sw.replaces = append(sw.replaces, s.file)
+	}
+	slices.Sort(sw.replaces)
+	secs := buildSections(c.cfg, mem, d.opts.NamespaceField, sw)
 	if _, err := writeSegmentFileLimited(d.opts.FS, d.segDir(), segName(file), secs, d.opts.CompactBytesPerSec); err != nil {
 		_ = d.opts.FS.Remove(path)
 		return nil, err

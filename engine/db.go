@@ -465,7 +465,7 @@ func (d *DB) flushLocked(reps []*replacement) (err error) {
 		file := d.nextFile
 		d.nextFile++
 		path := d.segPath(file)
-		if _, err := writeSegmentFile(d.opts.FS, d.segDir(), segName(file), buildSections(c.cfg, c.mem, d.opts.NamespaceField)); err != nil {
+		if _, err := writeSegmentFile(d.opts.FS, d.segDir(), segName(file), buildSections(c.cfg, c.mem, d.opts.NamespaceField, segWrite{file: file, lsn: d.lastLSN})); err != nil {
 			_ = d.opts.FS.Remove(path)
 			return fmt.Errorf("engine: flush %q: %w", name, err)
 		}

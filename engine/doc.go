@@ -158,8 +158,12 @@
 //     Reachability section), so only files written by older builds (which
 //     cut off up to half of a crowd of identical vectors, and many nodes
 //     under Dot) or a bug give it; compaction rewrites the graph.
-//   - Segment format version 2 stores metadata as columns; version 1 files
-//     (metadata rows) still open and are read as rows until compaction
+//   - Segment format version 3 (written now) is self-describing: its info
+//     section names the collection, dimension, metric, fingerprint, the
+//     file's own number, the WAL position it covers, the nodes dead when
+//     written and the files it supersedes (readSegHeader), and a sums
+//     section holds a checksum per record. Versions 2 (metadata columns)
+//     and 1 (metadata rows, read as rows) still open, until compaction
 //     rewrites them. Costs per record grow with the number of distinct
 //     metadata fields in a segment.
 //   - Records returned by Get, Scan and Search are copies; vectors of a

@@ -116,7 +116,7 @@ func segmentBytes(t testing.TB) ([]byte, CollectionConfig, int) {
 	return segmentBytesVersion(t, segVersion)
 }
 
-func segmentBytesVersion(t testing.TB, version int) ([]byte, CollectionConfig, int) {
+func segmentBytesVersion(t testing.TB, version uint32) ([]byte, CollectionConfig, int) {
 	cfg := CollectionConfig{Name: "c", Dim: 4, Metric: quant.L2, Fingerprint: "f"}
 	opts := Options{}.withDefaults()
 	m, err := newMemtable(cfg, &opts)
@@ -132,7 +132,7 @@ func segmentBytesVersion(t testing.TB, version int) ([]byte, CollectionConfig, i
 	}
 	m.remove("r00003")
 	var buf bytes.Buffer
-	if _, err := streamSegment(&buf, buildSectionsVersion(cfg, m, "session", version)); err != nil {
+	if _, err := streamSegment(&buf, buildSectionsVersion(cfg, m, "session", version, segWrite{})); err != nil {
 		t.Fatal(err)
 	}
 	return buf.Bytes(), cfg, len(m.recs)
@@ -198,7 +198,7 @@ func TestSegmentReadBack(t *testing.T) {
 func memSegment(t *testing.T, cfg CollectionConfig, m *memtable) *segment {
 	t.Helper()
 	var buf bytes.Buffer
-	if _, err := streamSegment(&buf, buildSections(cfg, m, "session")); err != nil {
+	if _, err := streamSegment(&buf, buildSections(cfg, m, "session", segWrite{})); err != nil {
 		t.Fatal(err)
 	}
 	secs, entries, err := parseSegment(buf.Bytes())

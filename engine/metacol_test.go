@@ -52,12 +52,12 @@ func colMemtable(t testing.TB, n int) (*memtable, CollectionConfig) {
 	return m, cfg
 }
 
-func openMemSegment(t testing.TB, cfg CollectionConfig, m *memtable, version int) *segment {
+func openMemSegment(t testing.TB, cfg CollectionConfig, m *memtable, version uint32) *segment {
 	var buf bytes.Buffer
-	if _, err := streamSegment(&buf, buildSectionsVersion(cfg, m, "session", version)); err != nil {
+	if _, err := streamSegment(&buf, buildSectionsVersion(cfg, m, "session", version, segWrite{})); err != nil {
 		t.Fatal(err)
 	}
-	if v := int(le.Uint32(buf.Bytes()[8:])); v != version {
+	if v := le.Uint32(buf.Bytes()[8:]); v != version {
 		t.Fatalf("wrote version %d, want %d", v, version)
 	}
 	secs, entries, err := parseSegment(buf.Bytes())
@@ -232,7 +232,7 @@ func TestOpenVersion1Store(t *testing.T) {
 			}
 		}
 		var buf bytes.Buffer
-		if _, err := streamSegment(&buf, buildSectionsVersion(cfg, m, "session", segVersionV1)); err != nil {
+		if _, err := streamSegment(&buf, buildSectionsVersion(cfg, m, "session", segVersionV1, segWrite{})); err != nil {
 			t.Fatal(err)
 		}
 		if err := os.WriteFile(files[i], buf.Bytes(), 0o600); err != nil {
@@ -272,7 +272,7 @@ func TestOpenVersion1Store(t *testing.T) {
 	verify("compacted")
 	for _, s := range c.segs {
 		if s.meta != nil || le.Uint32(s.sf.data[8:]) != segVersion {
-			t.Fatal("compaction did not write version 2")
+			t.Fatal("compaction did not write the current version")
 		}
 	}
 	db.Close()
@@ -282,8 +282,8 @@ func TestOpenVersion1Store(t *testing.T) {
 		files, _ = filepath.Glob(filepath.Join(dir, "seg", "*.seg"))
 		b, _ = os.ReadFile(files[0])
 	}
-	le.PutUint32(b[8:], 3)
+	le.PutUint32(b[8:], segVersion+1)
 	if _, _, err := parseSegment(b); !errors.Is(err, ErrVersion) {
-		t.Fatalf("version 3: %v", err)
+		t.Fatalf("version %d: %v", segVersion+1, err)
 	}
 }

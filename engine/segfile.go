@@ -20,7 +20,8 @@ import (
 
 const (
 	segMagic     = "ENGRMSEG"
-	segVersion   = 2 // columnar metadata (section 9)
+	segVersion   = 3 // self-describing: info with WAL position, record checksums (section 10)
+	segVersionV2 = 2 // columnar metadata (section 9); still read, written only by tests
 	segVersionV1 = 1 // row metadata (section 4); still read, written only by tests
 	segAlign     = 64
 	segTrailer   = 24 // table offset u64, table length u32, table CRC u32, magic
@@ -39,7 +40,10 @@ const (
 	secTimes                            // created, updated, last access, access count
 	secKeyword                          // keyword (BM25) serialized index
 	secNamespace                        // postings per namespace-field value
-	secColumns                          // metadata columns (version 2)
+	secColumns                          // metadata columns (version 2 on)
+	secSums                             // per-record checksums (version 3)
+
+	secLastKnown = secSums
 )
 
 type sectionEntry struct {
@@ -91,13 +95,7 @@ func streamSegment(f io.Writer, sections []section) (int64, error) {
 	}
 	var hdr enc
 	hdr.b = append(hdr.b, segMagic...)
-	version := uint32(segVersion)
-	for _, s := range sections {
-		if s.kind == secMeta {
-			version = segVersionV1
-		}
-	}
-	hdr.u32(version)
+	hdr.u32(sectionsVersion(sections))
 	if _, err := bw.Write(hdr.b); err != nil {
 		return 0, err
 	}
@@ -180,8 +178,8 @@ func parseSegment(b []byte) (map[sectionKind][]byte, []sectionEntry, error) {
 	if len(b) < 12+segTrailer+4 || string(b[:8]) != segMagic {
 		return nil, nil, errors.New("bad segment magic")
 	}
-	if v := binary.LittleEndian.Uint32(b[8:]); v != segVersion && v != segVersionV1 {
-		return nil, nil, fmt.Errorf("%w: segment version %d, this build reads %d and %d", ErrVersion, v, segVersionV1, segVersion)
+	if v := binary.LittleEndian.Uint32(b[8:]); requiredSections[v] == nil {
+		return nil, nil, fmt.Errorf("%w: segment version %d, this build reads %d to %d", ErrVersion, v, segVersionV1, segVersion)
 	}
 	tr := b[len(b)-segTrailer:]
 	if string(tr[16:]) != segMagic {
@@ -233,11 +231,40 @@ func (s *segFile) parse() error {
 	return nil
 }
 
+// sectionsVersion is the format version of a file holding sections: the
+// first whose required sections they are (tests write older versions).
+func sectionsVersion(sections []section) uint32 {
+	has := map[sectionKind]bool{}
+	for _, s := range sections {
+		has[s.kind] = true
+	}
+	switch {
+	case has[secMeta]:
+		return segVersionV1
+	case !has[secSums]:
+		return segVersionV2
+	}
+	return segVersion
+}
+
+// version is the file's format version (validated by parse).
+func (s *segFile) version() uint32 { return binary.LittleEndian.Uint32(s.data[8:]) }
+
+// verifySection checks the CRC32C of section k (absent: nothing to check).
+func (s *segFile) verifySection(k sectionKind) error {
+	for _, e := range s.entries {
+		if e.kind == k && crc(s.sections[k]) != e.crc {
+			return &CorruptionError{File: s.path, Err: fmt.Errorf("section %s (kind %d) checksum mismatch", k, k)}
+		}
+	}
+	return nil
+}
+
 // verify checks every section's CRC32C (a full read of the file).
 func (s *segFile) verify() error {
 	for _, e := range s.entries {
-		if crc(s.sections[e.kind]) != e.crc {
-			return &CorruptionError{File: s.path, Err: fmt.Errorf("section kind %d checksum mismatch", e.kind)}
+		if err := s.verifySection(e.kind); err != nil {
+			return err
 		}
 	}
 	return nil

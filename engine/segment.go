@@ -7,13 +7,13 @@ import (
 	"io"
 	"math"
 	"math/bits"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 
 	"github.com/engramdb/engram/hnsw"
 	"github.com/engramdb/engram/keyword"
-	"github.com/engramdb/engram/quant"
 	"github.com/klauspost/compress/zstd"
 )
 
@@ -33,8 +33,12 @@ type segment struct {
 	cfg  CollectionConfig
 	view *hnsw.View
 
-	ids, meta, text, times []byte
-	cols                   []column // version 2: metadata columns; version 1: meta holds rows
+	hdr  segHeader // what the info section says
+	ids  idSection
+	sums []byte // version 3: per-record checksums
+
+	meta, text, times []byte
+	cols              []column // version 2 on: metadata columns; version 1: meta holds rows
 
 	kwOnce  sync.Once
 	kw      *keyword.Segment
@@ -46,8 +50,8 @@ type segment struct {
 
 	// verified[k] runs once, at the first use of section k after open:
 	// nothing is answered from a section whose checksum was not verified.
-	verified  [secColumns + 1]sync.Once
-	verifyErr [secColumns + 1]error
+	verified  [secLastKnown + 1]sync.Once
+	verifyErr [secLastKnown + 1]error
 
 	deleted []uint64 // bitset over nodes; nil while none
 	ndel    int
@@ -75,22 +79,50 @@ func isSegName(name string) bool {
 var le = binary.LittleEndian
 
 // buildSections returns the sections of a segment holding every node of m
-// (dead nodes included: the caller records them as deleted).
-func buildSections(cfg CollectionConfig, m *memtable, nsField string) []section {
-	return buildSectionsVersion(cfg, m, nsField, segVersion)
+// (dead nodes included: the caller records them as deleted), described by
+// w.
+func buildSections(cfg CollectionConfig, m *memtable, nsField string, w segWrite) []section {
+	return buildSectionsVersion(cfg, m, nsField, segVersion, w)
 }
 
-// buildSectionsVersion writes the metadata as columns (version 2) or, for
-// tests of the old format, as encoded rows (version 1).
-func buildSectionsVersion(cfg CollectionConfig, m *memtable, nsField string, version int) []section {
+// buildSectionsVersion writes the current version or, for tests of the
+// old formats, version 2 (no WAL position, no record checksums) or 1
+// (metadata as encoded rows).
+func buildSectionsVersion(cfg CollectionConfig, m *memtable, nsField string, version uint32, sw segWrite) []section {
 	n := len(m.recs)
 	info := func(w io.Writer) error {
+		var dead []uint32
+		for i := range m.recs {
+			if m.recs[i].dead {
+				dead = append(dead, uint32(i))
+			}
+		}
+		b := encodeInfo(cfg, n, dead, sw)
+		if version < segVersion {
+			var e enc // the old layout ends after the fingerprint
+			e.str(cfg.Name)
+			e.uvarint(uint64(cfg.Dim))
+			e.u8(byte(cfg.Metric))
+			e.uvarint(uint64(n))
+			e.str(cfg.Fingerprint)
+			b = e.b
+		}
+		_, err := w.Write(b)
+		return err
+	}
+	sums := func(w io.Writer) error {
 		var e enc
-		e.str(cfg.Name)
-		e.uvarint(uint64(cfg.Dim))
-		e.u8(byte(cfg.Metric))
-		e.uvarint(uint64(n))
-		e.str(cfg.Fingerprint)
+		e.u64(uint64(n))
+		for i := range m.recs {
+			var sum uint32
+			if !m.recs[i].dead {
+				sum = recordSum(&m.recs[i].rec, m.idx.Vector(uint32(i)))
+			}
+			e.u32(sum)
+		}
+		if n%2 == 1 {
+			e.u32(0)
+		}
 		_, err := w.Write(e.b)
 		return err
 	}
@@ -188,10 +220,14 @@ func buildSectionsVersion(cfg CollectionConfig, m *memtable, nsField string, ver
 	if version == segVersionV1 {
 		metaSec = section{secMeta, meta}
 	}
-	return []section{
+	secs := []section{
 		{secInfo, info}, {secGraph, graph}, {secIDs, ids}, metaSec,
 		{secText, text}, {secTimes, times}, {secKeyword, kw}, {secNamespace, ns},
 	}
+	if version >= segVersion {
+		secs = append(secs, section{secSums, sums})
+	}
+	return secs
 }
 
 var zstdEncoder = sync.OnceValue(func() *zstd.Encoder {
@@ -281,25 +317,27 @@ func (s *segment) init(count uint32, verify bool) error {
 		}
 	}
 	secs := s.sf.sections
-	version := le.Uint32(s.sf.data[8:])
-	for k := secInfo; k <= secColumns; k++ {
-		_, ok := secs[k]
-		want := k != secMeta && k != secColumns || k == secMeta && version == segVersionV1 ||
-			k == secColumns && version == segVersion
-		if ok != want {
-			return fmt.Errorf("version %d segment: section kind %d present=%v", version, k, ok)
-		}
+	version := s.sf.version()
+	if err := checkSectionSet(version, secs); err != nil {
+		return err
 	}
-	d := dec{b: secs[secInfo]}
-	name, dim, metric, n, fp := d.str(), d.uvarint(), quant.Metric(d.u8()), d.uvarint(), d.str()
-	if d.err != nil {
-		return fmt.Errorf("info section: %w", d.err)
+	h, err := parseInfo(secs[secInfo], version)
+	if err != nil {
+		return err
 	}
-	if name != s.cfg.Name || dim != uint64(s.cfg.Dim) || metric != s.cfg.Metric || fp != s.cfg.Fingerprint || n != uint64(count) {
-		return fmt.Errorf("segment describes %q dim %d %v n=%d; manifest says %q dim %d %v n=%d",
-			name, dim, metric, n, s.cfg.Name, s.cfg.Dim, s.cfg.Metric, count)
+	if h.cfg != s.cfg || h.count != count {
+		return fmt.Errorf("segment describes %q dim %d %v fingerprint %q n=%d; manifest says %q dim %d %v fingerprint %q n=%d",
+			h.cfg.Name, h.cfg.Dim, h.cfg.Metric, h.cfg.Fingerprint, h.count, s.cfg.Name, s.cfg.Dim, s.cfg.Metric, s.cfg.Fingerprint, count)
 	}
-	s.n = int(n)
+	if version >= segVersion && h.file != s.file {
+		return fmt.Errorf("file was written as %s", segName(h.file))
+	}
+	if version < segVersion {
+		h.file = s.file
+	}
+	h.path, h.size = s.sf.path, uint64(len(s.sf.data))
+	s.hdr = h
+	s.n = int(h.count)
 	open := hnsw.OpenViewUnverified // reads the header only; Check verifies
 	if verify {
 		open = hnsw.OpenView
@@ -312,15 +350,14 @@ func (s *segment) init(count uint32, verify bool) error {
 		return fmt.Errorf("graph holds %d nodes of dim %d, want %d of dim %d", view.Len(), view.Dim(), s.n, s.cfg.Dim)
 	}
 	s.view = view
-	s.ids, s.meta, s.text, s.times = secs[secIDs], secs[secMeta], secs[secText], secs[secTimes]
+	if s.ids, err = parseIDs(secs[secIDs], s.n); err != nil {
+		return err
+	}
+	if version >= segVersion && s.ids.live != uint64(s.n-len(h.dead)) {
+		return fmt.Errorf("id section lists %d live nodes, info %d of %d dead", s.ids.live, len(h.dead), s.n)
+	}
+	s.meta, s.text, s.times = secs[secMeta], secs[secText], secs[secTimes]
 	nn := uint64(s.n)
-	if len(s.ids) < 16 || le.Uint64(s.ids) != nn {
-		return errors.New("id section header")
-	}
-	live := le.Uint64(s.ids[8:])
-	if live > nn || uint64(len(s.ids)) < 16+8*(nn+1)+4*live {
-		return errors.New("id section too short")
-	}
 	if version == segVersionV1 {
 		if uint64(len(s.meta)) < 8+8*(nn+1) || le.Uint64(s.meta) != nn {
 			return errors.New("metadata section too short")
@@ -342,7 +379,63 @@ func (s *segment) init(count uint32, verify bool) error {
 	if nb > nn || uint64(len(s.text)) < 16+8*(nb+1)+12*nn {
 		return errors.New("text section too short")
 	}
+	if version >= segVersion {
+		s.sums = secs[secSums]
+		if uint64(len(s.sums)) != 8+4*(nn+nn%2) || le.Uint64(s.sums) != nn {
+			return errors.New("sums section size")
+		}
+	}
 	return nil
+}
+
+// idSection is the parsed id section: record i's ID is
+// blob[off[i]:off[i+1]]; sorted lists the live nodes ordered by ID.
+type idSection struct {
+	n, live uint64
+	off     []byte // (n+1) u64
+	sorted  []byte // live u32
+	blob    []byte
+}
+
+func parseIDs(b []byte, n int) (idSection, error) {
+	nn := uint64(n)
+	if len(b) < 16 || le.Uint64(b) != nn {
+		return idSection{}, errors.New("id section header")
+	}
+	s := idSection{n: nn, live: le.Uint64(b[8:])}
+	offEnd := 16 + 8*(nn+1)
+	sortedEnd := offEnd + 4*s.live
+	if s.live > nn || uint64(len(b)) < sortedEnd+4*(s.live%2) {
+		return idSection{}, errors.New("id section too short")
+	}
+	s.off, s.sorted, s.blob = b[16:offEnd], b[offEnd:sortedEnd], b[sortedEnd+4*(s.live%2):]
+	return s, nil
+}
+
+// id returns node's ID bytes, nil when the offsets are out of range.
+func (s *idSection) id(node uint32) []byte {
+	return slice(s.blob, u64at(s.off, 0, uint64(node)), u64at(s.off, 0, uint64(node)+1))
+}
+
+// sortedAt returns the i-th live node in ID order (i < live).
+func (s *idSection) sortedAt(i int) uint32 { return le.Uint32(s.sorted[4*i:]) }
+
+// deadNodes lists the nodes missing from the sorted table: those that
+// were dead when the file was written.
+func (s *idSection) deadNodes() []uint32 {
+	live := make([]uint64, (s.n+63)/64)
+	for i := range int(s.live) {
+		if node := uint64(s.sortedAt(i)); node < s.n {
+			live[node>>6] |= 1 << (node & 63)
+		}
+	}
+	var dead []uint32
+	for node := uint64(0); node < s.n; node++ {
+		if live[node>>6]&(1<<(node&63)) == 0 {
+			dead = append(dead, uint32(node))
+		}
+	}
+	return dead
 }
 
 // recordSections are what reading a record without its vector needs; a
@@ -357,13 +450,7 @@ func (s *segment) need(kinds ...sectionKind) error {
 		if int(k) >= len(s.verified) {
 			continue
 		}
-		s.verified[k].Do(func() {
-			for _, e := range s.sf.entries {
-				if e.kind == k && crc(s.sf.sections[k]) != e.crc {
-					s.verifyErr[k] = &CorruptionError{File: s.sf.path, Err: fmt.Errorf("section %s (kind %d) checksum mismatch", k, k)}
-				}
-			}
-		})
+		s.verified[k].Do(func() { s.verifyErr[k] = s.sf.verifySection(k) })
 		if err := s.verifyErr[k]; err != nil {
 			return err
 		}
@@ -372,7 +459,7 @@ func (s *segment) need(kinds ...sectionKind) error {
 }
 
 func (k sectionKind) String() string {
-	names := [...]string{"", "info", "graph", "ids", "metadata", "text", "times", "keyword", "namespace", "columns"}
+	names := [...]string{"", "info", "graph", "ids", "metadata", "text", "times", "keyword", "namespace", "columns", "sums"}
 	if int(k) < len(names) && k > 0 {
 		return names[k]
 	}
@@ -396,28 +483,19 @@ func slice(b []byte, lo, hi uint64) []byte {
 	return b[lo:hi]
 }
 
-func (s *segment) idBytes(node uint32) []byte {
-	nn := uint64(s.n)
-	live := le.Uint64(s.ids[8:])
-	blob := 16 + 8*(nn+1) + 4*live
-	blob += 4 * (live % 2)
-	return slice(s.ids, blob+u64at(s.ids, 16, uint64(node)), blob+u64at(s.ids, 16, uint64(node)+1))
-}
+func (s *segment) idBytes(node uint32) []byte { return s.ids.id(node) }
 
 func (s *segment) id(node uint32) string { return string(s.idBytes(node)) }
 
 // find binary-searches the sorted id table for a live node with that ID.
 func (s *segment) find(id string) (uint32, bool) {
-	nn := uint64(s.n)
-	live := int(le.Uint64(s.ids[8:]))
-	base := 16 + 8*(nn+1)
-	at := func(i int) uint32 { return le.Uint32(s.ids[base+4*uint64(i):]) }
+	live := int(s.ids.live)
 	i := sort.Search(live, func(i int) bool {
-		node := at(i)
+		node := s.ids.sortedAt(i)
 		return node >= uint32(s.n) || string(s.idBytes(node)) >= id
 	})
 	if i < live {
-		if node := at(i); node < uint32(s.n) && string(s.idBytes(node)) == id && !s.isDeleted(node) {
+		if node := s.ids.sortedAt(i); node < uint32(s.n) && string(s.idBytes(node)) == id && !s.isDeleted(node) {
 			return node, true
 		}
 	}
@@ -644,11 +722,9 @@ func (s *segment) check() error {
 			return fail("keyword section: %v", err)
 		}
 	}
-	live := int(le.Uint64(s.ids[8:]))
-	base := 16 + 8*(uint64(s.n)+1)
 	prev := ""
-	for i := range live {
-		node := le.Uint32(s.ids[base+4*uint64(i):])
+	for i := range int(s.ids.live) {
+		node := s.ids.sortedAt(i)
 		if node >= uint32(s.n) {
 			return fail("sorted id %d names node %d of %d", i, node, s.n)
 		}
@@ -661,12 +737,19 @@ func (s *segment) check() error {
 			return fail("node %d: %v", node, err)
 		}
 	}
+	if s.sums != nil && !slices.Equal(s.ids.deadNodes(), s.hdr.dead) {
+		return fail("the id table's dead nodes differ from the info section's")
+	}
 	for node := uint32(0); node < uint32(s.n); node++ {
 		if s.isDeleted(node) {
 			continue
 		}
-		if _, err := s.record(node, nil, false, true); err != nil {
+		r, err := s.record(node, nil, s.sums != nil, true)
+		if err != nil {
 			return err
+		}
+		if s.sums != nil && recordSum(&r, r.Vector) != le.Uint32(s.sums[8+4*node:]) {
+			return fail("node %d (%q) does not match its record checksum", node, r.ID)
 		}
 		if v := s.view.Vector(node); len(v) != s.cfg.Dim {
 			return fail("node %d has no vector", node)
