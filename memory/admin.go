@@ -180,7 +180,10 @@ func (s *Store) Stats(ctx context.Context) (Stats, error) {
 	if st.Archived, err = s.archivedCount(ctx); err != nil {
 		return Stats{}, err
 	}
-	if err := s.kv.Scan(taskPrefix, func(string, []byte) error { st.Tasks++; return nil }); err != nil {
+	s.stmu.Lock()
+	st.Tasks, err = s.countRecords(ctx, kindTask)
+	s.stmu.Unlock()
+	if err != nil {
 		return Stats{}, err
 	}
 	if m, ok := s.b.(Maintainer); ok {
@@ -218,13 +221,17 @@ func (s *Store) Compact(context.Context) error {
 	return m.Compact()
 }
 
-// Check verifies the backend's files (checksums, structure).
-func (s *Store) Check(context.Context) error {
+// Check verifies the backend's files (checksums, structure), then decodes every conversation
+// and task record, so a payload that no longer parses is reported before it is read.
+func (s *Store) Check(ctx context.Context) error {
 	m, err := s.maintainer()
 	if err != nil {
 		return err
 	}
-	return m.Check()
+	if err := m.Check(); err != nil {
+		return err
+	}
+	return s.checkRecords(ctx)
 }
 
 // Backup writes a consistent copy of the backend's store into dir.

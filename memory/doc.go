@@ -71,8 +71,17 @@
 // turns go through a Summarizer (ExtractiveSummarizer by default; model-backed ones live with the
 // service) into a running summary, and Context returns summary plus recent turns. Tasks
 // (StartTask, UpdateStep, FinishTask, Task, Tasks, DeleteTask) keep steps with status, JSON
-// results, the next step and timestamps. Both are JSON values in the KV namespace, written
-// whole on every change, so after a crash they read back exactly as last acknowledged.
+// results, the next step and timestamps. Both are keyed records in the collection
+// RecordsCollection ("records"; docs/format/records.md): one record per conversation or task,
+// its JSON payload as the text, rewritten by one durable upsert on every change, so after a crash
+// they read back exactly as last acknowledged. A records collection is an ordinary Collection,
+// so every backend holds it with no special case, segments and backups and migration included;
+// its records carry a two-dimensional vector derived from the ID, which nothing searches
+// (a vectorless collection kind would have meant a second storage path in every backend for
+// data that only needs get, put, delete and scan by key). The KV namespace, which the engine
+// writes whole into every manifest, keeps only small state (the live collection's name, an
+// unfinished Reembed, the archive list, the recorded embedder). New moves the conversations and
+// tasks of first-release stores out of the KV namespace into the records collection.
 //
 // # Backends
 //
@@ -101,9 +110,10 @@
 //   - The session "" is a session like any other; RecallOptions{} recalls from it.
 //   - A Store does not own a Backend passed to New.
 //   - Sessions and Stats scan every memory; they are for administration, not hot paths.
-//   - KV values are bounded (1 MiB, the engine's limit): a task's JSON (all its steps and
-//     results) must stay below it, so UpdateStep fails with ErrInvalidInput past that;
-//     archive parts are split to fit.
+//   - A conversation or task is one record of at most 1 MiB of JSON (the engine's limit on a
+//     record's text): a task with all its steps and results, or a conversation under a very large
+//     ShortTermTokens, fails with ErrInvalidInput past that. KV values are bounded likewise, and
+//     the engine's whole namespace by engine.MaxKVBytes.
 //   - The lexical default embedder matches spelling, not meaning (see package memory/lexical);
 //     bench/results/retrieval.md reports what it achieves. Plug a semantic Embedder for paraphrases.
 package memory

@@ -55,6 +55,7 @@ func (e ExtractiveSummarizer) Summarize(_ context.Context, previous string, turn
 // Conversation is a session's short-term memory: a summary of the compressed older turns and the
 // recent turns verbatim, oldest first.
 type Conversation struct {
+	Session string `json:"session"`
 	Summary string `json:"summary"`
 	Turns   []Turn `json:"turns"`
 	// Compressed counts the turns folded into Summary so far.
@@ -71,8 +72,6 @@ func (c *Conversation) Tokens() int {
 }
 
 func turnTokens(t Turn) int { return EstimateTokens(t.Role) + EstimateTokens(t.Text) + 1 }
-
-const stmPrefix = "memory/stm/"
 
 // AddTurn appends a turn to the session's conversation buffer and stores it durably. When the
 // buffer exceeds Options.ShortTermTokens, the oldest turns are compressed through the Summarizer
@@ -94,7 +93,7 @@ func (s *Store) AddTurn(ctx context.Context, session string, t Turn) (Conversati
 	}
 	s.stmu.Lock()
 	defer s.stmu.Unlock()
-	c, err := s.conversation(session)
+	c, err := s.conversation(ctx, session)
 	if err != nil {
 		return Conversation{}, err
 	}
@@ -115,37 +114,93 @@ func (s *Store) AddTurn(ctx context.Context, session string, t Turn) (Conversati
 		c.Compressed += len(old)
 		c.Turns = append([]Turn(nil), c.Turns[keep:]...)
 	}
-	if err := s.putJSON(stmPrefix+session, c); err != nil {
+	created, updated := s.conversationTimes(&c)
+	if err := s.putRecord(ctx, kindConversation, session, session, created, updated, c); err != nil {
 		return Conversation{}, err
 	}
 	return c, nil
 }
 
 // Context returns the session's conversation: summary plus recent turns. A session without turns
-// gives an empty Conversation.
-func (s *Store) Context(_ context.Context, session string) (Conversation, error) {
+// gives an empty Conversation (with empty, non-nil Turns).
+func (s *Store) Context(ctx context.Context, session string) (Conversation, error) {
 	if err := checkSession(session); err != nil {
 		return Conversation{}, err
 	}
 	s.stmu.Lock()
 	defer s.stmu.Unlock()
-	return s.conversation(session)
+	return s.conversation(ctx, session)
 }
 
 // ClearConversation deletes the session's conversation buffer and summary.
-func (s *Store) ClearConversation(_ context.Context, session string) error {
+func (s *Store) ClearConversation(ctx context.Context, session string) error {
 	if err := checkSession(session); err != nil {
 		return err
 	}
 	s.stmu.Lock()
 	defer s.stmu.Unlock()
-	return s.kv.Delete(stmPrefix + session)
+	_, err := s.deleteRecord(ctx, kindConversation, session)
+	return err
 }
 
-func (s *Store) conversation(session string) (Conversation, error) {
+// Conversations calls fn with every session's conversation, by session name, until fn returns
+// an error (export). fn must not call the Store's short-term or working memory.
+func (s *Store) Conversations(ctx context.Context, fn func(Conversation) error) error {
+	s.stmu.Lock()
+	defer s.stmu.Unlock()
+	return s.scanRecords(ctx, kindConversation, func(key string, payload []byte) error {
+		var c Conversation
+		if err := json.Unmarshal(payload, &c); err != nil {
+			return fmt.Errorf("memory: decoding the conversation of session %q: %w", key, err)
+		}
+		c.Session = key
+		if c.Turns == nil {
+			c.Turns = []Turn{}
+		}
+		return fn(c)
+	})
+}
+
+// ImportConversation stores c as the conversation of c.Session, replacing any (import). The
+// turns must be valid as AddTurn would take them; nothing is summarized.
+func (s *Store) ImportConversation(ctx context.Context, c Conversation) error {
+	if err := checkSession(c.Session); err != nil {
+		return err
+	}
+	if c.Compressed < 0 || !utf8.ValidString(c.Summary) {
+		return errorf(ErrInvalidInput, "conversation of session %q: negative compressed count or invalid summary", c.Session)
+	}
+	for i, t := range c.Turns {
+		if strings.TrimSpace(t.Role) == "" || strings.TrimSpace(t.Text) == "" || !utf8.ValidString(t.Role+t.Text) || t.Time.IsZero() {
+			return errorf(ErrInvalidInput, "conversation of session %q, turn %d: a turn needs a role, valid text and a time", c.Session, i)
+		}
+	}
+	s.stmu.Lock()
+	defer s.stmu.Unlock()
+	created, updated := s.conversationTimes(&c)
+	return s.putRecord(ctx, kindConversation, c.Session, c.Session, created, updated, c)
+}
+
+func (s *Store) conversation(ctx context.Context, session string) (Conversation, error) {
 	var c Conversation
-	_, err := s.getJSON(stmPrefix+session, &c)
-	return c, err
+	if _, err := s.getRecord(ctx, kindConversation, session, &c); err != nil {
+		return Conversation{}, err
+	}
+	c.Session = session
+	if c.Turns == nil {
+		c.Turns = []Turn{}
+	}
+	return c, nil
+}
+
+// conversationTimes are the record times of a conversation: its oldest and newest turn (the
+// store's clock when it has none).
+func (s *Store) conversationTimes(c *Conversation) (created, updated time.Time) {
+	if len(c.Turns) == 0 {
+		now := s.opts.Clock()
+		return now, now
+	}
+	return c.Turns[0].Time, c.Turns[len(c.Turns)-1].Time
 }
 
 // tailTokens keeps the end of s that fits in n estimated tokens, cut at a line start when one is
@@ -169,38 +224,4 @@ func tailTokens(s string, n int) string {
 		tail = tail[i+1:]
 	}
 	return tail
-}
-
-// maxKVValue is the largest value the memory layer writes to a KV namespace (the engine's limit).
-const maxKVValue = 1 << 20
-
-func (s *Store) getJSON(key string, v any) (bool, error) {
-	if _, _, err := s.current(); err != nil {
-		return false, err
-	}
-	b, ok, err := s.kv.Get(key)
-	if err != nil || !ok {
-		return false, err
-	}
-	if err := json.Unmarshal(b, v); err != nil {
-		return false, fmt.Errorf("memory: decoding %s: %w", key, err)
-	}
-	return true, nil
-}
-
-func (s *Store) putJSON(key string, v any) error {
-	if _, _, err := s.current(); err != nil {
-		return err
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	if len(b) > maxKVValue {
-		return errorf(ErrInvalidInput, "%s would take %d bytes, the limit is %d", key, len(b), maxKVValue)
-	}
-	if err := s.kv.Put(key, b); err != nil {
-		return fmt.Errorf("memory: storing %s: %w", key, err)
-	}
-	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -145,5 +146,78 @@ func TestArchiveFlushCost(t *testing.T) {
 		c0, n, c1, float64(c1)/float64(c0), r0, r1, float64(r1)/float64(r0))
 	if c1 > c0*3/2 || r1 > 3*r0+20*time.Millisecond {
 		t.Errorf("over the targets: cycles at most 1.5x, reopen + first recall at most 3x + 20 ms")
+	}
+}
+
+// TestManifestDoesNotGrowWithRecords writes many conversations and tasks and checks that the
+// MANIFEST stays small (they are records in segments, not KV values) and that they read back
+// after a reopen. ENGRAM_RECORDS_N raises the count of sessions and tasks.
+func TestManifestDoesNotGrowWithRecords(t *testing.T) {
+	n := 1000
+	if testing.Short() {
+		n = 200
+	}
+	if v := os.Getenv("ENGRAM_RECORDS_N"); v != "" {
+		if _, err := fmt.Sscan(v, &n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := t.TempDir()
+	now := time.Unix(1_800_000_000, 0)
+	opts := OpenOptions{Options: Options{Clock: func() time.Time { return now }}, Engine: engine.Options{UnsafeNoSync: true}}
+	s, err := Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	start := time.Now()
+	for i := range n {
+		for j := range 3 {
+			if _, err := s.AddTurn(ctx, fmt.Sprintf("session-%05d", i), Turn{Role: "user", Text: fmt.Sprintf("turn %d of session %d: the meeting moved to room %d", j, i, i%50)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		id := fmt.Sprintf("task-%05d", i)
+		if _, err := s.StartTask(ctx, id, fmt.Sprintf("goal number %d", i)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.UpdateStep(ctx, id, Step{Name: "fetch", Status: StepDone, Result: []byte(fmt.Sprintf(`{"rows":%d}`, i))}, "parse"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wrote := time.Since(start)
+	fi, err := os.Stat(filepath.Join(dir, "MANIFEST"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d conversations (3 turns) and %d tasks written in %v: MANIFEST %d bytes", n, n, wrote, fi.Size())
+	if limit := int64(16<<10 + 8*n); fi.Size() > limit {
+		t.Fatalf("MANIFEST of %d bytes with %d conversations and tasks, want at most %d", fi.Size(), n, limit)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = Open(dir, opts); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	c, err := s.Context(ctx, fmt.Sprintf("session-%05d", n-1))
+	if err != nil || len(c.Turns) != 3 || !strings.Contains(c.Turns[2].Text, fmt.Sprintf("room %d", (n-1)%50)) {
+		t.Fatalf("conversation after reopen: %+v, %v", c, err)
+	}
+	tk, err := s.Task(ctx, "task-00000")
+	if err != nil || tk.Next != "parse" || string(tk.Steps[0].Result) != `{"rows":0}` {
+		t.Fatalf("task after reopen: %+v, %v", tk, err)
+	}
+	tasks, err := s.Tasks(ctx)
+	if err != nil || len(tasks) != n || tasks[0].ID != "task-00000" || tasks[n-1].ID != fmt.Sprintf("task-%05d", n-1) {
+		t.Fatalf("Tasks: %d, %v", len(tasks), err)
+	}
+	st, err := s.Stats(ctx)
+	if err != nil || st.Tasks != n || st.Memories != 0 {
+		t.Fatalf("Stats: %+v, %v", st, err)
 	}
 }

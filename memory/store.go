@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -99,6 +100,8 @@ func (o Options) withDefaults() (Options, error) {
 		o.VectorWeight, o.KeywordWeight = 0.5, 0.5
 	}
 	switch {
+	case o.Collection == RecordsCollection || strings.HasPrefix(o.Collection, "archive-"):
+		return o, errorf(ErrInvalidInput, "collection name %q is reserved for the memory layer's own data", o.Collection)
 	case o.Embedder == nil:
 		return o, errorf(ErrInvalidInput, "no embedder")
 	case o.Embedder.Dim() < 1:
@@ -134,6 +137,7 @@ type Store struct {
 	owned  bool // Close closes b (Open)
 
 	stmu sync.Mutex // serializes short-term and working-memory read-modify-write cycles
+	recs Collection // the records collection once opened or created (guarded by stmu)
 
 	qcache *queryCache // nil when Options.QueryCache is negative
 }
@@ -175,6 +179,9 @@ func New(ctx context.Context, b Backend, opts Options) (*Store, error) {
 	}
 	s.coll = c
 	if err := s.upgradeArchive(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.upgradeRecords(ctx); err != nil {
 		return nil, err
 	}
 	return s, nil

@@ -10,8 +10,10 @@ import (
 	"github.com/engramdb/engram/memory/lexical"
 )
 
-// TestUpgradeStoreV1 opens a store written by the first release (archive parts in the KV
-// namespace) and checks that its archive moved into an archive collection, intact.
+// TestUpgradeStoreV1 opens a store written by the first release (archive parts, conversations
+// and tasks in the KV namespace) and checks that its archive moved into an archive collection and
+// its conversation and task into the records collection, intact, and that the manifest no
+// longer carries them.
 func TestUpgradeStoreV1(t *testing.T) {
 	dir := t.TempDir()
 	if err := os.CopyFS(dir, os.DirFS("testdata/store-v1")); err != nil {
@@ -41,9 +43,17 @@ func TestUpgradeStoreV1(t *testing.T) {
 			t.Fatalf("round %d: %d live memories, want 2", round, n)
 		}
 		legacy := 0
-		_ = s.kv.Scan(legacyArchivePrefix, func(string, []byte) error { legacy++; return nil })
+		for _, p := range []string{legacyArchivePrefix, legacyConversationPrefix, legacyTaskPrefix} {
+			_ = s.kv.Scan(p, func(string, []byte) error { legacy++; return nil })
+		}
 		if legacy != 0 {
-			t.Fatalf("round %d: %d archive parts left in the KV namespace", round, legacy)
+			t.Fatalf("round %d: %d archive parts, conversations or tasks left in the KV namespace", round, legacy)
+		}
+		if n, err := s.countRecords(ctx, kindConversation); err != nil || n != 1 {
+			t.Fatalf("round %d: %d conversation records, %v", round, n, err)
+		}
+		if n, err := s.countRecords(ctx, kindTask); err != nil || n != 1 {
+			t.Fatalf("round %d: %d task records, %v", round, n, err)
 		}
 		c, err := s.Context(ctx, "s1")
 		if err != nil || len(c.Turns) != 2 {
@@ -66,6 +76,15 @@ func TestUpgradeStoreV1(t *testing.T) {
 		}
 		if err := s.Close(); err != nil {
 			t.Fatal(err)
+		}
+		man, err := os.ReadFile(filepath.Join(dir, "MANIFEST"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range []string{legacyArchivePrefix, legacyConversationPrefix, legacyTaskPrefix, "hello there", "plan the trip"} {
+			if strings.Contains(string(man), p) {
+				t.Fatalf("round %d: the MANIFEST still holds %q", round, p)
+			}
 		}
 	}
 }

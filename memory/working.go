@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -66,8 +67,6 @@ func (t *Task) Step(name string) (Step, bool) {
 	return t.Steps[i], true
 }
 
-const taskPrefix = "memory/task/"
-
 // MaxResultBytes bounds one step's intermediate result.
 const MaxResultBytes = 64 << 10
 
@@ -84,7 +83,7 @@ func (s *Store) StartTask(ctx context.Context, id, goal string) (Task, error) {
 }
 
 // StartSessionTask is StartTask for a task that works for session.
-func (s *Store) StartSessionTask(_ context.Context, session, id, goal string) (Task, error) {
+func (s *Store) StartSessionTask(ctx context.Context, session, id, goal string) (Task, error) {
 	if err := checkSession(session); err != nil {
 		return Task{}, err
 	}
@@ -100,20 +99,20 @@ func (s *Store) StartSessionTask(_ context.Context, session, id, goal string) (T
 	s.stmu.Lock()
 	defer s.stmu.Unlock()
 	var old Task
-	if ok, err := s.getJSON(taskPrefix+id, &old); err != nil {
+	if ok, err := s.getRecord(ctx, kindTask, id, &old); err != nil {
 		return Task{}, err
 	} else if ok {
 		return Task{}, errorf(ErrInvalidInput, "task %q exists", id)
 	}
 	now := s.opts.Clock()
-	t := Task{ID: id, Goal: goal, Session: session, Status: TaskActive, Created: now, Updated: now}
-	return t, s.putJSON(taskPrefix+id, t)
+	t := Task{ID: id, Goal: goal, Session: session, Status: TaskActive, Steps: []Step{}, Created: now, Updated: now}
+	return t, s.putTask(ctx, &t)
 }
 
 // UpdateStep records a step: it replaces the step of the same name or appends a new one, and
 // sets the task's next step to next unless next is empty. A step's Started is kept from its first
 // record (or set now); Updated is set now. Result, if given, must be valid JSON.
-func (s *Store) UpdateStep(_ context.Context, taskID string, step Step, next string) (Task, error) {
+func (s *Store) UpdateStep(ctx context.Context, taskID string, step Step, next string) (Task, error) {
 	if err := checkName("step name", step.Name); err != nil {
 		return Task{}, err
 	}
@@ -124,14 +123,14 @@ func (s *Store) UpdateStep(_ context.Context, taskID string, step Step, next str
 	default:
 		return Task{}, errorf(ErrInvalidInput, "unknown step status %q", step.Status)
 	}
-	if len(step.Result) > MaxResultBytes || (len(step.Result) > 0 && !json.Valid(step.Result)) {
-		return Task{}, errorf(ErrInvalidInput, "step result must be valid JSON of at most %d bytes", MaxResultBytes)
+	if len(step.Result) > MaxResultBytes || (len(step.Result) > 0 && (!json.Valid(step.Result) || !utf8.Valid(step.Result))) {
+		return Task{}, errorf(ErrInvalidInput, "step result must be valid JSON (UTF-8) of at most %d bytes", MaxResultBytes)
 	}
 	if len(next) > MaxSessionBytes || !utf8.ValidString(next) {
 		return Task{}, errorf(ErrInvalidInput, "next step must be valid UTF-8 of at most %d bytes", MaxSessionBytes)
 	}
 	step.Result = slices.Clone(step.Result)
-	return s.modifyTask(taskID, func(t *Task, now time.Time) error {
+	return s.modifyTask(ctx, taskID, func(t *Task, now time.Time) error {
 		if t.Status != TaskActive {
 			return errorf(ErrInvalidInput, "task %q is %s", t.ID, t.Status)
 		}
@@ -151,24 +150,24 @@ func (s *Store) UpdateStep(_ context.Context, taskID string, step Step, next str
 }
 
 // FinishTask marks a task done or failed and clears its next step.
-func (s *Store) FinishTask(_ context.Context, taskID string, status TaskStatus) (Task, error) {
+func (s *Store) FinishTask(ctx context.Context, taskID string, status TaskStatus) (Task, error) {
 	if status != TaskDone && status != TaskFailed {
 		return Task{}, errorf(ErrInvalidInput, "a task finishes as %q or %q, not %q", TaskDone, TaskFailed, status)
 	}
-	return s.modifyTask(taskID, func(t *Task, now time.Time) error {
+	return s.modifyTask(ctx, taskID, func(t *Task, now time.Time) error {
 		t.Status, t.Next, t.Finished = status, "", now
 		return nil
 	})
 }
 
-func (s *Store) modifyTask(id string, fn func(*Task, time.Time) error) (Task, error) {
+func (s *Store) modifyTask(ctx context.Context, id string, fn func(*Task, time.Time) error) (Task, error) {
 	if err := checkName("task ID", id); err != nil {
 		return Task{}, err
 	}
 	s.stmu.Lock()
 	defer s.stmu.Unlock()
 	var t Task
-	if ok, err := s.getJSON(taskPrefix+id, &t); err != nil {
+	if ok, err := s.getRecord(ctx, kindTask, id, &t); err != nil {
 		return Task{}, err
 	} else if !ok {
 		return Task{}, errorf(ErrNotFound, "task %q", id)
@@ -178,37 +177,51 @@ func (s *Store) modifyTask(id string, fn func(*Task, time.Time) error) (Task, er
 		return Task{}, err
 	}
 	t.Updated = now
-	return t, s.putJSON(taskPrefix+id, t)
+	return t, s.putTask(ctx, &t)
+}
+
+// putTask stores a task record; a task too large for one record fails with ErrInvalidInput.
+func (s *Store) putTask(ctx context.Context, t *Task) error {
+	if t.Steps == nil {
+		t.Steps = []Step{}
+	}
+	return s.putRecord(ctx, kindTask, t.ID, t.Session, t.Created, t.Updated, t)
 }
 
 // Task returns a task by ID (ErrNotFound when there is none).
-func (s *Store) Task(_ context.Context, id string) (Task, error) {
+func (s *Store) Task(ctx context.Context, id string) (Task, error) {
 	if err := checkName("task ID", id); err != nil {
 		return Task{}, err
 	}
 	s.stmu.Lock()
 	defer s.stmu.Unlock()
 	var t Task
-	if ok, err := s.getJSON(taskPrefix+id, &t); err != nil {
+	if ok, err := s.getRecord(ctx, kindTask, id, &t); err != nil {
 		return Task{}, err
 	} else if !ok {
 		return Task{}, errorf(ErrNotFound, "task %q", id)
+	}
+	if t.Steps == nil {
+		t.Steps = []Step{}
 	}
 	return t, nil
 }
 
 // Tasks lists every task, by ID.
-func (s *Store) Tasks(_ context.Context) ([]Task, error) {
+func (s *Store) Tasks(ctx context.Context) ([]Task, error) {
 	if _, _, err := s.current(); err != nil {
 		return nil, err
 	}
 	s.stmu.Lock()
 	defer s.stmu.Unlock()
-	var out []Task
-	err := s.kv.Scan(taskPrefix, func(key string, v []byte) error {
+	out := []Task{}
+	err := s.scanRecords(ctx, kindTask, func(key string, v []byte) error {
 		var t Task
 		if err := json.Unmarshal(v, &t); err != nil {
-			return errorf(ErrInvalidInput, "decoding %s: %v", key, err)
+			return fmt.Errorf("memory: decoding task %q: %w", key, err)
+		}
+		if t.Steps == nil {
+			t.Steps = []Step{}
 		}
 		out = append(out, t)
 		return nil
@@ -216,12 +229,48 @@ func (s *Store) Tasks(_ context.Context) ([]Task, error) {
 	return out, err
 }
 
+// ImportTask stores t as it is, replacing a task with the same ID (import).
+func (s *Store) ImportTask(ctx context.Context, t Task) error {
+	if err := checkName("task ID", t.ID); err != nil {
+		return err
+	}
+	if err := checkSession(t.Session); err != nil {
+		return err
+	}
+	switch t.Status {
+	case TaskActive, TaskDone, TaskFailed:
+	default:
+		return errorf(ErrInvalidInput, "task %q: unknown status %q", t.ID, t.Status)
+	}
+	if t.Created.IsZero() || t.Updated.IsZero() {
+		return errorf(ErrInvalidInput, "task %q: created and updated must be set", t.ID)
+	}
+	for _, st := range t.Steps {
+		if err := checkName("step name", st.Name); err != nil {
+			return fmt.Errorf("task %q: %w", t.ID, err)
+		}
+		if len(st.Result) > 0 && !json.Valid(st.Result) {
+			return errorf(ErrInvalidInput, "task %q, step %q: result is not JSON", t.ID, st.Name)
+		}
+	}
+	s.stmu.Lock()
+	defer s.stmu.Unlock()
+	return s.putTask(ctx, &t)
+}
+
 // DeleteTask removes a task (ErrNotFound when there is none).
 func (s *Store) DeleteTask(ctx context.Context, id string) error {
-	if _, err := s.Task(ctx, id); err != nil {
+	if err := checkName("task ID", id); err != nil {
 		return err
 	}
 	s.stmu.Lock()
 	defer s.stmu.Unlock()
-	return s.kv.Delete(taskPrefix + id)
+	ok, err := s.deleteRecord(ctx, kindTask, id)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return errorf(ErrNotFound, "task %q", id)
+	}
+	return nil
 }

@@ -32,10 +32,13 @@ type Report struct {
 	Resumed  int // memories skipped because an earlier run copied them
 	KVKeys   int // KV entries copied
 	Archived int // archived memories in the source (copied with their archive collections)
+	Records  int // conversations and tasks in the source (copied with the records collection)
 }
 
 // Copy copies the collection spec names, the memory layer's archive
-// collections and the whole KV namespace, from src to dst. It resumes an interrupted earlier Copy with the same spec.
+// collections, its records collection (conversations and tasks) and the
+// whole KV namespace, from src to dst. It resumes an interrupted earlier Copy
+// with the same spec.
 func Copy(ctx context.Context, src, dst memory.Backend, spec memory.CollectionSpec, opts Options) (Report, error) {
 	var rep Report
 	if opts.Batch <= 0 {
@@ -55,6 +58,16 @@ func Copy(ctx context.Context, src, dst memory.Backend, spec memory.CollectionSp
 			return rep, err
 		}
 		rep.Archived += arep.Memories
+	}
+	// Short-term conversations and working-memory tasks.
+	if rs, ok, err := memory.RecordsSpec(ctx, src); err != nil {
+		return rep, fmt.Errorf("migrate: records: %w", err)
+	} else if ok {
+		var rrep Report
+		if err := copyCollection(ctx, src, dst, rs, Options{Batch: opts.Batch}, checkpointKey+"/"+rs.Name, &rrep); err != nil {
+			return rep, err
+		}
+		rep.Records = rrep.Memories
 	}
 	err = src.KV().Scan("", func(key string, value []byte) error {
 		if key == checkpointKey || strings.HasPrefix(key, checkpointKey+"/") {

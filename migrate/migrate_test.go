@@ -95,7 +95,7 @@ func checkCopy(t *testing.T, srcB, dstB memory.Backend, dim, n int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Memories != n || rep.Resumed != 100 || rep.Copied != n-100 || rep.KVKeys == 0 || calls == 0 {
+	if rep.Memories != n || rep.Resumed != 100 || rep.Copied != n-100 || rep.Records != 2 || calls == 0 {
 		t.Fatalf("resumed copy: %+v", rep)
 	}
 	dst := newStore(t, dstB, dim)
