@@ -101,7 +101,7 @@ func (c *Collection) accessOf(w where, id string) access {
 	if a, ok := c.overrides[id]; ok {
 		return a
 	}
-	return access{count: w.seg.timeAt(3, w.node), last: int64(w.seg.timeAt(2, w.node))}
+	return w.seg.accessAt(w.node)
 }
 
 func (c *Collection) setAccessLocked(id string, count uint64, at int64) {

@@ -50,8 +50,9 @@
 // then reproduces every acknowledged write. Touch is logged with the
 // resulting absolute counts so that replay is deterministic.
 //
-// Open = lock + manifest + mmap of each segment (trailer and section table
-// only) + WAL tail replay. Nothing is rebuilt and segment bodies are not
+// Open = lock + manifest + mmap of each segment (trailer, section table
+// and each section's header, parsed once into typed values) + WAL tail
+// replay. Nothing is rebuilt and segment bodies are not
 // read, so open time does not grow with the data beyond the mapping. Close
 // flushes, so a cleanly closed store replays nothing.
 //

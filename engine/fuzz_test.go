@@ -3,7 +3,6 @@ package engine
 import (
 	"bytes"
 	"errors"
-	"hash/crc32"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/edsrzf/mmap-go"
+	"github.com/engramdb/engram/hnsw"
 	"github.com/engramdb/engram/quant"
 )
 
@@ -267,28 +267,20 @@ func TestCheckReachableDuplicates(t *testing.T) {
 	}
 }
 
-// unlinkGraph rewrites the segment file at path with every adjacency list
-// of its graph emptied and every checksum recomputed: a file that passes
-// every check except the walk, which reaches the entry point alone.
-func unlinkGraph(t *testing.T, path string) {
+// stripLinks returns the segment bytes b with every adjacency list of the
+// graph emptied (hnsw.StripLinks) and every checksum recomputed: a file
+// that passes every check except the walk, which reaches the entry point
+// alone.
+func stripLinks(t *testing.T, b []byte) []byte {
 	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	secs, entries, err := parseSegment(b)
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := bytes.Clone(secs[secGraph])
-	for _, sec := range []int{2, 5} { // level-0 and upper lists (docs/format/hnsw.md)
-		e := g[64+24*sec:]
-		off, ln := le.Uint64(e), le.Uint64(e[8:])
-		clear(g[off : off+ln])
-		le.PutUint32(e[16:], crc(g[off:off+ln]))
+	g, err := hnsw.StripLinks(secs[secGraph])
+	if err != nil {
+		t.Fatal(err)
 	}
-	h := crc32.Update(crc(g[:60]), castagnoli, g[64:64+7*24])
-	le.PutUint32(g[60:], h)
 	var sections []section
 	for _, e := range entries {
 		data := secs[e.kind]
@@ -301,7 +293,17 @@ func unlinkGraph(t *testing.T, path string) {
 	if _, err := streamSegment(&buf, sections); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(path, buf.Bytes(), 0o600); err != nil {
+	return buf.Bytes()
+}
+
+// unlinkGraph rewrites the segment file at path with stripLinks.
+func unlinkGraph(t *testing.T, path string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, stripLinks(t, b), 0o600); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -319,20 +321,30 @@ func TestCheckReachableWalk(t *testing.T) {
 		}
 	}
 	s := memSegment(t, cfg, m)
-	secs := s.sf.sections
 	s.markDeleted(7)
 	if err := s.checkReachable(); err != nil {
 		t.Fatalf("healthy graph: %v", err)
 	}
-	g := secs[secGraph]
-	for _, sec := range []int{2, 5} { // level-0 and upper lists: all zero
-		off, ln := le.Uint64(g[64+24*sec:]), le.Uint64(g[64+24*sec+8:])
-		clear(g[off : off+ln])
-	}
+	stripped := openSegmentBytes(t, stripLinks(t, s.sf.data), cfg, 100)
+	stripped.markDeleted(7)
 	var ue *UnreachableError
-	if err := s.checkReachable(); !errors.As(err, &ue) || ue.Unreachable < 98 || ue.Live != 99 {
+	if err := stripped.checkReachable(); !errors.As(err, &ue) || ue.Unreachable < 98 || ue.Live != 99 {
 		t.Fatalf("emptied graph: %v", err)
 	}
+}
+
+// openSegmentBytes opens segment bytes held in memory (verifying them).
+func openSegmentBytes(t *testing.T, b []byte, cfg CollectionConfig, n int) *segment {
+	t.Helper()
+	secs, entries, err := parseSegment(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &segment{sf: &segFile{path: "mem", data: mmap.MMap(b), sections: secs, entries: entries}, cfg: cfg}
+	if err := s.init(uint32(n), true); err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 // TestUnreachableIsNotDamage: a store whose graph misses live records

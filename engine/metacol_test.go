@@ -83,8 +83,8 @@ func TestColumnsMatchRecords(t *testing.T) {
 		m, cfg := colMemtable(t, n)
 		v2 := openMemSegment(t, cfg, m, segVersion)
 		v1 := openMemSegment(t, cfg, m, segVersionV1)
-		if v2.meta != nil || v1.cols != nil || (n >= 64 && len(v2.cols) < 6) {
-			t.Fatalf("n=%d: v2 meta %v, v1 cols %d, v2 cols %d", n, v2.meta != nil, len(v1.cols), len(v2.cols))
+		if v2.rows != nil || v1.cols != nil || (n >= 64 && len(v2.cols) < 6) {
+			t.Fatalf("n=%d: v2 rows %v, v1 cols %d, v2 cols %d", n, v2.rows != nil, len(v1.cols), len(v2.cols))
 		}
 		var sawList, sawBitmap bool
 		for _, c := range v2.cols {
@@ -263,7 +263,7 @@ func TestOpenVersion1Store(t *testing.T) {
 		}
 	}
 	verify("version 1")
-	if c.segs[0].meta == nil {
+	if c.segs[0].rows == nil {
 		t.Fatal("segment not read as version 1")
 	}
 	if err := db.Compact(); err != nil {
@@ -271,7 +271,7 @@ func TestOpenVersion1Store(t *testing.T) {
 	}
 	verify("compacted")
 	for _, s := range c.segs {
-		if s.meta != nil || le.Uint32(s.sf.data[8:]) != segVersion {
+		if s.rows != nil || le.Uint32(s.sf.data[8:]) != segVersion {
 			t.Fatal("compaction did not write the current version")
 		}
 	}

@@ -33,12 +33,14 @@ type segment struct {
 	cfg  CollectionConfig
 	view *hnsw.View
 
-	hdr  segHeader // what the info section says
-	ids  idSection
-	sums []byte // version 3: per-record checksums
-
-	meta, text, times []byte
-	cols              []column // version 2 on: metadata columns; version 1: meta holds rows
+	// The sections, parsed once at open.
+	hdr   segHeader // what the info section says
+	ids   idSection
+	text  textSection
+	times timeSection
+	cols  []column    // version 2 on: metadata columns
+	rows  *rowSection // version 1: metadata rows
+	sums  *sumSection // version 3 on: record checksums
 
 	kwOnce  sync.Once
 	kw      *keyword.Segment
@@ -356,86 +358,27 @@ func (s *segment) init(count uint32, verify bool) error {
 	if version >= segVersion && s.ids.live != uint64(s.n-len(h.dead)) {
 		return fmt.Errorf("id section lists %d live nodes, info %d of %d dead", s.ids.live, len(h.dead), s.n)
 	}
-	s.meta, s.text, s.times = secs[secMeta], secs[secText], secs[secTimes]
-	nn := uint64(s.n)
 	if version == segVersionV1 {
-		if uint64(len(s.meta)) < 8+8*(nn+1) || le.Uint64(s.meta) != nn {
-			return errors.New("metadata section too short")
+		if s.rows, err = parseRows(secs[secMeta], s.n); err != nil {
+			return err
 		}
-	} else {
-		cols, err := parseColumns(secs[secColumns], s.n)
-		if err != nil {
-			return fmt.Errorf("column section: %w", err)
-		}
-		s.cols = cols
+	} else if s.cols, err = parseColumns(secs[secColumns], s.n); err != nil {
+		return fmt.Errorf("column section: %w", err)
 	}
-	if uint64(len(s.times)) != 8+32*nn || le.Uint64(s.times) != nn {
-		return errors.New("times section size")
+	if s.times, err = parseTimes(secs[secTimes], s.n); err != nil {
+		return err
 	}
-	if len(s.text) < 16 || le.Uint64(s.text) != nn {
-		return errors.New("text section header")
-	}
-	nb := le.Uint64(s.text[8:])
-	if nb > nn || uint64(len(s.text)) < 16+8*(nb+1)+12*nn {
-		return errors.New("text section too short")
+	if s.text, err = parseTexts(secs[secText], s.n); err != nil {
+		return err
 	}
 	if version >= segVersion {
-		s.sums = secs[secSums]
-		if uint64(len(s.sums)) != 8+4*(nn+nn%2) || le.Uint64(s.sums) != nn {
-			return errors.New("sums section size")
+		sums, err := parseSums(secs[secSums], s.n)
+		if err != nil {
+			return err
 		}
+		s.sums = &sums
 	}
 	return nil
-}
-
-// idSection is the parsed id section: record i's ID is
-// blob[off[i]:off[i+1]]; sorted lists the live nodes ordered by ID.
-type idSection struct {
-	n, live uint64
-	off     []byte // (n+1) u64
-	sorted  []byte // live u32
-	blob    []byte
-}
-
-func parseIDs(b []byte, n int) (idSection, error) {
-	nn := uint64(n)
-	if len(b) < 16 || le.Uint64(b) != nn {
-		return idSection{}, errors.New("id section header")
-	}
-	s := idSection{n: nn, live: le.Uint64(b[8:])}
-	offEnd := 16 + 8*(nn+1)
-	sortedEnd := offEnd + 4*s.live
-	if s.live > nn || uint64(len(b)) < sortedEnd+4*(s.live%2) {
-		return idSection{}, errors.New("id section too short")
-	}
-	s.off, s.sorted, s.blob = b[16:offEnd], b[offEnd:sortedEnd], b[sortedEnd+4*(s.live%2):]
-	return s, nil
-}
-
-// id returns node's ID bytes, nil when the offsets are out of range.
-func (s *idSection) id(node uint32) []byte {
-	return slice(s.blob, u64at(s.off, 0, uint64(node)), u64at(s.off, 0, uint64(node)+1))
-}
-
-// sortedAt returns the i-th live node in ID order (i < live).
-func (s *idSection) sortedAt(i int) uint32 { return le.Uint32(s.sorted[4*i:]) }
-
-// deadNodes lists the nodes missing from the sorted table: those that
-// were dead when the file was written.
-func (s *idSection) deadNodes() []uint32 {
-	live := make([]uint64, (s.n+63)/64)
-	for i := range int(s.live) {
-		if node := uint64(s.sortedAt(i)); node < s.n {
-			live[node>>6] |= 1 << (node & 63)
-		}
-	}
-	var dead []uint32
-	for node := uint64(0); node < s.n; node++ {
-		if live[node>>6]&(1<<(node&63)) == 0 {
-			dead = append(dead, uint32(node))
-		}
-	}
-	return dead
 }
 
 // recordSections are what reading a record without its vector needs; a
@@ -502,39 +445,26 @@ func (s *segment) find(id string) (uint32, bool) {
 	return 0, false
 }
 
-func (s *segment) metaBytes(node uint32) []byte {
-	blob := 8 + 8*(uint64(s.n)+1)
-	return slice(s.meta, blob+u64at(s.meta, 8, uint64(node)), blob+u64at(s.meta, 8, uint64(node)+1))
-}
-
 func (s *segment) getter(node uint32) getter {
-	if s.meta == nil {
+	if s.rows == nil {
 		return func(field string) (Value, bool) { return colGet(s.cols, node, field) }
 	}
-	b := s.metaBytes(node)
+	b := s.rows.row(node)
 	return func(field string) (Value, bool) { return lookupMeta(b, field) }
 }
 
-func (s *segment) timeAt(col int, node uint32) uint64 {
-	return u64at(s.times, 8, uint64(col)*uint64(s.n)+uint64(node))
+// accessAt returns node's access statistics as the file holds them.
+func (s *segment) accessAt(node uint32) access {
+	return access{count: at64(s.times.count, node), last: int64(at64(s.times.lastAccess, node))}
 }
 
 func (s *segment) textOf(node uint32) (string, error) {
-	nn := uint64(s.n)
-	nb := le.Uint64(s.text[8:])
-	locBase := 16 + 8*(nb+1)
-	p := locBase + 12*uint64(node)
-	if p+12 > uint64(len(s.text)) {
-		return "", errShort
-	}
-	blk, off, ln := uint64(le.Uint32(s.text[p:])), uint64(le.Uint32(s.text[p+4:])), uint64(le.Uint32(s.text[p+8:]))
+	blk, off, ln := s.text.where(node)
 	if ln == 0 {
 		return "", nil
 	}
-	data := locBase + 12*nn
-	data += 4 * ((3 * nn) % 2)
-	comp := slice(s.text, data+u64at(s.text, 16, blk), data+u64at(s.text, 16, blk+1))
-	if comp == nil || blk >= nb {
+	comp := s.text.block(blk)
+	if comp == nil {
 		return "", errShort
 	}
 	raw, err := s.block(blk, comp)
@@ -590,23 +520,23 @@ func (s *segment) record(node uint32, ov map[string]access, withVec, withText bo
 		}
 		r.Text = text
 	}
-	if s.meta == nil {
+	if s.rows == nil {
 		m, err := colMeta(s.cols, node)
 		if err != nil {
 			return Record{}, &CorruptionError{File: s.sf.path, Err: fmt.Errorf("metadata of node %d: %v", node, err)}
 		}
 		r.Meta = m
-	} else if mb := s.metaBytes(node); len(mb) > 0 {
+	} else if mb := s.rows.row(node); len(mb) > 0 {
 		d := dec{b: mb}
 		r.Meta = readMeta(&d)
 		if d.err != nil {
 			return Record{}, &CorruptionError{File: s.sf.path, Err: fmt.Errorf("metadata of node %d: %v", node, d.err)}
 		}
 	}
-	r.Created = fromUnixNano(int64(s.timeAt(0, node)))
-	r.Updated = fromUnixNano(int64(s.timeAt(1, node)))
-	r.LastAccess = fromUnixNano(int64(s.timeAt(2, node)))
-	r.AccessCount = s.timeAt(3, node)
+	r.Created = fromUnixNano(int64(at64(s.times.created, node)))
+	r.Updated = fromUnixNano(int64(at64(s.times.updated, node)))
+	r.LastAccess = fromUnixNano(int64(at64(s.times.lastAccess, node)))
+	r.AccessCount = at64(s.times.count, node)
 	if a, ok := ov[r.ID]; ok {
 		r.AccessCount, r.LastAccess = a.count, fromUnixNano(a.last)
 	}
@@ -748,7 +678,7 @@ func (s *segment) check() error {
 		if err != nil {
 			return err
 		}
-		if s.sums != nil && recordSum(&r, r.Vector) != le.Uint32(s.sums[8+4*node:]) {
+		if s.sums != nil && recordSum(&r, r.Vector) != s.sums.at(node) {
 			return fail("node %d (%q) does not match its record checksum", node, r.ID)
 		}
 		if v := s.view.Vector(node); len(v) != s.cfg.Dim {
@@ -769,14 +699,12 @@ func (s *segment) check() error {
 	return s.checkReachable()
 }
 
-// checkReachable walks the graph (breadth-first from the entry point over
-// the level-0 lists, and the upper lists of nodes that have them, since a
-// search descends through those) and requires every live record's node to
-// be reached (else an *UnreachableError) and not to be a graph tombstone
-// (a *CorruptionError): a search can then return it.
-// Dead nodes are walked through, as a search does. It reads the hnsw
-// layout in place (docs/format/hnsw.md) after View.Verify has checked it;
-// every read is still bounds-checked.
+// checkReachable walks the graph (hnsw View.Reach: breadth-first from the
+// entry point over every level's lists, as a search descends them) and
+// requires every live record's node to be reached (else an
+// *UnreachableError) and not to be a graph tombstone (a *CorruptionError):
+// a search can then return it. Dead nodes are walked through, as a search
+// does.
 func (s *segment) checkReachable() error {
 	fail := func(format string, a ...any) error {
 		return &CorruptionError{File: s.sf.path, Err: fmt.Errorf("graph: "+format, a...)}
@@ -790,13 +718,13 @@ func (s *segment) checkReachable() error {
 			return fail("live node %d is a tombstone (never returned by search)", node)
 		}
 	}
-	seen, err := s.walk()
-	if err != nil {
-		return err
+	seen := s.view.Reach()
+	if seen == nil {
+		return fail("no entry point with %d live nodes", live)
 	}
 	unreached, first := 0, uint32(0)
 	for node := uint32(0); node < uint32(s.n); node++ {
-		if !s.isDeleted(node) && seen[node>>6]&(1<<(node&63)) == 0 {
+		if !s.isDeleted(node) && !seen.Allow(node) {
 			if unreached == 0 {
 				first = node
 			}
@@ -809,74 +737,6 @@ func (s *segment) checkReachable() error {
 	return nil
 }
 
-// walk returns the bitset of nodes reached breadth-first from the entry
-// point over every node's level-0 list and upper lists.
-func (s *segment) walk() ([]uint64, error) {
-	fail := func(format string, a ...any) error {
-		return &CorruptionError{File: s.sf.path, Err: fmt.Errorf("graph: "+format, a...)}
-	}
-	g := s.sf.sections[secGraph]
-	sec := func(i int) []byte {
-		p := uint64(64 + 24*i)
-		if p+16 > uint64(len(g)) {
-			return nil
-		}
-		return slice(g, le.Uint64(g[p:]), le.Uint64(g[p:])+le.Uint64(g[p+8:]))
-	}
-	level0, levels, upperOff, upper := sec(2), sec(3), sec(4), sec(5)
-	n, m := uint64(s.n), uint64(s.view.M())
-	if len(g) < 64 || uint64(len(level0)) < 4*n*(1+2*m) || uint64(len(levels)) < n || uint64(len(upperOff)) < 4*n {
-		return nil, fail("layout too short for %d nodes", n)
-	}
-	entry, entryLevel := le.Uint32(g[28:]), le.Uint32(g[32:])
-	if entryLevel == 0 || entry >= uint32(n) {
-		return nil, fail("no entry point with %d live nodes", s.live())
-	}
-	seen := make([]uint64, (n+63)/64)
-	queue := make([]uint32, 0, n)
-	visit := func(list []byte) error {
-		if len(list) < 4 {
-			return fail("list out of range")
-		}
-		cnt := uint64(le.Uint32(list))
-		if 4*(1+cnt) > uint64(len(list)) {
-			return fail("list count %d", cnt)
-		}
-		for k := uint64(1); k <= cnt; k++ {
-			nb := le.Uint32(list[4*k:])
-			if uint64(nb) >= n {
-				return fail("neighbour %d of %d nodes", nb, n)
-			}
-			if seen[nb>>6]&(1<<(nb&63)) == 0 {
-				seen[nb>>6] |= 1 << (nb & 63)
-				queue = append(queue, nb)
-			}
-		}
-		return nil
-	}
-	seen[entry>>6] |= 1 << (entry & 63)
-	queue = append(queue, entry)
-	for qi := 0; qi < len(queue); qi++ {
-		node := uint64(queue[qi])
-		w := 1 + 2*m
-		if err := visit(level0[4*node*w : 4*(node+1)*w]); err != nil {
-			return nil, err
-		}
-		base := uint64(le.Uint32(upperOff[4*node:]))
-		for l := uint64(1); l <= uint64(levels[node]); l++ {
-			lo := 4 * (base + (l-1)*(1+m))
-			list := slice(upper, lo, lo+4*(1+m))
-			if list == nil {
-				return nil, fail("node %d level %d list out of range", node, l)
-			}
-			if err := visit(list); err != nil {
-				return nil, err
-			}
-		}
-	}
-	return seen, nil
-}
-
 func (s *segment) close() error { return s.sf.close() }
 
 // matcher returns f evaluated per node of s (deleted nodes not excluded):
@@ -886,7 +746,7 @@ func (s *segment) matcher(f *Filter) func(node uint32) bool {
 	switch {
 	case f == nil:
 		return func(uint32) bool { return true }
-	case s.meta == nil:
+	case s.rows == nil:
 		return colMatcher(f, s.cols)
 	}
 	return func(node uint32) bool { return f.match(s.getter(node)) }

@@ -38,7 +38,11 @@ func FuzzOpenView(f *testing.F) {
 		if v, err := OpenViewUnverified(b); err == nil {
 			// Damaged sections may give wrong answers, never a panic.
 			exerciseView(t, v, false)
+			v.Reach()
+			_ = v.VerifyVectors()
+			v.Entry()
 		}
+		_, _ = RecoverVectors(b, 40, 4)
 		v, err := OpenView(b)
 		if err != nil {
 			return
