@@ -352,7 +352,7 @@ func (a *app) exportCommand() *cobra.Command {
 	var vectors bool
 	var out, session string
 	cmd := &cobra.Command{
-		Use: "export", Short: "Write every memory as JSON Lines (stdout or --out)", Args: noArgs,
+		Use: "export", Short: "Write every memory, conversation and task as JSON Lines (stdout or --out)", Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			s, err := a.openStore()
 			if err != nil {
@@ -378,6 +378,14 @@ func (a *app) exportCommand() *cobra.Command {
 				n++
 				return enc.Encode(fromMemory(m, vectors))
 			})
+			var convs, tasks int
+			if err == nil {
+				var only *string
+				if filter != nil {
+					only = &session
+				}
+				convs, tasks, err = exportRecords(cmd.Context(), s, enc, only)
+			}
 			if err == nil {
 				err = bw.Flush()
 			}
@@ -393,7 +401,7 @@ func (a *app) exportCommand() *cobra.Command {
 				return err
 			}
 			if out != "" && out != "-" {
-				fmt.Fprintf(a.stderr, "exported %d memories to %s\n", n, out)
+				fmt.Fprintf(a.stderr, "exported %d memories, %d conversations and %d tasks to %s\n", n, convs, tasks, out)
 			}
 			return nil
 		},
@@ -410,7 +418,7 @@ const importBatch = 256
 func (a *app) importCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "import FILE",
-		Short: "Import memories from JSON Lines written by export (- for stdin); IDs and times are kept",
+		Short: "Import memories, conversations and tasks from JSON Lines written by export (- for stdin); IDs and times are kept",
 		Args:  exactArgs(1, "import takes one FILE (or - for stdin)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var r io.Reader = a.stdin
@@ -424,10 +432,18 @@ func (a *app) importCommand() *cobra.Command {
 			}
 			// Parse everything first: a bad line fails the import before anything is written.
 			var ms []memory.Memory
+			var recs []recordLine
 			sc := bufio.NewScanner(r)
 			sc.Buffer(make([]byte, 1<<20), 64<<20)
 			for line := 1; sc.Scan(); line++ {
 				if strings.TrimSpace(sc.Text()) == "" {
+					continue
+				}
+				if rec, ok, err := parseRecordLine(sc.Bytes()); ok {
+					if err != nil {
+						return fmt.Errorf("%s line %d: %w", args[0], line, err)
+					}
+					recs = append(recs, rec)
 					continue
 				}
 				var j memoryJSON
@@ -454,10 +470,13 @@ func (a *app) importCommand() *cobra.Command {
 				}
 				bar.Add(end - i)
 			}
-			if a.jsonOut {
-				return a.printJSON(map[string]int{"imported": len(ms)})
+			if err := importRecords(cmd.Context(), s, recs); err != nil {
+				return fmt.Errorf("importing conversations and tasks: %w (the memories were written)", err)
 			}
-			fmt.Fprintf(a.stdout, "imported %d memories\n", len(ms))
+			if a.jsonOut {
+				return a.printJSON(map[string]int{"imported": len(ms), "records": len(recs)})
+			}
+			fmt.Fprintf(a.stdout, "imported %d memories, %d conversations and tasks\n", len(ms), len(recs))
 			return nil
 		},
 	}

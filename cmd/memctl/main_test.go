@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/engramdb/engram/memory"
 )
 
 // memctl runs one command line in-process against dir and returns stdout,
@@ -201,19 +203,44 @@ func TestExportImportRoundTrip(t *testing.T) {
 	src := filepath.Join(t.TempDir(), "src")
 	mustRun(t, src, "", "remember", "--session", "s1", "--tag", "x", "--importance", "0.9", "The launch is on March 3rd.")
 	mustRun(t, src, "", "remember", "--session", "s2", "会议改到下周二下午三点。")
+	{ // a conversation and a task, through the library (the CLI has no turn command)
+		s, err := memory.Open(src, memory.OpenOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		if _, err := s.AddTurn(ctx, "s1", memory.Turn{Role: "user", Text: "book the flight to Porto"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.StartSessionTask(ctx, "s2", "trip", "plan the trip"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.UpdateStep(ctx, "trip", memory.Step{Name: "book", Status: memory.StepDone, Result: json.RawMessage(`{"seat":"12A"}`)}, "pack"); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
 	file := filepath.Join(t.TempDir(), "export.jsonl")
 	mustRun(t, src, "", "export", "--vectors", "--out", file)
 	if st, err := os.Stat(file); err != nil || st.Mode().Perm() != 0o600 {
 		t.Fatalf("export file: %v %v", st, err)
 	}
 	dst := filepath.Join(t.TempDir(), "dst")
-	if out := mustRun(t, dst, "", "import", file); out != "imported 2 memories\n" {
+	if out := mustRun(t, dst, "", "import", file); out != "imported 2 memories, 2 conversations and tasks\n" {
 		t.Fatalf("import output %q", out)
 	}
 	a := mustRun(t, src, "", "export")
 	b := mustRun(t, dst, "", "export")
-	if a != b || strings.Count(a, "\n") != 2 {
+	if a != b || strings.Count(a, "\n") != 4 || !strings.Contains(a, `"conversation":`) || !strings.Contains(a, `"seat":"12A"`) {
 		t.Fatalf("exports differ:\n%s\n---\n%s", a, b)
+	}
+	if out := mustRun(t, dst, "", "tasks", "show", "trip"); !strings.Contains(out, "pack") {
+		t.Fatalf("imported task:\n%s", out)
+	}
+	if out := mustRun(t, src, "", "export", "--session", "s2"); strings.Count(out, "\n") != 2 || !strings.Contains(out, `"task":`) || strings.Contains(out, "Porto") {
+		t.Fatalf("export of one session:\n%s", out)
 	}
 	// A malformed line fails the import before anything is written.
 	bad := filepath.Join(t.TempDir(), "bad.jsonl")
