@@ -109,10 +109,11 @@ func (s *Store) Import(ctx context.Context, ms []Memory) error {
 			return errorf(ErrInvalidInput, "memory %d: empty or repeated ID %q", i, m.ID)
 		}
 		seen[m.ID] = true
-		o := RememberOptions{Source: m.Source, Tags: m.Tags, Importance: m.Importance}
+		o := RememberOptions{Source: m.Source, Tags: m.Tags, Importance: m.Importance, Metadata: m.Metadata}
 		if err := s.checkRemember(m.Session, m.Text, &o); err != nil {
 			return fmt.Errorf("memory %q: %w", m.ID, err)
 		}
+		m.Metadata = o.Metadata
 		if m.Importance == 0 || m.Created.IsZero() || m.Updated.IsZero() {
 			return errorf(ErrInvalidInput, "memory %q: importance, Created and Updated must be set", m.ID)
 		}

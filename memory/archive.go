@@ -45,8 +45,8 @@ type archiveHeader struct {
 	Count       int       `json:"count"`
 }
 
-// archivedMemory is the JSON form of a Memory in the archive: times in UTC RFC 3339 with
-// nanoseconds, the vector as stored (float32 values round-trip exactly through JSON).
+// archivedMemory writes a Memory as the first release's archive did (the vector as base64 of
+// its float32 bytes), for the tests of the upgrade; MemoryJSON reads it.
 type archivedMemory struct {
 	ID          string    `json:"id"`
 	Session     string    `json:"session"`
@@ -92,11 +92,6 @@ func toArchived(m *Memory) archivedMemory {
 	return archivedMemory{ID: m.ID, Session: m.Session, Text: m.Text, Source: m.Source, Tags: m.Tags,
 		Importance: m.Importance, Created: m.Created.UTC(), Updated: m.Updated.UTC(), LastAccess: m.LastAccess.UTC(),
 		AccessCount: m.AccessCount, Vector: m.Vector}
-}
-
-func (a *archivedMemory) memory() Memory {
-	return Memory{ID: a.ID, Session: a.Session, Text: a.Text, Source: a.Source, Tags: a.Tags, Importance: a.Importance,
-		Created: a.Created, Updated: a.Updated, LastAccess: a.LastAccess, AccessCount: a.AccessCount, Vector: a.Vector}
 }
 
 // encodeArchive renders one archive part.
@@ -146,14 +141,14 @@ func decodeArchive(b []byte) (archiveHeader, []Memory, error) {
 	}
 	var ms []Memory
 	for sc.Scan() {
-		var a archivedMemory
+		var a MemoryJSON // the archive's lines are the one JSON form of a memory
 		if err := json.Unmarshal(sc.Bytes(), &a); err != nil {
 			return h, nil, fmt.Errorf("memory: archive part line %d: %w", len(ms)+2, err)
 		}
 		if a.ID == "" {
 			return h, nil, fmt.Errorf("memory: archive part line %d: memory without ID", len(ms)+2)
 		}
-		ms = append(ms, a.memory())
+		ms = append(ms, a.Memory())
 	}
 	if err := sc.Err(); err != nil && err != io.EOF {
 		return h, nil, fmt.Errorf("memory: archive part: %w", err)

@@ -10,7 +10,26 @@
 // of the same session reaches Options.DedupThreshold (0.85) is merged instead of inserted: the
 // existing memory takes the new text, vector, time and importance and keeps its ID, Created
 // time and access statistics; RememberResult.Merged says which chunks merged. Vectors are
-// L2-normalized before they are stored, so cosine similarity is a dot product.
+// L2-normalized before they are stored, so cosine similarity is a dot product. A merge never
+// loses a fact silently (facts.go): the version it replaces goes into the memory's History; a
+// near-duplicate that negates the memory or changes a number or date supersedes it, marked
+// (ChangeSupersede, RememberResult.Superseded); one that replaces a name (another person or
+// place) is stored as a memory of its own; and one written with a Time before the memory's last
+// update leaves the newer text in place (ChangeOlder, RememberResult.Older), so Updated never
+// moves back and never precedes Created.
+//
+// # Get, list, update, delete, history
+//
+// Lookup reads one memory by ID; List pages through the memories a Filter matches, newest
+// first, with an opaque cursor; Update replaces a memory's text (re-embedded) or metadata;
+// Delete deletes by ID and refuses, changing nothing, when an ID is unknown (a *NotFoundError
+// names them); History returns the earlier versions, Revert brings one back. The history lives
+// in a collection of its own, bounded per memory by Options.HistoryVersions
+// (docs/format/history.md). Memories carry user Metadata (strings, numbers, booleans), and every
+// field, metadata included, can be filtered by a Filter, which ParseFilter reads from the JSON
+// filter language every door takes (docs/format/filter.md). MemoryJSON is the one JSON form of
+// a memory, and Export and ReadExport write and read the versioned export format
+// (docs/format/export.md).
 //
 // Recall runs, for one query, a vector search and a BM25 keyword search (package keyword: NFKC,
 // CJK unigrams and bigrams, stemmed English words), each fetching RecallOptions.Candidates

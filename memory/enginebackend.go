@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"math"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/engramdb/engram/engine"
@@ -20,6 +22,8 @@ const (
 	metaImportance = "importance"
 	metaCreated    = "created"
 	metaUpdated    = "updated"
+	// metaUser prefixes the keys of user metadata (Memory.Metadata).
+	metaUser = "m."
 )
 
 // NewEngineBackend returns a Backend over an open engine store. The engine's NamespaceField must
@@ -101,6 +105,16 @@ func toRecord(m *Memory) engine.Record {
 	if len(m.Tags) > 0 {
 		meta[metaTags] = engine.StringList(m.Tags...)
 	}
+	for k, v := range m.Metadata {
+		switch v := v.(type) {
+		case string:
+			meta[metaUser+k] = engine.String(v)
+		case float64:
+			meta[metaUser+k] = engine.Float(v)
+		case bool:
+			meta[metaUser+k] = engine.Bool(v)
+		}
+	}
 	return engine.Record{ID: m.ID, Vector: m.Vector, Text: m.Text, Meta: meta, Created: m.Created, Updated: m.Updated,
 		LastAccess: m.LastAccess, AccessCount: m.AccessCount}
 }
@@ -112,6 +126,23 @@ func fromRecord(r *engine.Record) Memory {
 	m.Source, _ = r.Meta[metaSource].Str()
 	m.Tags, _ = r.Meta[metaTags].List()
 	m.Importance, _ = r.Meta[metaImportance].FloatValue()
+	for k, v := range r.Meta {
+		uk, ok := strings.CutPrefix(k, metaUser)
+		if !ok {
+			continue
+		}
+		if m.Metadata == nil {
+			m.Metadata = map[string]any{}
+		}
+		switch v.Kind() {
+		case engine.KindString:
+			m.Metadata[uk], _ = v.Str()
+		case engine.KindBool:
+			m.Metadata[uk], _ = v.BoolValue()
+		default:
+			m.Metadata[uk], _ = v.FloatValue()
+		}
+	}
 	return m
 }
 
@@ -262,6 +293,25 @@ func (e *engineColl) Scan(ctx context.Context, f *Filter, fn func(Memory) error)
 	return nil
 }
 
+// ScanLight implements LightScanner: no vectors are read, fn runs under the engine's read lock.
+func (e *engineColl) ScanLight(ctx context.Context, f *Filter, fn func(*Memory)) error {
+	if err := f.Validate(); err != nil {
+		return err
+	}
+	ef, _ := toEngineFilter(f)
+	err := e.c.Scan(ef, false, func(r engine.Record) bool {
+		m := fromRecord(&r)
+		if f.Match(&m) {
+			fn(&m)
+		}
+		return ctx.Err() == nil
+	})
+	if err != nil {
+		return err
+	}
+	return ctx.Err()
+}
+
 func (e *engineColl) Count(ctx context.Context, f *Filter) (int, error) {
 	if err := f.Validate(); err != nil {
 		return 0, err
@@ -313,6 +363,9 @@ func toEngineFilter(f *Filter) (ef *engine.Filter, exact bool) {
 		}
 		return engine.Not(ek), true
 	}
+	if uk, ok := f.Field.MetaKey(); ok {
+		return userMetaFilter(metaUser+uk, f)
+	}
 	key, ok := metaKey(f.Field)
 	if !ok {
 		return nil, false
@@ -356,6 +409,36 @@ func toEngineFilter(f *Filter) (ef *engine.Filter, exact bool) {
 		}
 		if lo.Kind() == 0 && hi.Kind() == 0 {
 			return engine.Exists(key), true
+		}
+		return engine.Range(key, lo, hi), true
+	}
+	return nil, false
+}
+
+// userMetaFilter translates a leaf on a user metadata field (see MetaField).
+func userMetaFilter(key string, f *Filter) (*engine.Filter, bool) {
+	switch f.Op {
+	case OpExists:
+		return engine.Exists(key), true
+	case OpEq, OpIn:
+		var vs []engine.Value
+		for _, v := range f.Values {
+			vs = append(vs, engine.String(v))
+			if b, err := strconv.ParseBool(v); err == nil && (v == "true" || v == "false") {
+				vs = append(vs, engine.Bool(b))
+			}
+		}
+		return engine.In(key, vs...), true
+	case OpRange:
+		var lo, hi engine.Value
+		if !math.IsInf(f.Min, -1) {
+			lo = engine.Float(f.Min)
+		}
+		if !math.IsInf(f.Max, 1) {
+			hi = engine.Float(f.Max)
+		}
+		if lo.Kind() == 0 && hi.Kind() == 0 {
+			return engine.Exists(key), false // any number: Match drops strings and bools
 		}
 		return engine.Range(key, lo, hi), true
 	}

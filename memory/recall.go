@@ -126,12 +126,13 @@ type RecallOptions struct {
 // default importance and unweighted source, and above 1 it can lift Final to the cap (results
 // are still ordered by the uncapped product).
 type Score struct {
-	Vector, Keyword float64
-	Fused           float64
-	Decay           float64
+	Vector  float64 `json:"vector"`
+	Keyword float64 `json:"keyword"`
+	Fused   float64 `json:"fused"`
+	Decay   float64 `json:"decay"`
 	// Weight is the product of the source weight and the importance factor.
-	Weight float64
-	Final  float64
+	Weight float64 `json:"weight"`
+	Final  float64 `json:"final"`
 }
 
 // Result is one recalled memory (without its vector) and why it came back. Its LastAccess and

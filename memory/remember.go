@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -23,6 +24,9 @@ type RememberOptions struct {
 	Importance float64
 	// Time is when the memory was formed; the zero time means the store's clock.
 	Time time.Time
+	// Metadata are the caller's own attributes (see CheckMetadata), filterable by MetaField; a
+	// merge adds them to the memory's, replacing values of the same keys.
+	Metadata map[string]any
 }
 
 // RememberResult reports what one Remember call did, one entry per chunk in text order.
@@ -32,6 +36,14 @@ type RememberResult struct {
 	// Merged[i] is true when chunk i was a near-duplicate of an existing memory of the same
 	// session, whose text, vector, time and importance it replaced instead of inserting.
 	Merged []bool
+	// Superseded[i] is true when chunk i merged into a memory whose fact it contradicts (a
+	// negation, another number or date): the memory now says what chunk i says, and the version
+	// it replaced is in its History as ChangeSupersede.
+	Superseded []bool
+	// Older[i] is true when chunk i was a near-duplicate written with an earlier Time than the
+	// memory's last update: the memory keeps its newer text, and chunk i is in its History as
+	// ChangeOlder.
+	Older []bool
 }
 
 // Remember splits text into chunks, embeds them in batches and writes them to session as one
@@ -71,25 +83,66 @@ func (s *Store) Remember(ctx context.Context, session, text string, opts Remembe
 		at = s.opts.Clock()
 	}
 	var batch []Memory // what will be upserted, one entry per distinct ID
+	var versions []pendingVersion
 	sessionFilter := Eq(FieldSession, session)
 	for i, text := range chunks {
 		m, merged, err := s.nearDuplicate(ctx, coll, sessionFilter, vecs[i], batch)
 		if err != nil {
 			return RememberResult{}, err
 		}
+		var superseded, older bool
 		if merged {
-			m.Text, m.Vector, m.Updated, m.Importance = text, vecs[i], at, opts.Importance
-			if opts.Source != "" {
-				m.Source = opts.Source
+			switch conflict(m.Text, text) {
+			case conflictName: // another person, place or thing: a fact of its own
+				merged = false
+			case conflictValue:
+				superseded = true
 			}
-			for _, t := range opts.Tags {
-				if !slices.Contains(m.Tags, t) {
-					m.Tags = append(m.Tags, t)
+		}
+		if merged {
+			prev := m.clone()
+			switch {
+			case at.Before(m.Updated): // an older write never overwrites newer text
+				older, superseded = true, false
+				stale := prev
+				stale.Text, stale.Updated, stale.Importance = text, at, opts.Importance
+				if at.Before(stale.Created) {
+					stale.Created = at
+				}
+				versions = append(versions, pendingVersion{old: stale, change: ChangeOlder, at: s.opts.Clock()})
+				if at.Before(m.Created) {
+					m.Created = at
+				}
+			default:
+				change := ChangeMerge
+				if superseded {
+					change = ChangeSupersede
+				}
+				versions = append(versions, pendingVersion{old: prev, change: change, at: at})
+				m.Text, m.Vector, m.Updated, m.Importance = text, vecs[i], at, opts.Importance
+				if opts.Source != "" {
+					m.Source = opts.Source
+				}
+				for _, t := range opts.Tags {
+					if !slices.Contains(m.Tags, t) {
+						m.Tags = append(m.Tags, t)
+					}
+				}
+				if len(opts.Metadata) > 0 {
+					md := maps.Clone(m.Metadata)
+					if md == nil {
+						md = map[string]any{}
+					}
+					maps.Copy(md, opts.Metadata)
+					if len(md) > MaxMetadataKeys {
+						return RememberResult{}, errorf(ErrInvalidInput, "merging into %q would give %d metadata keys, at most %d", m.ID, len(md), MaxMetadataKeys)
+					}
+					m.Metadata = md
 				}
 			}
 		} else {
 			m = &Memory{ID: newID(), Session: session, Text: text, Source: opts.Source, Tags: slices.Clone(opts.Tags),
-				Importance: opts.Importance, Created: at, Updated: at, Vector: vecs[i]}
+				Importance: opts.Importance, Metadata: maps.Clone(opts.Metadata), Created: at, Updated: at, Vector: vecs[i]}
 		}
 		if j := slices.IndexFunc(batch, func(b Memory) bool { return b.ID == m.ID }); j >= 0 {
 			batch[j] = *m
@@ -98,6 +151,27 @@ func (s *Store) Remember(ctx context.Context, session, text string, opts Remembe
 		}
 		res.IDs = append(res.IDs, m.ID)
 		res.Merged = append(res.Merged, merged)
+		res.Superseded = append(res.Superseded, superseded)
+		res.Older = append(res.Older, older)
+	}
+	// Only versions of stored memories are history; one replaced within this call never was.
+	stored := map[string]bool{}
+	var ids []string
+	for _, v := range versions {
+		ids = append(ids, v.old.ID)
+	}
+	if len(ids) > 0 {
+		live, err := coll.Get(ctx, ids)
+		if err != nil {
+			return RememberResult{}, err
+		}
+		for _, m := range live {
+			stored[m.ID] = true
+		}
+	}
+	versions = slices.DeleteFunc(versions, func(v pendingVersion) bool { return !stored[v.old.ID] })
+	if err := s.writeHistory(ctx, versions); err != nil {
+		return RememberResult{}, err
 	}
 	if err := upsert(ctx, coll, batch); err != nil {
 		return RememberResult{}, fmt.Errorf("memory: writing %d memories: %w", len(batch), err)
@@ -128,6 +202,11 @@ func (s *Store) checkRemember(session, text string, opts *RememberOptions) error
 			return errorf(ErrInvalidInput, "tag %q: must be non-empty valid UTF-8 of at most %d bytes", t, MaxTagBytes)
 		}
 	}
+	md, err := NormalizeMetadata(opts.Metadata)
+	if err != nil {
+		return err
+	}
+	opts.Metadata = md
 	if opts.Importance == 0 {
 		opts.Importance = DefaultImportance
 	}

@@ -66,6 +66,9 @@ type Options struct {
 	// means 0.5 and 0.5, except that Open with the built-in lexical embedder uses
 	// LexicalVectorWeight and LexicalKeywordWeight.
 	VectorWeight, KeywordWeight float64
+	// HistoryVersions is how many earlier versions of each memory History keeps
+	// (DefaultHistoryVersions, at most MaxHistoryVersions); negative keeps none.
+	HistoryVersions int
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -99,9 +102,14 @@ func (o Options) withDefaults() (Options, error) {
 	if o.VectorWeight == 0 && o.KeywordWeight == 0 {
 		o.VectorWeight, o.KeywordWeight = 0.5, 0.5
 	}
+	if o.HistoryVersions == 0 {
+		o.HistoryVersions = DefaultHistoryVersions
+	}
 	switch {
-	case o.Collection == RecordsCollection || strings.HasPrefix(o.Collection, "archive-"):
+	case o.Collection == RecordsCollection || o.Collection == historyCollection || strings.HasPrefix(o.Collection, "archive-"):
 		return o, errorf(ErrInvalidInput, "collection name %q is reserved for the memory layer's own data", o.Collection)
+	case o.HistoryVersions > MaxHistoryVersions:
+		return o, errorf(ErrInvalidInput, "HistoryVersions %d above %d", o.HistoryVersions, MaxHistoryVersions)
 	case o.Embedder == nil:
 		return o, errorf(ErrInvalidInput, "no embedder")
 	case o.Embedder.Dim() < 1:
@@ -140,6 +148,9 @@ type Store struct {
 	recs Collection // the records collection once opened or created (guarded by stmu)
 
 	qcache *queryCache // nil when Options.QueryCache is negative
+
+	histMu sync.Mutex
+	hist   Collection // the history collection, once opened (history.go)
 }
 
 // KV keys the memory layer uses; everything it keeps outside collections lives under "memory/".

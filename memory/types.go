@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"maps"
 	"math"
 	"slices"
 	"time"
@@ -21,6 +22,9 @@ type Memory struct {
 	// LastAccess is the zero time until the memory is first returned by Recall.
 	LastAccess  time.Time
 	AccessCount uint64
+	// Metadata holds the caller's own attributes: string, float64 or bool values (see
+	// CheckMetadata), filterable as MetaField(key).
+	Metadata map[string]any
 	// Vector is the stored embedding. Recall results leave it nil.
 	Vector []float32
 }
@@ -47,9 +51,13 @@ const (
 	kindString
 	kindNumber
 	kindTime
+	kindMeta // user metadata: string, number or bool, told apart per memory
 )
 
 func (f Field) kind() fieldKind {
+	if _, ok := f.MetaKey(); ok {
+		return kindMeta
+	}
 	switch f {
 	case FieldSession, FieldSource, FieldTag:
 		return kindString
@@ -156,10 +164,16 @@ func (f *Filter) validate(depth int) error {
 	}
 	switch f.Op {
 	case OpEq:
+		if k == kindMeta && len(f.Values) == 1 {
+			return nil
+		}
 		if k != kindString || len(f.Values) != 1 {
 			return errorf(ErrInvalidFilter, "Eq needs a string field and one value (field %q)", f.Field)
 		}
 	case OpIn:
+		if k == kindMeta && len(f.Values) > 0 {
+			return nil
+		}
 		if k != kindString || len(f.Values) == 0 {
 			return errorf(ErrInvalidFilter, "In needs a string field and at least one value (field %q)", f.Field)
 		}
@@ -169,6 +183,9 @@ func (f *Filter) validate(depth int) error {
 		}
 		if math.IsNaN(f.Min) || math.IsNaN(f.Max) || f.Min > f.Max {
 			return errorf(ErrInvalidFilter, "Range bounds [%v, %v] on %q", f.Min, f.Max, f.Field)
+		}
+		if k == kindMeta && (!f.From.IsZero() || !f.To.IsZero()) {
+			return errorf(ErrInvalidFilter, "Range on metadata %q compares numbers, not times", f.Field)
 		}
 		if k == kindTime && !f.From.IsZero() && !f.To.IsZero() && f.From.After(f.To) {
 			return errorf(ErrInvalidFilter, "TimeRange from %v is after to %v", f.From, f.To)
@@ -204,6 +221,8 @@ func (f *Filter) Match(m *Memory) bool {
 		return !f.Kids[0].Match(m)
 	}
 	switch f.Field.kind() {
+	case kindMeta:
+		return f.matchMeta(m)
 	case kindString:
 		vals := m.strings(f.Field)
 		switch f.Op {
@@ -266,9 +285,10 @@ func (m *Memory) time(f Field) time.Time {
 	return m.LastAccess
 }
 
-// clone returns a deep copy (tags and vector included).
+// clone returns a deep copy (tags, metadata and vector included).
 func (m Memory) clone() Memory {
 	m.Tags = slices.Clone(m.Tags)
+	m.Metadata = maps.Clone(m.Metadata)
 	m.Vector = slices.Clone(m.Vector)
 	return m
 }

@@ -33,12 +33,13 @@ type Report struct {
 	KVKeys   int // KV entries copied
 	Archived int // archived memories in the source (copied with their archive collections)
 	Records  int // conversations and tasks in the source (copied with the records collection)
+	Versions int // earlier versions in the source's history (copied with its collection)
 }
 
 // Copy copies the collection spec names, the memory layer's archive
-// collections, its records collection (conversations and tasks) and the
-// whole KV namespace, from src to dst. It resumes an interrupted earlier Copy
-// with the same spec.
+// collections, its records collection (conversations and tasks), its history
+// collection and the whole KV namespace, from src to dst. It resumes an
+// interrupted earlier Copy with the same spec.
 func Copy(ctx context.Context, src, dst memory.Backend, spec memory.CollectionSpec, opts Options) (Report, error) {
 	var rep Report
 	if opts.Batch <= 0 {
@@ -68,6 +69,16 @@ func Copy(ctx context.Context, src, dst memory.Backend, spec memory.CollectionSp
 			return rep, err
 		}
 		rep.Records = rrep.Memories
+	}
+	// The history of earlier versions, a collection of its own.
+	if hs, ok, err := memory.HistorySpec(ctx, src); err != nil {
+		return rep, fmt.Errorf("migrate: opening the history: %w", err)
+	} else if ok {
+		var hrep Report
+		if err := copyCollection(ctx, src, dst, hs, Options{Batch: opts.Batch}, checkpointKey+"/"+hs.Name, &hrep); err != nil {
+			return rep, err
+		}
+		rep.Versions = hrep.Memories
 	}
 	err = src.KV().Scan("", func(key string, value []byte) error {
 		if key == checkpointKey || strings.HasPrefix(key, checkpointKey+"/") {

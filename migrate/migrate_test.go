@@ -197,3 +197,38 @@ func TestCopyCarriesTheArchive(t *testing.T) {
 		t.Fatalf("restore on the destination: %d, %v", n, err)
 	}
 }
+
+// TestCopyCarriesTheHistory: earlier versions live in their own collection; Copy moves them.
+func TestCopyCarriesTheHistory(t *testing.T) {
+	ctx := context.Background()
+	emb, err := lexical.New(lexical.Options{Dim: 32})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := memory.Options{Embedder: emb}
+	srcB := memory.NewMemBackend()
+	src, err := memory.New(ctx, srcB, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := src.Remember(ctx, "s", "the red kite flies", memory.RememberOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := "the red kite landed"
+	if _, err := src.Update(ctx, r.IDs[0], memory.UpdateOptions{Text: &text}); err != nil {
+		t.Fatal(err)
+	}
+	dstB := memory.NewMemBackend()
+	rep, err := Copy(ctx, srcB, dstB, specOf(t, src), Options{})
+	if err != nil || rep.Versions != 1 {
+		t.Fatalf("copy: %+v, %v", rep, err)
+	}
+	dst, err := memory.New(ctx, dstB, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vs, err := dst.History(ctx, r.IDs[0]); err != nil || len(vs) != 1 || vs[0].Memory.Text != "the red kite flies" {
+		t.Fatalf("destination history: %+v, %v", vs, err)
+	}
+}

@@ -46,6 +46,9 @@ type times struct {
 	Created    time.Time `json:"c"`
 	Updated    time.Time `json:"u"`
 	LastAccess time.Time `json:"a,omitzero"`
+	// Meta is the memory's user metadata: kept here, not as properties, so
+	// any key works without a schema change; filters on it run on the client.
+	Meta map[string]any `json:"m,omitempty"`
 }
 
 func (c *collection) toObject(m *memory.Memory) batchObject {
@@ -53,7 +56,7 @@ func (c *collection) toObject(m *memory.Memory) batchObject {
 	for i, t := range m.Tags {
 		tags[i] = tagPrefix + t
 	}
-	ts, _ := json.Marshal(times{m.Created, m.Updated, m.LastAccess})
+	ts, _ := json.Marshal(times{m.Created, m.Updated, m.LastAccess, m.Metadata})
 	props := map[string]any{
 		"mid":          m.ID,
 		"session":      strPrefix + m.Session,
@@ -94,7 +97,7 @@ func (p *storedProps) toMemory(vec []float32) (memory.Memory, error) {
 		ID: p.MID, Session: strings.TrimPrefix(p.Session, strPrefix), Text: p.Text,
 		Source: strings.TrimPrefix(p.Source, strPrefix), Importance: p.Importance,
 		AccessCount: uint64(p.AccessCount), Created: ts.Created, Updated: ts.Updated, LastAccess: ts.LastAccess,
-		Vector: vec,
+		Metadata: ts.Meta, Vector: vec,
 	}
 	for _, t := range p.Tags {
 		m.Tags = append(m.Tags, strings.TrimPrefix(t, tagPrefix))

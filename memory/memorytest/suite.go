@@ -52,6 +52,9 @@ func Run(t *testing.T, newBackend func(t *testing.T) memory.Backend) {
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newBackend) })
 	}
+	for _, tc := range apiCases { // history.go
+		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newBackend) })
+	}
 }
 
 func testRememberRecall(t *testing.T, newBackend func(*testing.T) memory.Backend) {
