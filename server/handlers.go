@@ -41,6 +41,9 @@ func (h *Handler) remember(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(r, &req); err != nil {
 		return err
 	}
+	if err := req.checkRanges(); err != nil {
+		return err
+	}
 	if err := CallerFrom(r.Context()).Check(RightWrite, req.Session); err != nil {
 		return err
 	}
@@ -123,6 +126,9 @@ func (req *RecallRequest) options() (memory.RecallOptions, error) {
 func (h *Handler) recall(w http.ResponseWriter, r *http.Request) error {
 	var req RecallRequest
 	if err := decode(r, &req); err != nil {
+		return err
+	}
+	if err := req.checkRanges(); err != nil {
 		return err
 	}
 	opts, err := req.options()

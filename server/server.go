@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	_ "embed"
 	"encoding/json"
@@ -141,20 +142,28 @@ func (h *Handler) route(pattern string, a Access, fn func(http.ResponseWriter, *
 		ctx, cancel := context.WithTimeout(r.Context(), h.opts.RequestTimeout)
 		defer cancel()
 		r = r.WithContext(ctx)
-		r.Body = http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes)
-		status := http.StatusOK
+		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		r.Body = http.MaxBytesReader(rec, r.Body, h.opts.MaxBodyBytes)
 		err := authorize(r, a)
 		if err == nil {
-			err = fn(w, r)
+			err = fn(rec, r)
 		}
 		if err != nil {
-			status = statusOf(err)
+			status := statusOf(err)
 			if status >= 500 {
 				h.opts.Logger.Error("request failed", "route", name, "err", err)
 			}
-			writeError(w, status, err)
+			if rec.wrote {
+				// The answer has begun; it cannot become an error any more.
+				h.opts.Logger.Error("request failed after its response began", "route", name, "err", err)
+			} else {
+				writeError(rec, status, err)
+			}
 		}
-		h.metrics.observe(name, CallerFrom(r.Context()).Name, status, time.Since(start))
+		if rec.encodeErr != nil {
+			h.opts.Logger.Error("response could not be encoded; answered 500", "route", name, "err", rec.encodeErr)
+		}
+		h.metrics.observe(name, CallerFrom(r.Context()).Name, rec.status, time.Since(start))
 	})
 }
 
@@ -235,12 +244,24 @@ func writeError(w http.ResponseWriter, status int, err error) {
 	writeJSON(w, status, map[string]string{"error": err.Error()})
 }
 
+// writeJSON encodes v whole before writing anything, so a value that cannot
+// be encoded (an infinite float) is answered 500 and logged by the route
+// wrapper, never a 200 with an empty or cut body.
 func writeJSON(w http.ResponseWriter, status int, v any) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		if rec, ok := w.(*statusRecorder); ok {
+			rec.encodeErr = err
+		}
+		status = http.StatusInternalServerError
+		buf.Reset()
+		buf.WriteString(`{"error":"the response could not be encoded as JSON"}` + "\n")
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(v)
+	_, _ = w.Write(buf.Bytes())
 }
 
 // decode reads one JSON object from the body into v, rejecting unknown
@@ -320,8 +341,9 @@ func ListenAndServe(ctx context.Context, addr string, h *Handler, grace time.Dur
 // statusRecorder remembers the status a wrapped handler wrote, for metrics.
 type statusRecorder struct {
 	http.ResponseWriter
-	status int
-	wrote  bool
+	status    int
+	wrote     bool
+	encodeErr error // set by writeJSON when a value could not be encoded
 }
 
 func (r *statusRecorder) WriteHeader(code int) {

@@ -19,6 +19,7 @@ import (
 type app struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
+	rawStdout      io.Writer // stdout before afterConfig wrapped it, or nil
 
 	dir        string
 	configPath string
@@ -42,7 +43,11 @@ func (a *app) rootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
-			return a.resolveConfig(cmd)
+			if err := a.resolveConfig(cmd); err != nil {
+				return err
+			}
+			a.afterConfig(cmd)
+			return nil
 		},
 	}
 	pf := root.PersistentFlags()

@@ -49,7 +49,7 @@ func (a *app) sessionsCommand() *cobra.Command {
 				if name == "" {
 					name = `""`
 				}
-				fmt.Fprintf(tw, "%s\t%d\t%s\n", name, x.Memories, x.Newest.UTC().Format(timeLayout))
+				fmt.Fprintf(tw, "%s\t%d\t%s\n", sanitize(name), x.Memories, x.Newest.UTC().Format(timeLayout))
 			}
 			return tw.Flush()
 		},
@@ -275,7 +275,7 @@ func (a *app) archiveCommand() *cobra.Command {
 				fmt.Fprintln(a.stdout, "(archive is empty)")
 			}
 			for _, m := range ms {
-				fmt.Fprintf(a.stdout, "%s  %s  %s\n", m.ID, m.Session, oneLine(m.Text, 70))
+				fmt.Fprintf(a.stdout, "%s  %s  %s\n", m.ID, sanitize(m.Session), oneLine(m.Text, 70))
 			}
 			return nil
 		}}
@@ -358,7 +358,7 @@ func (a *app) exportCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			w := a.stdout
+			w := a.exactStdout()
 			var f *os.File
 			if out != "" && out != "-" {
 				if f, err = os.OpenFile(out, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600); err != nil {

@@ -256,22 +256,24 @@ func printResults(w io.Writer, rs []memory.Result, explain bool) {
 		text := oneLine(r.Text, 80)
 		if explain {
 			s := r.Score
-			fmt.Fprintf(tw, "%d\t%.4f\t%.4f\t%.4f\t%.4f\t%.3f\t%.3f\t%s\t%s\n", i+1, s.Final, s.Vector, s.Keyword, s.Fused, s.Decay, s.Weight, r.Session, text)
+			fmt.Fprintf(tw, "%d\t%.4f\t%.4f\t%.4f\t%.4f\t%.3f\t%.3f\t%s\t%s\n", i+1, s.Final, s.Vector, s.Keyword, s.Fused, s.Decay, s.Weight, sanitize(r.Session), text)
 		} else {
-			fmt.Fprintf(tw, "%d\t%.4f\t%s\t%s\n", i+1, r.Score.Final, r.Session, text)
+			fmt.Fprintf(tw, "%d\t%.4f\t%s\t%s\n", i+1, r.Score.Final, sanitize(r.Session), text)
 		}
 	}
 	tw.Flush()
 }
 
 // oneLine flattens whitespace and cuts s to at most n runes for a table cell.
+// oneLine shortens s to n runes on one line, with whitespace collapsed and
+// control characters escaped (sanitize).
 func oneLine(s string, n int) string {
 	s = strings.Join(strings.Fields(s), " ")
 	if utf8.RuneCountInString(s) <= n {
-		return s
+		return sanitize(s)
 	}
 	r := []rune(s)
-	return string(r[:n-1]) + "…"
+	return sanitize(string(r[:n-1])) + "…"
 }
 
 func (a *app) forgetCommand() *cobra.Command {

@@ -40,9 +40,6 @@ func (a *app) serveCommand() *cobra.Command {
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			logger := slog.New(slog.NewTextHandler(a.stderr, nil))
-			if cmd.Flags().Changed("token") {
-				logger.Warn("--token puts the secret on the command line, where other users see it (ps, shell history); use --token-file or ENGRAM_TOKEN")
-			}
 			if tokenFile != "" {
 				if token != "" {
 					return usagef("give --token or --token-file, not both")

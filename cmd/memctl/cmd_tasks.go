@@ -74,7 +74,7 @@ func (a *app) tasksCommand() *cobra.Command {
 			if err := s.DeleteTask(cmd.Context(), args[0]); err != nil {
 				return err
 			}
-			fmt.Fprintf(a.stdout, "deleted task %s\n", args[0])
+			fmt.Fprintf(a.stdout, "deleted task %s\n", sanitize(args[0]))
 			return nil
 		}}
 	cmd.AddCommand(list, show, start, step, finish, del)
@@ -100,7 +100,7 @@ func (a *app) listTasks(cmd *cobra.Command) error {
 	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tSTATUS\tSTEPS\tNEXT\tUPDATED\tGOAL")
 	for _, t := range tasks {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", t.ID, t.Status, len(t.Steps), t.Next, t.Updated.UTC().Format(timeLayout), oneLine(t.Goal, 50))
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", sanitize(t.ID), t.Status, len(t.Steps), sanitize(t.Next), t.Updated.UTC().Format(timeLayout), oneLine(t.Goal, 50))
 	}
 	return tw.Flush()
 }
@@ -117,16 +117,16 @@ func (a *app) withTask(cmd *cobra.Command, f func(*memory.Store) (memory.Task, e
 	if a.jsonOut {
 		return a.printJSON(t)
 	}
-	fmt.Fprintf(a.stdout, "task %s (%s): %s\n", t.ID, t.Status, t.Goal)
+	fmt.Fprintf(a.stdout, "task %s (%s): %s\n", sanitize(t.ID), t.Status, sanitize(t.Goal))
 	for _, st := range t.Steps {
 		res := ""
 		if len(st.Result) > 0 {
 			res = " -> " + oneLine(string(st.Result), 60)
 		}
-		fmt.Fprintf(a.stdout, "  [%s] %s%s\n", st.Status, st.Name, res)
+		fmt.Fprintf(a.stdout, "  [%s] %s%s\n", st.Status, sanitize(st.Name), res)
 	}
 	if t.Next != "" {
-		fmt.Fprintf(a.stdout, "  next: %s\n", t.Next)
+		fmt.Fprintf(a.stdout, "  next: %s\n", sanitize(t.Next))
 	}
 	return nil
 }

@@ -44,11 +44,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	err := root.ExecuteContext(ctx)
+	app.flushStdout()
 	app.close()
 	if err == nil {
 		return exitOK
 	}
-	fmt.Fprintln(stderr, "memctl:", err)
+	fmt.Fprintln(stderr, "memctl:", sanitize(err.Error()))
 	var ue *usageError
 	switch {
 	case errors.As(err, &ue) || isCobraUsageError(err):

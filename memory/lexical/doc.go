@@ -43,8 +43,14 @@
 //
 // # Caveats
 //
-//   - A text with no tokens (empty, punctuation only, only stopwords) maps
-//     to the zero vector, whose cosine with anything is 0.
+//   - A text with no tokens (punctuation or emoji only, only stopwords, a
+//     run of letters longer than the tokenizer keeps) falls back to the
+//     character 1- to 3-grams of its non-space runs, so "🎉", "..." or a
+//     200 KB text without spaces can be stored and recalled; features that
+//     cancel exactly give a fixed unit vector. Only an empty or all-space
+//     text maps to the zero vector. (Version 1 includes this fallback: such
+//     texts had the zero vector before, which a cosine collection refuses
+//     to store, so no stored vector changed.)
 //   - Fingerprint covers Version, keyword.AnalyzerVersion and every
 //     parameter: a change to any of them makes stored vectors incompatible,
 //     and the memory layer's model lock refuses to mix them.

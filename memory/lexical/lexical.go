@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/engramdb/engram/keyword"
@@ -71,7 +72,9 @@ func (e *Embedder) Fingerprint() string {
 }
 
 // Embed returns one L2-normalized vector per text, in order. A text without
-// any token (empty, punctuation, only stopwords) gets the zero vector. Embed
+// any token (punctuation or emoji only, only stopwords) gets a vector of its
+// raw character n-grams; only a text of whitespace alone gets the zero
+// vector. Embed
 // checks ctx between texts and returns ctx's error, and no vectors, once it
 // is done.
 func (e *Embedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
@@ -93,7 +96,11 @@ const (
 	kindWord  = 'w'
 	kindNgram = 'n'
 	kindCJK   = 'c'
+	kindRaw   = 'r'
 )
+
+// Raw n-gram sizes for texts without tokens (see rawFeatures).
+const rawMinN, rawMaxN = 1, 3
 
 func (e *Embedder) embed(text string, counts map[uint64]float64) []float32 {
 	var bounded []byte
@@ -128,6 +135,9 @@ func (e *Embedder) embed(text string, counts map[uint64]float64) []float32 {
 			counts[g] += e.cfg.ngramWeight / float64(len(grams))
 		}
 	}
+	if len(counts) == 0 {
+		rawFeatures(text, counts)
+	}
 	v := make([]float32, e.dim)
 	var norm float64
 	acc := make([]float64, e.dim)
@@ -148,6 +158,13 @@ func (e *Embedder) embed(text string, counts map[uint64]float64) []float32 {
 		norm += a * a
 	}
 	if norm == 0 {
+		if len(counts) > 0 {
+			// Features that cancel exactly under signed hashing (or a text
+			// of only spaces): a fixed unit vector, never the zero vector
+			// a cosine index refuses.
+			h := hash(kindRaw, text)
+			v[(h>>1)%uint64(e.dim)] = 1
+		}
 		return v
 	}
 	inv := 1 / math.Sqrt(norm)
@@ -155,6 +172,31 @@ func (e *Embedder) embed(text string, counts map[uint64]float64) []float32 {
 		v[i] = float32(a * inv)
 	}
 	return v
+}
+
+// rawFeatures adds, for a text the tokenizer finds nothing in (emoji or
+// punctuation only, only stopwords, words longer than the tokenizer keeps),
+// the character 1- to 3-grams of each lower-cased run of non-space
+// characters, bounded as "<run>". Such a text then has a vector close to
+// those of texts with the same characters, instead of the zero vector a
+// cosine index cannot store or search with.
+func rawFeatures(text string, counts map[uint64]float64) {
+	var bounded []byte
+	var starts []int
+	for _, run := range strings.Fields(strings.ToLower(text)) {
+		bounded = append(append(append(bounded[:0], '<'), run...), '>')
+		starts = starts[:0]
+		for p := range string(bounded) {
+			starts = append(starts, p)
+		}
+		starts = append(starts, len(bounded))
+		runes := len(starts) - 1
+		for n := rawMinN; n <= rawMaxN && n <= runes; n++ {
+			for i := 0; i+n <= runes; i++ {
+				counts[hash(kindRaw, string(bounded[starts[i]:starts[i+n]]))]++
+			}
+		}
+	}
 }
 
 // hash is 64-bit FNV-1a over kind and s with a murmur3 finalizer to spread
