@@ -233,7 +233,7 @@ func (s *Store) Cleanup(ctx context.Context, p CleanupPolicy) (CleanupResult, er
 		ids[i] = ms[i].ID
 	}
 	if _, err := coll.Delete(ctx, ids); err != nil {
-		return CleanupResult{}, fmt.Errorf("memory: archived batch %s, deleting its memories: %w (they are safe; run Cleanup again)", res.Batch, err)
+		return CleanupResult{}, fmt.Errorf("memory: archived batch %s, deleting its memories: %w (they are safe; run the cleanup again)", res.Batch, err)
 	}
 	return stripped(res), nil
 }
@@ -425,7 +425,7 @@ func (s *Store) Restore(ctx context.Context, ids ...string) (int, error) {
 				got[j] = take[j].ID
 			}
 			if _, err := ac.Delete(ctx, got); err != nil {
-				return restored, fmt.Errorf("memory: restored %d memories, removing them from the archive: %w (run Restore again)", restored, err)
+				return restored, fmt.Errorf("memory: restored %d memories, removing them from the archive: %w (run the restore again)", restored, err)
 			}
 		}
 	}

@@ -475,15 +475,39 @@ const (
 type OpenOptions struct {
 	Options
 	Engine engine.Options
+	// EmbedderFrom, when set and Options.Embedder is nil, builds the embedder from the spec
+	// recorded in the store (Store.RecordEmbedder; nil when none is recorded). Returning nil
+	// means the built-in lexical embedder.
+	EmbedderFrom func(recorded *EmbedderSpec) (Embedder, error)
 }
 
 // Open opens (or creates) a store in dir backed by the embedded engine, and a Store over it;
 // without an Embedder it uses the built-in lexical one (package memory/lexical) and, unless set,
 // fusion weights of 0.3 (vector) and 0.7 (keyword). Close closes both.
 func Open(dir string, opts OpenOptions) (*Store, error) {
+	db, err := engine.Open(dir, opts.Engine)
+	if err != nil {
+		return nil, err
+	}
+	b := NewEngineBackend(db)
+	if opts.Embedder == nil && opts.EmbedderFrom != nil {
+		var rec *EmbedderSpec
+		spec, ok, err := RecordedEmbedder(b)
+		if ok {
+			rec = &spec
+		}
+		if err == nil {
+			opts.Embedder, err = opts.EmbedderFrom(rec)
+		}
+		if err != nil {
+			_ = db.Close()
+			return nil, err
+		}
+	}
 	if opts.Embedder == nil {
 		e, err := lexical.New(lexical.Options{})
 		if err != nil {
+			_ = db.Close()
 			return nil, err
 		}
 		opts.Embedder = e
@@ -491,11 +515,7 @@ func Open(dir string, opts OpenOptions) (*Store, error) {
 			opts.VectorWeight, opts.KeywordWeight = LexicalVectorWeight, LexicalKeywordWeight
 		}
 	}
-	db, err := engine.Open(dir, opts.Engine)
-	if err != nil {
-		return nil, err
-	}
-	s, err := New(context.Background(), NewEngineBackend(db), opts.Options)
+	s, err := New(context.Background(), b, opts.Options)
 	if err != nil {
 		_ = db.Close()
 		return nil, err

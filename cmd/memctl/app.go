@@ -54,7 +54,7 @@ func (a *app) rootCommand() *cobra.Command {
 	pf.StringVar(&a.dir, "dir", defaultDataDir(), "store directory")
 	pf.StringVar(&a.configPath, "config", defaultConfigPath(), "JSON config file (keys are flag names)")
 	pf.BoolVar(&a.jsonOut, "json", false, "print JSON for scripts")
-	pf.StringVar(&a.embedder, "embedder", "lexical", "embedder: lexical (built in), onnx:MODEL_DIR, or ollama:MODEL")
+	pf.StringVar(&a.embedder, "embedder", "", "embedder: lexical (built in), onnx:MODEL_DIR, or ollama:MODEL (default: the one the store recorded, else lexical)")
 	pf.StringVar(&a.ollamaURL, "ollama-url", "", "Ollama server address (default $OLLAMA_HOST or http://127.0.0.1:11434)")
 	pf.StringVar(&a.weaviateToken, "weaviate-token", "", "API key for a Weaviate cluster (--dir weaviate://... or migrate)")
 	pf.IntVar(&a.replication, "replication", 1, "replication factor of collections created in a Weaviate cluster")
@@ -174,25 +174,40 @@ func loadConfigFile(path string, explicit bool) (map[string]string, error) {
 // openStore opens the store in a.dir once per invocation.
 func (a *app) openStore() (*memory.Store, error) { return a.openStoreWith(memory.Options{}) }
 
-// openStoreWith opens the store with opts, the embedder taken from --embedder.
+// openStoreWith opens the store with opts, the embedder taken from --embedder or else the one
+// the store recorded (see storeembedder.go), and records it.
 func (a *app) openStoreWith(opts memory.Options) (*memory.Store, error) {
 	if a.store != nil {
 		return a.store, nil
 	}
-	emb, err := a.newEmbedder(a.embedder)
-	if err != nil {
-		return nil, err
+	var used string
+	var rec *memory.EmbedderSpec
+	var given memory.Embedder
+	if a.embedder != "" { // a bad --embedder fails before anything is opened or created
+		e, err := a.newEmbedder(a.embedder)
+		if err != nil {
+			return nil, err
+		}
+		given = e
 	}
-	opts.Embedder = emb
+	from := func(r *memory.EmbedderSpec) (memory.Embedder, error) {
+		rec, used = r, a.embedderFor(r)
+		if given != nil {
+			return given, nil
+		}
+		return a.newEmbedder(used)
+	}
 	var s *memory.Store
+	var err error
 	if isRemote(a.dir) {
-		s, err = a.openRemote(a.dir, opts)
+		s, err = a.openRemote(a.dir, opts, from)
 	} else {
-		s, err = memory.Open(a.dir, memory.OpenOptions{Options: opts})
+		s, err = memory.Open(a.dir, memory.OpenOptions{Options: opts, EmbedderFrom: from})
 	}
 	if err != nil {
-		return nil, fmt.Errorf("opening store %s: %w", a.dir, err)
+		return nil, fmt.Errorf("opening store %s: %w", a.dir, a.explainMismatch(err, used, rec))
 	}
+	a.recordEmbedder(s, used)
 	a.store = s
 	return s, nil
 }

@@ -505,8 +505,8 @@ func (a *app) reembedCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "reembed --to EMBEDDER",
 		Short: "Re-embed every memory from its stored text with another model (resumable)",
-		Long: "reembed migrates the store to another embedding model: it opens the store with --embedder (the\n" +
-			"current model), embeds every memory's stored text with --to into a new collection and switches over\n" +
+		Long: "reembed migrates the store to another embedding model: it opens the store with its recorded embedder\n" +
+			"(or --embedder), embeds every memory's stored text with --to into a new collection and switches over\n" +
 			"atomically. After an interruption, run the same command again: it resumes.",
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -531,7 +531,8 @@ func (a *app) reembedCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(a.stdout, "re-embedded with %s; open the store with --embedder %s from now on\n", target.Fingerprint(), to)
+			a.recordEmbedder(s, to)
+			fmt.Fprintf(a.stdout, "re-embedded with %s (%s); later commands use it without --embedder\n", to, target.Fingerprint())
 			return nil
 		},
 	}
@@ -604,7 +605,7 @@ func (a *app) modelCommand() *cobra.Command {
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			spec := a.embedder
+			spec := a.embedderFor(nil)
 			if len(args) == 1 {
 				spec = "onnx:" + args[0]
 			}

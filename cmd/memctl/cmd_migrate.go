@@ -28,9 +28,21 @@ func (a *app) weaviateOptions() weaviate.Options {
 }
 
 // openRemote opens a store whose memories live in a Weaviate cluster.
-func (a *app) openRemote(url string, opts memory.Options) (*memory.Store, error) {
+func (a *app) openRemote(url string, opts memory.Options, from func(*memory.EmbedderSpec) (memory.Embedder, error)) (*memory.Store, error) {
 	b, err := weaviate.Open(context.Background(), url, a.weaviateOptions())
 	if err != nil {
+		return nil, err
+	}
+	var rec *memory.EmbedderSpec
+	spec, ok, err := memory.RecordedEmbedder(b)
+	if ok {
+		rec = &spec
+	}
+	if err == nil {
+		opts.Embedder, err = from(rec)
+	}
+	if err != nil {
+		b.Close()
 		return nil, err
 	}
 	s, err := memory.New(context.Background(), b, opts)
@@ -61,19 +73,26 @@ func (a *app) migrateCommand() *cobra.Command {
 				return usagef("--dir must be a local store to migrate from")
 			}
 			ctx := cmd.Context()
-			emb, err := a.newEmbedder(a.embedder)
-			if err != nil {
-				return err
-			}
 			db, err := engine.Open(filepath.Clean(a.dir), engine.Options{})
 			if err != nil {
 				return fmt.Errorf("opening store %s: %w", a.dir, err)
 			}
 			srcB := memory.NewEngineBackend(db)
 			defer srcB.Close()
-			src, err := memory.New(ctx, srcB, memory.Options{Embedder: emb})
+			var rec *memory.EmbedderSpec
+			if r, ok, err := memory.RecordedEmbedder(srcB); err != nil {
+				return err
+			} else if ok {
+				rec = &r
+			}
+			used := a.embedderFor(rec)
+			emb, err := a.newEmbedder(used)
 			if err != nil {
 				return err
+			}
+			src, err := memory.New(ctx, srcB, memory.Options{Embedder: emb})
+			if err != nil {
+				return a.explainMismatch(err, used, rec)
 			}
 			st, err := src.Stats(ctx)
 			if err != nil {

@@ -18,6 +18,11 @@
 // which win over the config file. The store lives in --dir, by default
 // $XDG_DATA_HOME/engram (~/.local/share/engram).
 //
+// A store records the embedder it was last opened or re-embedded with (kind
+// and model location, e.g. onnx and the model directory made absolute), so
+// every command opens it with that model when --embedder is not given; a
+// store without a record opens with the built-in lexical embedder.
+//
 // # Exit codes
 //
 // 0 success, 1 the operation failed, 2 the command line was wrong, 3 the
