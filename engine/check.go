@@ -289,7 +289,7 @@ func knownName(sub string, e fs.DirEntry) bool {
 		}
 		return false
 	case "seg":
-		base := strings.TrimSuffix(strings.TrimSuffix(name, ".tmp"), quarantineSuffix)
+		base := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(name, ".tmp"), quarantineSuffix), lostSuffix)
 		return !e.IsDir() && isSegName(base)
 	default: // wal
 		return !e.IsDir() && wal.IsSegmentName(name)

@@ -149,7 +149,7 @@ func (d *DB) buildReplacement(c *Collection, all bool) (*replacement, error) {
 			if node%1024 == 0 && (d.stopping.Load() || c.abort.Load()) {
 				return nil, errStopping
 			}
-			rec, err := s.record(node, ov, true, true)
+			rec, err := s.verifiedRecord(node, ov)
 			if err != nil {
 				return nil, err
 			}

@@ -86,9 +86,18 @@
 // # Repair
 //
 // Repair (on a closed store) truncates a damaged WAL at its first bad
-// record, moves segment files that fail their checks aside
-// (seg/NAME.corrupt, out of the manifest) and removes missing segment
-// files from the manifest, reporting what was lost.
+// record, rebuilds segment files that fail their checks and removes missing
+// segment files from the manifest, reporting what was lost. Derived data
+// (graph, int8 codes, keyword and namespace postings, sorted ids, column
+// ranks, record checksums) is rebuilt, never a reason to drop a record: a
+// damaged file's records whose primary data (ID, vector, text, metadata,
+// times) is proven intact, by their record checksums (format version 3) or
+// by the checksums of the primary sections (older files), are rewritten
+// into a new file. The others are named in RepairReport.LostRecords and
+// exported, as far as readable, to seg/NAME.lost (docs/format/quarantine.md);
+// a file that lost records is kept as seg/NAME.corrupt. Compact rebuilds
+// derived data too (it reads records only, each verified the same way)
+// and refuses to copy a record whose primary data is damaged.
 //
 // # Locks
 //

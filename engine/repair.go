@@ -17,14 +17,26 @@ type RepairReport struct {
 	// WALTruncatedAt is where the WAL was cut (records from there on were
 	// dropped); zero when the WAL was intact.
 	WALTruncatedAt wal.LSN
-	// QuarantinedSegments are segment files that failed their checks,
-	// renamed to NAME.corrupt in seg/ and removed from the manifest.
+	// RebuiltSegments are damaged segment files whose intact records
+	// Repair wrote into a new segment file (graph, keyword and namespace
+	// postings, columns and checksums built afresh), which replaces them.
+	RebuiltSegments []string
+	// QuarantinedSegments are damaged files that lost records, renamed to
+	// NAME.corrupt in seg/ (out of the manifest) for inspection. A damaged
+	// file that lost nothing is removed once its replacement is live.
 	QuarantinedSegments []string
+	// QuarantineFiles are the seg/NAME.lost files holding what is still
+	// readable of the lost records (docs/format/quarantine.md).
+	QuarantineFiles []string
 	// MissingSegments are segment files the manifest named that no longer
 	// exist; Repair removed them from the manifest.
 	MissingSegments []string
-	// DroppedRecords counts the live records the quarantined and missing
-	// segments held.
+	// LostRecords names the records whose primary data (ID, vector, text,
+	// metadata, times) was destroyed.
+	LostRecords []LostRecord
+	// DroppedRecords counts every live record lost: LostRecords, the
+	// records of missing files and those of files too damaged to locate
+	// any record in (whose IDs are unknown).
 	DroppedRecords int
 }
 
@@ -32,8 +44,11 @@ const quarantineSuffix = ".corrupt"
 
 // Repair makes a damaged, closed store openable again, losing as little as
 // possible: it truncates the WAL at its first damaged record (keeping
-// everything before it) and moves every segment that fails its checksums
-// or structure checks aside (seg/NAME.corrupt, out of the manifest). It
+// everything before it) and rebuilds every segment that fails its
+// checksums or structure checks: the records whose primary data is intact
+// go into a new file with graph, postings and columns rebuilt; only
+// records whose primary data was destroyed are lost, named in the report
+// and exported (what is readable of them) to seg/NAME.lost. It
 // takes the directory lock itself (ErrLocked while the store is open). On a
 // healthy store it changes nothing. A damaged MANIFEST is not repaired:
 // restore it from a backup.
@@ -57,6 +72,7 @@ func Repair(dir string, opts Options) (RepairReport, error) {
 	}
 	d := &DB{dir: dir, opts: opts}
 	changed := false
+	var after []func() error // once the manifest naming the rebuilt files is durable
 	for ci := range m.colls {
 		mc := &m.colls[ci]
 		kept := mc.segs[:0:0]
@@ -78,25 +94,53 @@ func Repair(dir string, opts Options) (RepairReport, error) {
 				s.close()
 			}
 			// An intact file whose graph misses some live nodes keeps its
-			// records (compaction rebuilds the graph); quarantining it
-			// would drop them.
+			// records (compaction rebuilds the graph).
 			var ue *UnreachableError
 			if errors.As(err, &ue) {
 				err = nil
 			}
 			var ce *CorruptionError
-			if err != nil && !errors.As(err, &ce) && !errors.Is(err, ErrVersion) {
+			if err != nil && !errors.As(err, &ce) {
 				return rep, err // an I/O problem, not damage: change nothing
 			}
 			if err == nil {
 				kept = append(kept, ms)
 				continue
 			}
-			if rerr := opts.FS.Rename(path, path+quarantineSuffix); rerr != nil {
-				return rep, fmt.Errorf("engine: repair: quarantine %s: %w", path, rerr)
+			if errors.Is(err, ErrVersion) && !knownSectionSet(path) {
+				return rep, fmt.Errorf("engine: repair: %s: %w (open it with the build that wrote it)", path, err)
 			}
-			rep.QuarantinedSegments = append(rep.QuarantinedSegments, path)
-			rep.DroppedRecords += int(ms.count) - len(ms.deleted)
+			// Damaged: keep every record whose primary data is intact, in
+			// a new file with everything derived rebuilt.
+			sv, err := salvageSegment(path, mc.cfg, ms)
+			if err != nil {
+				return rep, err
+			}
+			file := m.nextFile
+			ns, err := rebuildSegment(&opts, d.segDir(), mc.cfg, sv, ms.file, file)
+			if err != nil {
+				return rep, err
+			}
+			if ns != nil {
+				m.nextFile++
+				kept = append(kept, *ns)
+			}
+			q, err := writeQuarantine(opts.FS, d.segDir(), sv)
+			if err != nil {
+				return rep, fmt.Errorf("engine: repair: quarantine %s: %w", path, err)
+			}
+			if q != "" {
+				rep.QuarantineFiles = append(rep.QuarantineFiles, q)
+			}
+			rep.RebuiltSegments = append(rep.RebuiltSegments, path)
+			rep.LostRecords = append(rep.LostRecords, sv.lost...)
+			rep.DroppedRecords += len(sv.lost) + sv.unknown
+			if len(sv.lost) > 0 || sv.unknown > 0 {
+				rep.QuarantinedSegments = append(rep.QuarantinedSegments, path)
+				after = append(after, func() error { return opts.FS.Rename(path, path+quarantineSuffix) })
+			} else {
+				after = append(after, func() error { return opts.FS.Remove(path) })
+			}
 			changed = true
 		}
 		mc.segs = kept
@@ -107,6 +151,16 @@ func Repair(dir string, opts Options) (RepairReport, error) {
 		}
 		if err := writeFileAtomic(opts.FS, dir, manifestName, encodeManifest(m)); err != nil {
 			return rep, fmt.Errorf("engine: repair: write manifest: %w", err)
+		}
+		for _, f := range after {
+			if err := f(); err != nil {
+				return rep, fmt.Errorf("engine: repair: %w", err)
+			}
+		}
+		if len(after) > 0 {
+			if err := opts.FS.SyncDir(d.segDir()); err != nil {
+				return rep, fmt.Errorf("engine: repair: %w", err)
+			}
 		}
 	}
 	walDir := filepath.Join(dir, "wal")

@@ -54,6 +54,8 @@ type segment struct {
 	// nothing is answered from a section whose checksum was not verified.
 	verified  [secLastKnown + 1]sync.Once
 	verifyErr [secLastKnown + 1]error
+	vecOnce   sync.Once // the vectors alone (hnsw View.VerifyVectors)
+	vecErr    error
 
 	deleted []uint64 // bitset over nodes; nil while none
 	ndel    int
@@ -750,4 +752,38 @@ func (s *segment) matcher(f *Filter) func(node uint32) bool {
 		return colMatcher(f, s.cols)
 	}
 	return func(node uint32) bool { return f.match(s.getter(node)) }
+}
+
+// verifiedRecord is record with vector and text, its primary data proven
+// intact first: by its record checksum (version 3), which does not trust
+// the graph section's checksum (the codes and lists beside the vectors are
+// derived, and compaction rebuilds them), or, in older files, by the
+// checksums of the primary sections and of the vectors. Access stats come
+// from ov when set.
+func (s *segment) verifiedRecord(node uint32, ov map[string]access) (Record, error) {
+	if s.sums == nil || s.need(secSums) != nil { // no (intact) record checksums
+		if err := s.need(recordSections...); err != nil {
+			return Record{}, err
+		}
+		s.vecOnce.Do(func() {
+			if err := s.view.VerifyVectors(); err != nil {
+				s.vecErr = &CorruptionError{File: s.sf.path, Err: fmt.Errorf("graph section: %v", err)}
+			}
+		})
+		if s.vecErr != nil {
+			return Record{}, s.vecErr
+		}
+		return s.record(node, ov, true, true)
+	}
+	r, err := s.record(node, nil, true, true)
+	if err != nil {
+		return Record{}, err
+	}
+	if recordSum(&r, r.Vector) != s.sums.at(node) {
+		return Record{}, &CorruptionError{File: s.sf.path, Err: fmt.Errorf("node %d (%q) does not match its record checksum", node, r.ID)}
+	}
+	if a, ok := ov[r.ID]; ok {
+		r.AccessCount, r.LastAccess = a.count, fromUnixNano(a.last)
+	}
+	return r, nil
 }

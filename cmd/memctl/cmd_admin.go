@@ -120,9 +120,11 @@ func (a *app) checkCommand() *cobra.Command {
 func (a *app) repairCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "repair",
-		Short: "Make a damaged store openable: cut the WAL at its first bad record, move bad segments aside",
+		Short: "Make a damaged store openable: cut the WAL at its first bad record, rebuild damaged segments",
 		Long: "repair works on a closed store (stop `memctl serve` first). It keeps everything before the first\n" +
-			"damaged WAL record and renames segments that fail their checks to seg/NAME.corrupt. Take a backup\n" +
+			"damaged WAL record and rebuilds segments that fail their checks from their intact records (graph,\n" +
+			"postings and columns are derived and rebuilt); only records whose own data is destroyed are lost,\n" +
+			"listed, and exported to seg/NAME.lost; a file that lost records is kept as seg/NAME.corrupt. Take a backup\n" +
 			"of the directory first if you can. On a healthy store it changes nothing.",
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -133,21 +135,34 @@ func (a *app) repairCommand() *cobra.Command {
 			if a.jsonOut {
 				return a.printJSON(rep)
 			}
-			if rep.WALTruncatedAt == 0 && len(rep.QuarantinedSegments) == 0 && len(rep.MissingSegments) == 0 {
+			if rep.WALTruncatedAt == 0 && len(rep.RebuiltSegments) == 0 && len(rep.MissingSegments) == 0 {
 				fmt.Fprintln(a.stdout, "store is healthy; nothing changed")
 				return nil
 			}
 			if rep.WALTruncatedAt != 0 {
 				fmt.Fprintf(a.stdout, "WAL cut at %v: records from there on were dropped\n", rep.WALTruncatedAt)
 			}
+			for _, seg := range rep.RebuiltSegments {
+				fmt.Fprintf(a.stdout, "segment %s was damaged: its intact records were rewritten with everything derived rebuilt\n", seg)
+			}
 			for _, seg := range rep.QuarantinedSegments {
-				fmt.Fprintf(a.stdout, "segment %s moved aside (.corrupt)\n", seg)
+				fmt.Fprintf(a.stdout, "segment %s lost records: kept aside as %s.corrupt\n", seg, filepath.Base(seg))
 			}
 			for _, seg := range rep.MissingSegments {
 				fmt.Fprintf(a.stdout, "segment %s is missing: removed from the manifest\n", seg)
 			}
+			for _, l := range rep.LostRecords {
+				id := l.ID
+				if !l.IDKnown {
+					id += " (id bytes damaged)"
+				}
+				fmt.Fprintf(a.stdout, "lost record %q (node %d of %s)\n", id, l.Node, filepath.Base(l.Segment))
+			}
+			for _, q := range rep.QuarantineFiles {
+				fmt.Fprintf(a.stdout, "what is readable of the lost records: %s (JSON lines)\n", q)
+			}
 			if rep.DroppedRecords > 0 {
-				fmt.Fprintf(a.stdout, "%d records were lost with those segments; restore them from a backup or export\n", rep.DroppedRecords)
+				fmt.Fprintf(a.stdout, "%d records were lost; restore them from a backup or export\n", rep.DroppedRecords)
 			}
 			return nil
 		},

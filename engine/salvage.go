@@ -1,0 +1,438 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/bits"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/engramdb/engram/hnsw"
+	"github.com/engramdb/engram/wal"
+)
+
+// Salvage: what Repair reads back from a damaged segment file. Derived
+// sections (the graph's codes and lists, keyword and namespace postings,
+// the sorted id table, column ranks, record checksums) are never trusted
+// for anything but speed and are rebuilt; a record is kept when its
+// primary data (ID, vector, text, metadata, times) is proven intact: by
+// its record checksum (version 3), or by the checksums of every primary
+// section (older versions). Format of the quarantine file:
+// docs/format/quarantine.md.
+
+// LostRecord is a record Repair could not keep: part of its primary data
+// was destroyed.
+type LostRecord struct {
+	Segment string // the damaged segment file
+	Node    uint32 // its node in that file
+	// ID is the record's ID as read; IDKnown is false when the id section
+	// itself is damaged, so that the bytes read may not be the ID.
+	ID      string
+	IDKnown bool
+}
+
+// salvaged is the outcome of salvageSegment.
+type salvaged struct {
+	path    string
+	damaged []sectionKind // sections failing their checksums or unreadable
+	intact  []Record      // with Vector (stored form)
+	lost    []LostRecord
+	export  []quarantined // what is readable of the lost records
+	// unknown counts live records that could not even be located (the
+	// container is gone): their IDs are unknown.
+	unknown int
+	lsn     uint64
+}
+
+// quarantined is one line of a quarantine file.
+type quarantined struct {
+	Segment        string                     `json:"segment"`
+	Node           uint32                     `json:"node"`
+	ID             string                     `json:"id"`
+	DamagedSection []string                   `json:"damaged_sections"`
+	Readable       []string                   `json:"readable"`
+	Text           string                     `json:"text,omitempty"`
+	Meta           map[string]json.RawMessage `json:"meta,omitempty"`
+	Vector         []float32                  `json:"vector,omitempty"`
+	Created        string                     `json:"created,omitempty"`
+	Updated        string                     `json:"updated,omitempty"`
+	LastAccess     string                     `json:"last_access,omitempty"`
+	AccessCount    uint64                     `json:"access_count"`
+}
+
+// findContainer locates the last intact trailer and section table in b
+// when the file's end is not one (garbage appended after it).
+func findContainer(b []byte) (map[sectionKind][]byte, []sectionEntry, error) {
+	end := len(b)
+	for tries := 0; tries < 1024; tries++ {
+		i := bytes.LastIndex(b[:end], []byte(segMagic))
+		if i <= 8 {
+			break
+		}
+		if secs, entries, err := parseSegment(b[:i+len(segMagic)]); err == nil {
+			return secs, entries, nil
+		}
+		end = i + len(segMagic) - 1
+	}
+	return nil, nil, errors.New("no intact section table")
+}
+
+// salvageSegment reads the segment file of ms (a collection cfg) and
+// sorts its live records into intact and lost. An error is returned only
+// for I/O failures: damage of any extent is an outcome.
+func salvageSegment(path string, cfg CollectionConfig, ms manifestSeg) (*salvaged, error) {
+	sv := &salvaged{path: path}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("engine: repair: %w", err)
+	}
+	n := int(ms.count)
+	liveCount := n - len(ms.deleted)
+	secs, entries, err := parseSegment(b)
+	if err != nil && !errors.Is(err, ErrVersion) {
+		secs, entries, err = findContainer(b)
+	}
+	if err != nil {
+		// Nothing can be located: every live record is lost, unnamed.
+		sv.damaged = []sectionKind{secInfo, secGraph, secIDs, secText, secTimes, secColumns}
+		sv.unknown = liveCount
+		return sv, nil
+	}
+	bad := map[sectionKind]bool{}
+	for _, e := range entries {
+		if crc(secs[e.kind]) != e.crc {
+			bad[e.kind] = true
+		}
+	}
+	kinds := make([]section, 0, len(entries))
+	for _, e := range entries {
+		kinds = append(kinds, section{kind: e.kind})
+	}
+	version := sectionsVersion(kinds) // by its sections: the version field may be what is damaged
+	dead := make([]uint64, (n+63)/64)
+	markDead := func(node uint32) {
+		if int(node) < n {
+			dead[node>>6] |= 1 << (node & 63)
+		}
+	}
+	for _, node := range ms.deleted {
+		markDead(node)
+	}
+	if !bad[secInfo] {
+		if h, err := parseInfo(secs[secInfo], version); err == nil {
+			for _, node := range h.dead {
+				markDead(node)
+			}
+			sv.lsn = uint64(h.lsn)
+		}
+	}
+
+	// Vectors: through the View when its header reads, else where the
+	// layout puts them; verified by the vectors checksum or per record.
+	var vectors func(node uint32) []float32
+	vecOK := false
+	if g := secs[secGraph]; g != nil {
+		if v, err := hnsw.OpenViewUnverified(g); err == nil && v.Len() == n && v.Dim() == cfg.Dim {
+			vecOK = !bad[secGraph] || v.VerifyVectors() == nil
+			vectors = v.Vector
+		} else if all, err := hnsw.RecoverVectors(g, n, cfg.Dim); err == nil {
+			vectors = func(node uint32) []float32 { return all[int(node)*cfg.Dim : int(node+1)*cfg.Dim] }
+		}
+	}
+	if !vecOK {
+		sv.damaged = append(sv.damaged, secGraph)
+	}
+
+	ids, idErr := parseIDs(secs[secIDs], n)
+	texts, textErr := parseTexts(secs[secText], n)
+	times, timeErr := parseTimes(secs[secTimes], n)
+	var cols []column
+	var rows *rowSection
+	var metaErr error
+	metaKind := secColumns
+	if version == segVersionV1 {
+		metaKind = secMeta
+		rows, metaErr = parseRows(secs[secMeta], n)
+	} else if cols, metaErr = parseColumns(secs[secColumns], n); metaErr == nil {
+		for i := range cols {
+			cols[i].recomputeRanks() // derived: never trusted in a damaged file
+		}
+	}
+	primary := map[sectionKind]bool{
+		secIDs: idErr == nil && !bad[secIDs], secText: textErr == nil && !bad[secText],
+		secTimes: timeErr == nil && !bad[secTimes], metaKind: metaErr == nil && !bad[metaKind],
+	}
+	for _, k := range []sectionKind{secIDs, secText, secTimes, metaKind} {
+		if !primary[k] {
+			sv.damaged = append(sv.damaged, k)
+		}
+	}
+	allPrimary := vecOK && primary[secIDs] && primary[secText] && primary[secTimes] && primary[metaKind]
+	var sums *sumSection
+	if version >= segVersion && !bad[secSums] {
+		if s, err := parseSums(secs[secSums], n); err == nil {
+			sums = &s
+		}
+	}
+	for _, k := range []sectionKind{secKeyword, secNamespace, secSums, secInfo} {
+		if bad[k] {
+			sv.damaged = append(sv.damaged, k)
+		}
+	}
+	slices.Sort(sv.damaged)
+	sv.damaged = slices.Compact(sv.damaged)
+	if idErr == nil && !bad[secIDs] && version < segVersion {
+		for _, node := range ids.deadNodes() {
+			markDead(node)
+		}
+	}
+
+	blocks := map[uint64][]byte{}
+	textOf := func(node uint32) (string, bool) {
+		if textErr != nil {
+			return "", false
+		}
+		blk, off, ln := texts.where(node)
+		if ln == 0 {
+			return "", true
+		}
+		raw, ok := blocks[blk]
+		if !ok {
+			comp := texts.block(blk)
+			if comp != nil {
+				raw, _ = zstdDecoder().DecodeAll(comp, nil)
+			}
+			blocks[blk] = raw
+		}
+		t := slice(raw, off, off+ln)
+		return string(t), t != nil
+	}
+	for node := uint32(0); node < uint32(n); node++ {
+		if dead[node>>6]&(1<<(node&63)) != 0 {
+			continue
+		}
+		r := Record{}
+		readable := []string{}
+		ok := true
+		if idErr == nil {
+			id := ids.id(node)
+			r.ID = string(id)
+			ok = ok && id != nil && validateID(r.ID) == nil
+		} else {
+			ok = false
+		}
+		if vectors != nil {
+			if v := vectors(node); len(v) == cfg.Dim {
+				r.Vector = slices.Clone(v)
+			}
+		}
+		if r.Vector == nil {
+			ok = false
+		}
+		text, tok := textOf(node)
+		r.Text, ok = text, ok && tok
+		switch {
+		case rows != nil:
+			if mb := rows.row(node); len(mb) > 0 {
+				d := dec{b: mb}
+				r.Meta = readMeta(&d)
+				ok = ok && d.err == nil
+			}
+		case cols != nil:
+			m, err := colMeta(cols, node)
+			r.Meta, ok = m, ok && err == nil
+		default:
+			ok = false
+		}
+		if timeErr == nil {
+			r.Created = fromUnixNano(int64(at64(times.created, node)))
+			r.Updated = fromUnixNano(int64(at64(times.updated, node)))
+			r.LastAccess = fromUnixNano(int64(at64(times.lastAccess, node)))
+			r.AccessCount = at64(times.count, node)
+		} else {
+			ok = false
+		}
+		var intact bool
+		if sums != nil {
+			intact = ok && recordSum(&r, r.Vector) == sums.at(node)
+		} else {
+			intact = ok && allPrimary
+		}
+		if intact {
+			sv.intact = append(sv.intact, r)
+			continue
+		}
+		for _, p := range []struct {
+			name string
+			ok   bool
+		}{{"id", primary[secIDs]}, {"vector", vecOK}, {"text", primary[secText]}, {"meta", primary[metaKind]}, {"times", primary[secTimes]}} {
+			if p.ok {
+				readable = append(readable, p.name)
+			}
+		}
+		sv.lost = append(sv.lost, LostRecord{Segment: path, Node: node, ID: r.ID, IDKnown: primary[secIDs]})
+		sv.export = append(sv.export, exportRecord(path, node, &r, sv.damaged, readable))
+	}
+	return sv, nil
+}
+
+// recomputeRanks rebuilds a bitmap column's rank table from its words.
+func (c *column) recomputeRanks() {
+	if c.words == nil {
+		return
+	}
+	ranks := make([]byte, len(c.ranks))
+	var r uint32
+	for w := 0; 8*w+8 <= len(c.words) && 4*w+4 <= len(ranks); w++ {
+		binary.LittleEndian.PutUint32(ranks[4*w:], r)
+		r += uint32(bits.OnesCount64(le.Uint64(c.words[8*w:])))
+	}
+	c.ranks = ranks
+}
+
+func exportRecord(path string, node uint32, r *Record, damaged []sectionKind, readable []string) quarantined {
+	q := quarantined{Segment: filepath.Base(path), Node: node, ID: r.ID, Readable: readable, Text: r.Text,
+		Vector: r.Vector, AccessCount: r.AccessCount}
+	for _, k := range damaged {
+		q.DamagedSection = append(q.DamagedSection, k.String())
+	}
+	stamp := func(t time.Time) string {
+		if t.IsZero() {
+			return ""
+		}
+		return t.Format(time.RFC3339Nano)
+	}
+	q.Created, q.Updated, q.LastAccess = stamp(r.Created), stamp(r.Updated), stamp(r.LastAccess)
+	if len(r.Meta) > 0 {
+		q.Meta = map[string]json.RawMessage{}
+		for k, v := range r.Meta {
+			q.Meta[k] = valueJSON(v)
+		}
+	}
+	return q
+}
+
+// valueJSON writes a metadata value as {"<kind>": value}.
+func valueJSON(v Value) json.RawMessage {
+	var x any
+	switch v.kind {
+	case KindString:
+		x = map[string]string{"string": v.s}
+	case KindInt:
+		x = map[string]int64{"int": v.n}
+	case KindFloat:
+		x = map[string]any{"float": v.f}
+	case KindBool:
+		x = map[string]bool{"bool": v.n != 0}
+	case KindTime:
+		x = map[string]int64{"time_unix_ns": v.n}
+	case KindStringList:
+		x = map[string][]string{"list": v.list}
+	}
+	b, err := json.Marshal(x)
+	if err != nil { // a non-finite float read from damaged bytes
+		b, _ = json.Marshal(map[string]string{"unreadable": v.kind.String()})
+	}
+	return b
+}
+
+// lostSuffix names the quarantine file of a segment: seg/NAME.lost.
+const lostSuffix = ".lost"
+
+// writeQuarantine writes what is readable of the lost records of sv as
+// JSON lines into seg/NAME.lost (atomically), returning its path; nothing
+// when no record was lost by name.
+func writeQuarantine(fsys FS, segDir string, sv *salvaged) (string, error) {
+	if len(sv.export) == 0 {
+		return "", nil
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	for i := range sv.export {
+		if err := enc.Encode(&sv.export[i]); err != nil {
+			return "", err
+		}
+	}
+	name := filepath.Base(sv.path) + lostSuffix
+	if err := writeFileAtomic(fsys, segDir, name, buf.Bytes()); err != nil {
+		return "", err
+	}
+	return filepath.Join(segDir, name), nil
+}
+
+// rebuildSegment writes the intact records of sv as a new segment file
+// numbered file (superseding sv's), graph, postings and columns built
+// afresh; it returns the manifest entry (nil when no record survived).
+func rebuildSegment(opts *Options, segDir string, cfg CollectionConfig, sv *salvaged, old, file uint64) (*manifestSeg, error) {
+	if len(sv.intact) == 0 {
+		return nil, nil
+	}
+	mem, err := newMemtable(cfg, opts)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range sv.intact {
+		if err := mem.insert(r, r.Vector); err != nil {
+			return nil, fmt.Errorf("engine: repair: rebuild %s: %w", sv.path, err)
+		}
+	}
+	w := segWrite{file: file, lsn: wal.LSN(sv.lsn), replaces: []uint64{old}}
+	size, err := writeSegmentFile(opts.FS, segDir, segName(file), buildSections(cfg, mem, opts.NamespaceField, w))
+	if err != nil {
+		_ = opts.FS.Remove(filepath.Join(segDir, segName(file)))
+		return nil, fmt.Errorf("engine: repair: rebuild %s: %w", sv.path, err)
+	}
+	return &manifestSeg{file: file, count: uint32(len(mem.recs)), size: uint64(size)}, nil
+}
+
+// knownSectionSet reports whether the file at path holds exactly the
+// sections of a version this build knows (whatever its version field
+// says): a damaged version field, not a file of a newer build.
+func knownSectionSet(path string) bool {
+	sf, err := openSegFileAnyVersion(path)
+	if err != nil {
+		return false
+	}
+	kinds := make([]section, 0, len(sf))
+	for _, k := range sf {
+		kinds = append(kinds, section{kind: k})
+	}
+	want := requiredSections[sectionsVersion(kinds)]
+	if len(want) != len(sf) {
+		return false
+	}
+	for _, k := range want {
+		if !slices.Contains(sf, k) {
+			return false
+		}
+	}
+	return true
+}
+
+// openSegFileAnyVersion returns the section kinds of the file at path,
+// ignoring its version field.
+func openSegFileAnyVersion(path string) ([]sectionKind, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if len(b) < 12 {
+		return nil, errShort
+	}
+	b = slices.Clone(b)
+	binary.LittleEndian.PutUint32(b[8:], segVersion)
+	_, entries, err := parseSegment(b)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]sectionKind, len(entries))
+	for i, e := range entries {
+		out[i] = e.kind
+	}
+	return out, nil
+}
