@@ -12,7 +12,7 @@
 //
 // # Directory
 //
-//	LOCK        flock'ed by the open handle; holds its pid (for ErrLocked)
+//	LOCK        flock'ed by the open handle; holds its pid and a note (SetLockNote, ReadLock)
 //	MANIFEST    live segments, per-record state, KV namespace, WAL checkpoint
 //	wal/        the write-ahead log (package wal)
 //	seg/NNNNNNNN.seg   immutable segment files (docs/format/segment.md)

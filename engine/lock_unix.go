@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-	"strings"
 	"syscall"
 )
 
@@ -23,7 +22,12 @@ func lockDir(path string) (*dirLock, error) {
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		holder := "unknown"
 		if b, rerr := os.ReadFile(path); rerr == nil && len(b) > 0 {
-			holder = strings.TrimSpace(string(b))
+			if info := parseLock(b); info.PID != "" {
+				holder = info.PID
+				if info.Note != "" {
+					holder += " (" + info.Note + ")"
+				}
+			}
 		}
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
@@ -33,10 +37,22 @@ func lockDir(path string) (*dirLock, error) {
 	}
 	// The pid is informational (for the ErrLocked message); the flock is
 	// what excludes.
-	if err := f.Truncate(0); err == nil {
-		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	l := &dirLock{f: f}
+	_ = l.write("")
+	return l, nil
+}
+
+// write replaces the lock file's text with our pid and note (one line).
+func (l *dirLock) write(note string) error {
+	if err := l.f.Truncate(0); err != nil {
+		return err
 	}
-	return &dirLock{f: f}, nil
+	text := strconv.Itoa(os.Getpid()) + "\n"
+	if note != "" {
+		text += note + "\n"
+	}
+	_, err := l.f.WriteAt([]byte(text), 0)
+	return err
 }
 
 func (l *dirLock) unlock() error {

@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/engramdb/engram/memory"
+	"github.com/engramdb/engram/server/dashboard"
 )
 
 // Defaults for Options' zero values.
@@ -55,6 +56,8 @@ type Options struct {
 	Registry *prometheus.Registry
 	// Logger logs failed requests; nil discards.
 	Logger *slog.Logger
+	// Admin configures the admin routes and jobs (admin.go).
+	Admin AdminOptions
 }
 
 // Handler is the service's http.Handler.
@@ -68,6 +71,8 @@ type Handler struct {
 	// routes is the route table: every pattern with its declared Access.
 	routes     []routeInfo
 	lastKeyErr atomic.Pointer[string]
+	jobs       *jobs
+	series     *series
 }
 
 // New returns the service handler for opts.
@@ -97,6 +102,9 @@ func New(opts Options) (*Handler, error) {
 		return nil, err
 	}
 	h.metrics = m
+	h.jobs = newJobs(opts.Logger.Warn)
+	h.series = newSeries(opts.Store, opts.Admin.SampleEvery, opts.Admin.SamplesKept)
+	go h.series.run(h.jobs.base)
 
 	// Every route declares the right it needs and where its session comes
 	// from (Access, auth.go); the security tests walk this table.
@@ -122,6 +130,12 @@ func New(opts Options) (*Handler, error) {
 	h.route("DELETE /v1/tasks/{id}", accessWrite, h.deleteTask)
 	h.route("GET /v1/stats", accessAdmin, h.stats)
 	h.mcpRoute("/mcp", newMCP(opts.Store, nil))
+	h.adminRoutes()
+	// The dashboard's files: no data, and ServeHTTP serves them without a key
+	// (a browser navigating cannot send one); the page sends the user's key
+	// with every API call.
+	h.route("GET /{$}", accessDoc, dashboardRoute)
+	h.route("GET /ui/", accessDoc, dashboardRoute)
 	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Errorf("no route %s %s (see /openapi.json)", r.Method, r.URL.Path))
 	})
@@ -137,6 +151,7 @@ func (h *Handler) route(pattern string, a Access, fn func(http.ResponseWriter, *
 	}
 	h.routes = append(h.routes, routeInfo{Pattern: pattern, Access: a})
 	name := pattern
+	isRecall := pattern == "POST /v1/recall"
 	h.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		ctx, cancel := context.WithTimeout(r.Context(), h.opts.RequestTimeout)
@@ -164,6 +179,9 @@ func (h *Handler) route(pattern string, a Access, fn func(http.ResponseWriter, *
 			h.opts.Logger.Error("response could not be encoded; answered 500", "route", name, "err", rec.encodeErr)
 		}
 		h.metrics.observe(name, CallerFrom(r.Context()).Name, rec.status, time.Since(start))
+		if isRecall && rec.status == http.StatusOK {
+			h.series.observeRecall(time.Since(start))
+		}
 	})
 }
 
@@ -199,7 +217,9 @@ func (h *Handler) mcpRoute(pattern string, s *mcp.Server) {
 
 // ServeHTTP checks Host, Origin and content type (see guard), then the
 // bearer key, then dispatches with the key's Caller in the request context.
-// /healthz is open to all.
+// /healthz is open to all, and the dashboard's files (/ and /ui/) to every
+// request that passes the guard: they hold no data, and a browser cannot
+// send a key when it navigates.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == "/healthz" {
 		h.mux.ServeHTTP(w, r)
@@ -207,6 +227,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if status, err := h.guard.check(r); err != nil {
 		writeError(w, status, err)
+		return
+	}
+	if dashboard.IsAsset(r) {
+		h.mux.ServeHTTP(w, r)
 		return
 	}
 	c, err := h.authenticate(r)
@@ -232,8 +256,10 @@ func statusOf(err error) int {
 		return http.StatusForbidden
 	case errors.Is(err, ErrUnauthorized):
 		return http.StatusUnauthorized
-	case errors.Is(err, memory.ErrNotFound):
+	case errors.Is(err, memory.ErrNotFound), errors.Is(err, errNotFound):
 		return http.StatusNotFound
+	case errors.Is(err, errConflict):
+		return http.StatusConflict
 	case errors.Is(err, context.DeadlineExceeded):
 		return http.StatusGatewayTimeout
 	}
@@ -332,7 +358,11 @@ func ListenAndServe(ctx context.Context, addr string, h *Handler, grace time.Dur
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
+	err = srv.Shutdown(sctx)
+	if jerr := h.Close(sctx); err == nil {
+		err = jerr
+	}
+	if err != nil {
 		return fmt.Errorf("server: shutdown: %w", err)
 	}
 	return nil
@@ -367,3 +397,8 @@ func (r *statusRecorder) Flush() {
 
 // Unwrap gives http.ResponseController the underlying writer.
 func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// Close cancels the running job and stops the time series, waiting for the
+// job until ctx ends. ListenAndServe calls it on shutdown; call it before
+// closing the store when serving h some other way.
+func (h *Handler) Close(ctx context.Context) error { return h.jobs.shutdown(ctx) }

@@ -33,10 +33,11 @@ func newStore(t testing.TB) *memory.Store {
 }
 
 type testServer struct {
-	t     testing.TB
-	url   string
-	token string
-	store *memory.Store
+	t       testing.TB
+	url     string
+	token   string
+	store   *memory.Store
+	handler *Handler
 }
 
 func newTestServer(t testing.TB, opts Options) *testServer {
@@ -49,8 +50,8 @@ func newTestServer(t testing.TB, opts Options) *testServer {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	return &testServer{t: t, url: srv.URL, token: opts.Token, store: opts.Store}
+	t.Cleanup(func() { srv.Close(); h.Close(context.Background()) })
+	return &testServer{t: t, url: srv.URL, token: opts.Token, store: opts.Store, handler: h}
 }
 
 // do sends body (JSON-encoded unless it is a string) and decodes the answer

@@ -30,6 +30,9 @@ type app struct {
 	weaviateToken string
 	replication   int
 
+	server    string // run commands through this server's API (client.go)
+	serverKey string
+
 	store        *memory.Store
 	closeBackend func() error
 }
@@ -58,6 +61,8 @@ func (a *app) rootCommand() *cobra.Command {
 	pf.StringVar(&a.ollamaURL, "ollama-url", "", "Ollama server address (default $OLLAMA_HOST or http://127.0.0.1:11434)")
 	pf.StringVar(&a.weaviateToken, "weaviate-token", "", "API key for a Weaviate cluster (--dir weaviate://... or migrate)")
 	pf.IntVar(&a.replication, "replication", 1, "replication factor of collections created in a Weaviate cluster")
+	pf.StringVar(&a.server, "server", "", "run admin commands through this memctl serve (http://HOST:PORT); by default they do when the server holds --dir")
+	pf.StringVar(&a.serverKey, "server-token", "", "token or API key sent to the server (default $ENGRAM_TOKEN)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err.Error()} })
 
 	root.AddCommand(

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -17,6 +16,7 @@ import (
 	"github.com/engramdb/engram/engine"
 	"github.com/engramdb/engram/memory"
 	"github.com/engramdb/engram/onnx"
+	"github.com/engramdb/engram/server"
 )
 
 func (a *app) adminCommands() []*cobra.Command {
@@ -31,11 +31,11 @@ func (a *app) sessionsCommand() *cobra.Command {
 	return &cobra.Command{
 		Use: "sessions", Short: "List sessions with their memory counts", Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, err := a.openStore()
+			ops, err := a.adminOps(cmd.Context())
 			if err != nil {
 				return err
 			}
-			ss, err := s.Sessions(cmd.Context())
+			ss, err := ops.sessions(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -60,11 +60,11 @@ func (a *app) statsCommand() *cobra.Command {
 	return &cobra.Command{
 		Use: "stats", Short: "Show counts, sizes and the embedding model of the store", Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, err := a.openStore()
+			ops, err := a.adminOps(cmd.Context())
 			if err != nil {
 				return err
 			}
-			st, err := s.Stats(cmd.Context())
+			st, dir, err := ops.stats(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -73,7 +73,7 @@ func (a *app) statsCommand() *cobra.Command {
 			}
 			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 			for _, row := range [][2]any{
-				{"store", a.dir}, {"collection", st.Collection}, {"embedder", st.Fingerprint}, {"dimension", st.Dim},
+				{"store", dir}, {"collection", st.Collection}, {"embedder", st.Fingerprint}, {"dimension", st.Dim},
 				{"memories", st.Memories}, {"sessions", st.Sessions}, {"archived", st.Archived}, {"tasks", st.Tasks},
 				{"disk bytes", st.Backend.DiskBytes}, {"segments", st.Backend.Segments}, {"wal bytes", st.Backend.WALBytes},
 				{"memory bytes", st.Backend.MemBytes},
@@ -89,26 +89,26 @@ func (a *app) checkCommand() *cobra.Command {
 	return &cobra.Command{
 		Use: "check", Short: "Verify checksums, index structure and the manifest", Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, err := a.openStore()
+			ops, err := a.adminOps(cmd.Context())
 			if err != nil {
 				return err
 			}
-			err = s.Check(cmd.Context())
-			var unreachable *engine.UnreachableError
-			if errors.As(err, &unreachable) {
+			res, err := ops.check(cmd.Context())
+			if err != nil {
+				return err
+			}
+			switch res.Problem {
+			case "":
+			case "unreachable":
 				// Intact files, but the vector graph leaves records out: not
 				// corruption, and repair would not help.
+				u := res.Unreachable
 				return fmt.Errorf("files intact, but %d of %d memories in %s cannot be found by vector search "+
-					"(keyword search, get and export still find them); `memctl compact` rebuilds the graph", unreachable.Unreachable, unreachable.Live, unreachable.File)
+					"(keyword search, get and export still find them); `memctl compact` rebuilds the graph", u.Unreachable, u.Live, u.File)
+			default:
+				return fmt.Errorf("check failed: %s (try `memctl repair` after a backup)", res.Error)
 			}
-			if err != nil {
-				return fmt.Errorf("check failed: %w (try `memctl repair` after a backup)", err)
-			}
-			unknown, err := engine.UnknownFiles(a.dir)
-			if err != nil {
-				return err
-			}
-			for _, name := range unknown {
+			for _, name := range res.Unknown {
 				fmt.Fprintf(a.stdout, "unknown %s: not written by engram; ignored, never removed\n", name)
 			}
 			fmt.Fprintln(a.stdout, "ok")
@@ -173,31 +173,19 @@ func (a *app) compactCommand() *cobra.Command {
 	return &cobra.Command{
 		Use: "compact", Short: "Flush, then merge segments and drop deleted records to give disk back", Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, err := a.openStore()
+			ops, err := a.adminOps(cmd.Context())
 			if err != nil {
 				return err
 			}
-			before, err := s.Stats(cmd.Context())
-			if err != nil {
-				return err
-			}
-			bar := a.progress(2, "compacting")
-			if err := s.Flush(cmd.Context()); err != nil {
-				return err
-			}
-			bar.Add(1)
-			if err := s.Compact(cmd.Context()); err != nil {
-				return err
-			}
-			bar.Add(1)
-			after, err := s.Stats(cmd.Context())
+			bar := a.lazyProgress("compacting")
+			res, err := ops.compact(cmd.Context(), bar.set)
 			if err != nil {
 				return err
 			}
 			if a.jsonOut {
-				return a.printJSON(map[string]any{"before": before.Backend, "after": after.Backend})
+				return a.printJSON(map[string]any{"before": res.Before, "after": res.After})
 			}
-			fmt.Fprintf(a.stdout, "disk %d -> %d bytes, segments %d -> %d\n", before.Backend.DiskBytes, after.Backend.DiskBytes, before.Backend.Segments, after.Backend.Segments)
+			fmt.Fprintf(a.stdout, "disk %d -> %d bytes, segments %d -> %d\n", res.Before.DiskBytes, res.After.DiskBytes, res.Before.Segments, res.After.Segments)
 			return nil
 		},
 	}
@@ -222,19 +210,20 @@ func (a *app) cleanupCommand() *cobra.Command {
 				}
 				p.OlderThan = d
 			}
+			var sess *string
 			if cmd.Flags().Changed("session") {
-				p.Filter = memory.Eq(memory.FieldSession, session)
+				sess = &session
 			}
-			s, err := a.openStore()
+			ops, err := a.adminOps(cmd.Context())
 			if err != nil {
 				return err
 			}
-			res, err := s.Cleanup(cmd.Context(), p)
+			res, err := ops.cleanup(cmd.Context(), p, sess)
 			if err != nil {
 				return err
 			}
 			if a.jsonOut {
-				return a.printJSON(map[string]any{"dry_run": dryRun, "batch": res.Batch, "memories": toMemoryJSON(res.Memories)})
+				return a.printJSON(map[string]any{"dry_run": dryRun, "batch": res.Batch, "memories": res.Memories})
 			}
 			verb := "archived"
 			if dryRun {
@@ -257,16 +246,9 @@ func (a *app) cleanupCommand() *cobra.Command {
 
 // parseAge accepts Go durations plus a "d" suffix for days.
 func parseAge(s string) (time.Duration, error) {
-	if n, ok := strings.CutSuffix(s, "d"); ok {
-		var days float64
-		if _, err := fmt.Sscanf(n, "%g", &days); err != nil || days <= 0 {
-			return 0, usagef("invalid age %q (e.g. 180d or 72h)", s)
-		}
-		return time.Duration(days * 24 * float64(time.Hour)), nil
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d <= 0 {
-		return 0, usagef("invalid age %q (e.g. 180d or 72h)", s)
+	d, err := server.ParseAge(s)
+	if err != nil {
+		return 0, usagef("%v", err)
 	}
 	return d, nil
 }
@@ -275,16 +257,16 @@ func (a *app) archiveCommand() *cobra.Command {
 	cmd := &cobra.Command{Use: "archive", Short: "The cold archive: list and restore memories moved by cleanup"}
 	list := &cobra.Command{Use: "list", Short: "List archived memories", Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, err := a.openStore()
+			ops, err := a.adminOps(cmd.Context())
 			if err != nil {
 				return err
 			}
-			ms, err := s.Archived(cmd.Context())
+			ms, err := ops.archived(cmd.Context())
 			if err != nil {
 				return err
 			}
 			if a.jsonOut {
-				return a.printJSON(toMemoryJSON(ms))
+				return a.printJSON(ms)
 			}
 			if len(ms) == 0 {
 				fmt.Fprintln(a.stdout, "(archive is empty)")
@@ -300,20 +282,15 @@ func (a *app) archiveCommand() *cobra.Command {
 			if len(args) == 0 && !all {
 				return usagef("restore needs memory IDs or --all")
 			}
-			s, err := a.openStore()
+			ops, err := a.adminOps(cmd.Context())
 			if err != nil {
 				return err
 			}
 			if all {
-				ms, err := s.Archived(cmd.Context())
-				if err != nil {
-					return err
-				}
-				for _, m := range ms {
-					args = append(args, m.ID)
-				}
+				args = nil
 			}
-			n, err := s.Restore(cmd.Context(), args...)
+			bar := a.lazyProgress("restoring")
+			n, err := ops.restore(cmd.Context(), args, bar.set)
 			if err != nil {
 				return err
 			}
@@ -325,40 +302,14 @@ func (a *app) archiveCommand() *cobra.Command {
 	return cmd
 }
 
-// memoryJSON is the export line format: one memory, vector optional.
-type memoryJSON struct {
-	ID          string    `json:"id"`
-	Session     string    `json:"session"`
-	Text        string    `json:"text"`
-	Source      string    `json:"source,omitempty"`
-	Tags        []string  `json:"tags,omitempty"`
-	Importance  float64   `json:"importance,omitempty"`
-	Created     time.Time `json:"created"`
-	Updated     time.Time `json:"updated"`
-	LastAccess  time.Time `json:"last_access,omitzero"`
-	AccessCount uint64    `json:"access_count,omitempty"`
-	Vector      []float32 `json:"vector,omitempty"`
-}
-
-func fromMemory(m memory.Memory, withVector bool) memoryJSON {
-	j := memoryJSON{ID: m.ID, Session: m.Session, Text: m.Text, Source: m.Source, Tags: m.Tags,
-		Importance: m.Importance, Created: m.Created, Updated: m.Updated, LastAccess: m.LastAccess, AccessCount: m.AccessCount}
-	if withVector {
-		j.Vector = m.Vector
-	}
-	return j
-}
-
-func (j memoryJSON) toMemory() memory.Memory {
-	return memory.Memory{ID: j.ID, Session: j.Session, Text: j.Text, Source: j.Source, Tags: j.Tags,
-		Importance: j.Importance, Created: j.Created, Updated: j.Updated, LastAccess: j.LastAccess,
-		AccessCount: j.AccessCount, Vector: j.Vector}
-}
+// memoryJSON is the export line format: one memory, vector optional (the
+// service's format, so that export and import work through it too).
+type memoryJSON = server.MemoryJSON
 
 func toMemoryJSON(ms []memory.Memory) []memoryJSON {
 	out := make([]memoryJSON, 0, len(ms))
 	for _, m := range ms {
-		out = append(out, fromMemory(m, false))
+		out = append(out, server.FromMemory(m, false))
 	}
 	return out
 }
@@ -369,7 +320,7 @@ func (a *app) exportCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use: "export", Short: "Write every memory, conversation and task as JSON Lines (stdout or --out)", Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, err := a.openStore()
+			ops, err := a.adminOps(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -382,25 +333,11 @@ func (a *app) exportCommand() *cobra.Command {
 				w = f
 			}
 			bw := bufio.NewWriter(w)
-			enc := json.NewEncoder(bw)
-			enc.SetEscapeHTML(false)
-			var filter *memory.Filter
+			var sess *string
 			if cmd.Flags().Changed("session") {
-				filter = memory.Eq(memory.FieldSession, session)
+				sess = &session
 			}
-			n := 0
-			err = s.Scan(cmd.Context(), filter, func(m memory.Memory) error {
-				n++
-				return enc.Encode(fromMemory(m, vectors))
-			})
-			var convs, tasks int
-			if err == nil {
-				var only *string
-				if filter != nil {
-					only = &session
-				}
-				convs, tasks, err = exportRecords(cmd.Context(), s, enc, only)
-			}
+			n, convs, tasks, err := ops.export(cmd.Context(), bw, sess, vectors)
 			if err == nil {
 				err = bw.Flush()
 			}
@@ -468,25 +405,18 @@ func (a *app) importCommand() *cobra.Command {
 				if j.ID == "" || strings.TrimSpace(j.Text) == "" {
 					return fmt.Errorf("%s line %d: a memory needs an id and text", args[0], line)
 				}
-				ms = append(ms, j.toMemory())
+				ms = append(ms, j.Memory())
 			}
 			if err := sc.Err(); err != nil {
 				return err
 			}
-			s, err := a.openStore()
+			ops, err := a.adminOps(cmd.Context())
 			if err != nil {
 				return err
 			}
-			bar := a.progress(int64(len(ms)), "importing")
-			for i := 0; i < len(ms); i += importBatch {
-				end := min(i+importBatch, len(ms))
-				if err := s.Import(cmd.Context(), ms[i:end]); err != nil {
-					return fmt.Errorf("importing memories %d-%d: %w (the ones before were written)", i+1, end, err)
-				}
-				bar.Add(end - i)
-			}
-			if err := importRecords(cmd.Context(), s, recs); err != nil {
-				return fmt.Errorf("importing conversations and tasks: %w (the memories were written)", err)
+			bar := a.lazyProgress("importing")
+			if err := ops.importMemories(cmd.Context(), ms, recs, bar.set); err != nil {
+				return err
 			}
 			if a.jsonOut {
 				return a.printJSON(map[string]int{"imported": len(ms), "records": len(recs)})
@@ -498,21 +428,40 @@ func (a *app) importCommand() *cobra.Command {
 }
 
 func (a *app) backupCommand() *cobra.Command {
-	return &cobra.Command{
+	var serverSide bool
+	cmd := &cobra.Command{
 		Use: "backup DIR", Short: "Copy the store consistently into a new directory while it is open",
+		Long: "backup copies the store into DIR, a new or empty directory. When a running `memctl serve` holds the\n" +
+			"store, the copy streams from it into DIR here; with --server-side, DIR is a directory under the server's\n" +
+			"--backup-root instead and the copy stays on the server.",
 		Args: exactArgs(1, "backup takes the destination directory"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := a.openStore()
+			ops, err := a.adminOps(cmd.Context())
 			if err != nil {
 				return err
 			}
-			if err := s.Backup(cmd.Context(), args[0]); err != nil {
+			if serverSide {
+				r, ok := ops.(*remoteOps)
+				if !ok {
+					return usagef("--server-side needs a running server (it holds the store, or --server names it)")
+				}
+				dir, err := r.serverBackup(cmd.Context(), args[0])
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(a.stdout, "backed up to %s on the server\n", dir)
+				return nil
+			}
+			bar := a.lazyBytes("backing up")
+			if err := ops.backup(cmd.Context(), args[0], bar.set); err != nil {
 				return err
 			}
 			fmt.Fprintf(a.stdout, "backed up to %s\n", args[0])
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&serverSide, "server-side", false, "write the backup on the server, under its --backup-root")
+	return cmd
 }
 
 func (a *app) reembedCommand() *cobra.Command {
@@ -522,32 +471,23 @@ func (a *app) reembedCommand() *cobra.Command {
 		Short: "Re-embed every memory from its stored text with another model (resumable)",
 		Long: "reembed migrates the store to another embedding model: it opens the store with its recorded embedder\n" +
 			"(or --embedder), embeds every memory's stored text with --to into a new collection and switches over\n" +
-			"atomically. After an interruption, run the same command again: it resumes.",
+			"atomically. After an interruption, run the same command again: it resumes. Through a running server,\n" +
+			"--to names a model on the server's machine.",
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if to == "" {
 				return usagef("reembed needs --to (lexical, onnx:DIR or ollama:MODEL)")
 			}
-			target, err := a.newEmbedder(to)
+			ops, err := a.adminOps(cmd.Context())
 			if err != nil {
 				return err
 			}
-			s, err := a.openStore()
+			bar := a.lazyProgress("re-embedding")
+			fp, err := ops.reembed(cmd.Context(), to, bar.set)
 			if err != nil {
 				return err
 			}
-			var bar interface{ Set(int) error }
-			err = s.Reembed(cmd.Context(), target, func(done, total int) {
-				if bar == nil {
-					bar = a.progress(int64(total), "re-embedding")
-				}
-				bar.Set(done)
-			})
-			if err != nil {
-				return err
-			}
-			a.recordEmbedder(s, to)
-			fmt.Fprintf(a.stdout, "re-embedded with %s (%s); later commands use it without --embedder\n", to, target.Fingerprint())
+			fmt.Fprintf(a.stdout, "re-embedded with %s (%s); later commands use it without --embedder\n", to, fp)
 			return nil
 		},
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -26,17 +27,20 @@ func (a *app) serveCommand() *cobra.Command {
 		addr, token string
 		tokenFile   string
 		keysFile    string
+		backupRoot  string
 		allowHosts  []string
 		maxBody     int64
 		timeout     time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
-		Short: "Serve the store over HTTP (JSON API, /metrics, /openapi.json, MCP at /mcp)",
+		Short: "Serve the store over HTTP (JSON API, admin API, web dashboard at /, /metrics, MCP at /mcp)",
 		Long: "serve binds 127.0.0.1:7077 by default, open to the local user. With keys (--keys FILE, managed by\n" +
 			"`memctl keys`; used by default when " + defaultKeysPath() + " exists) or an admin token\n" +
 			"(--token-file FILE or ENGRAM_TOKEN) every request needs `Authorization: Bearer KEY`, and a key reaches\n" +
-			"only its sessions with its rights. Binding any other address requires keys or a token.",
+			"only its sessions with its rights. Binding any other address requires keys or a token." +
+			"\nWhile it runs, the store's LOCK file names its address, and memctl admin commands on the same --dir\n" +
+			"(stats, check, compact, cleanup, archive, export, import, backup, reembed) run through its API.",
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			logger := slog.New(slog.NewTextHandler(a.stderr, nil))
@@ -65,13 +69,21 @@ func (a *app) serveCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			h, err := server.New(server.Options{Store: s, Token: token, KeysFile: keysFile, AllowedHosts: allowHosts, MaxBodyBytes: maxBody, RequestTimeout: timeout, Logger: logger})
+			admin := server.AdminOptions{StoreDir: a.dir, BackupRoot: backupRoot, NewEmbedder: a.newEmbedder,
+				Reembedded: func(spec string) { a.recordEmbedder(s, spec) }}
+			h, err := server.New(server.Options{Store: s, Token: token, KeysFile: keysFile, AllowedHosts: allowHosts, MaxBodyBytes: maxBody, RequestTimeout: timeout, Logger: logger, Admin: admin})
 			if err != nil {
 				return err
 			}
 			err = server.ListenAndServe(cmd.Context(), addr, h, 10*time.Second, func(bound net.Addr) {
-				logger.Info("serving", "addr", "http://"+bound.String(), "store", a.dir, "auth", authMode(token, keysFile))
+				url := serveURL(bound)
+				// memctl commands that find the store locked come here.
+				if err := s.SetLockNote(lockNotePrefix + url); err != nil && !errors.Is(err, memory.ErrUnsupported) {
+					logger.Warn("recording the address in LOCK", "err", err)
+				}
+				logger.Info("serving", "addr", url, "dashboard", url+"/", "store", a.dir, "auth", authMode(token, keysFile))
 			})
+			_ = s.SetLockNote("")
 			if err != nil {
 				return err
 			}
@@ -88,10 +100,28 @@ func (a *app) serveCommand() *cobra.Command {
 	f.StringVar(&token, "token", "", "admin bearer token (visible in ps: prefer --token-file or ENGRAM_TOKEN)")
 	f.StringVar(&tokenFile, "token-file", "", "file holding the admin bearer token")
 	f.StringVar(&keysFile, "keys", defaultKeysPath(), "key file (see `memctl keys`)")
+	f.StringVar(&backupRoot, "backup-root", "", "directory under which POST /v1/admin/backup (memctl backup --server-side) may write backups")
 	f.StringSliceVar(&allowHosts, "allow-host", nil, "extra host names clients may use in Host/Origin (loopback names and the bound address are always allowed)")
 	f.Int64Var(&maxBody, "max-body", server.DefaultMaxBodyBytes, "largest request body in bytes")
 	f.DurationVar(&timeout, "timeout", server.DefaultRequestTimeout, "per-request timeout")
 	return cmd
+}
+
+// serveURL is the URL clients on this machine reach a listener on: an
+// unspecified address (0.0.0.0, ::) is reached through loopback.
+func serveURL(bound net.Addr) string {
+	host, port, err := net.SplitHostPort(bound.String())
+	if err != nil {
+		return "http://" + bound.String()
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		if ip.To4() != nil {
+			host = "127.0.0.1"
+		} else {
+			host = "::1"
+		}
+	}
+	return "http://" + net.JoinHostPort(host, port)
 }
 
 func (a *app) mcpCommand() *cobra.Command {
