@@ -26,32 +26,6 @@ type Summarizer interface {
 	Summarize(ctx context.Context, previous string, turns []Turn) (string, error)
 }
 
-// ExtractiveSummarizer is a model-free Summarizer: it appends one line per turn, "role: " and the
-// turn's first MaxChars characters (default 160), to the previous summary. It loses meaning a
-// language model would keep, but it is deterministic, instant and needs nothing installed.
-type ExtractiveSummarizer struct{ MaxChars int }
-
-// Summarize implements Summarizer.
-func (e ExtractiveSummarizer) Summarize(_ context.Context, previous string, turns []Turn) (string, error) {
-	n := e.MaxChars
-	if n <= 0 {
-		n = 160
-	}
-	var b strings.Builder
-	b.WriteString(previous)
-	for _, t := range turns {
-		if b.Len() > 0 {
-			b.WriteByte('\n')
-		}
-		text := oneLine(t.Text)
-		if utf8.RuneCountInString(text) > n {
-			text = string([]rune(text)[:n]) + "…"
-		}
-		fmt.Fprintf(&b, "%s: %s", t.Role, text)
-	}
-	return b.String(), nil
-}
-
 // Conversation is a session's short-term memory: a summary of the compressed older turns and the
 // recent turns verbatim, oldest first.
 type Conversation struct {
@@ -76,8 +50,10 @@ func turnTokens(t Turn) int { return EstimateTokens(t.Role) + EstimateTokens(t.T
 // AddTurn appends a turn to the session's conversation buffer and stores it durably. When the
 // buffer exceeds Options.ShortTermTokens, the oldest turns are compressed through the Summarizer
 // until the recent turns take at most half the budget (the newest turn is always kept verbatim),
-// and a summary longer than half the budget keeps only its most recent part. A zero Time means
-// the store's clock. Empty roles or texts are rejected.
+// into a summary of at most half the budget: a BudgetSummarizer is given that budget, any other
+// Summarizer's result is fitted to it line by line, shortening every line rather than dropping
+// the oldest (see ExtractiveSummarizer). A zero Time means the store's clock. Empty roles or
+// texts are rejected.
 func (s *Store) AddTurn(ctx context.Context, session string, t Turn) (Conversation, error) {
 	if err := checkSession(session); err != nil {
 		return Conversation{}, err
@@ -106,11 +82,11 @@ func (s *Store) AddTurn(ctx context.Context, session string, t Turn) (Conversati
 			recent += turnTokens(c.Turns[keep])
 		}
 		old := c.Turns[:keep]
-		sum, err := s.opts.Summarizer.Summarize(ctx, c.Summary, old)
+		sum, err := summarizeWithin(ctx, s.opts.Summarizer, c.Summary, old, budget/2)
 		if err != nil {
 			return Conversation{}, fmt.Errorf("memory: summarizing %d turns: %w", len(old), err)
 		}
-		c.Summary = tailTokens(sum, budget/2)
+		c.Summary = sum
 		c.Compressed += len(old)
 		c.Turns = append([]Turn(nil), c.Turns[keep:]...)
 	}
@@ -201,27 +177,4 @@ func (s *Store) conversationTimes(c *Conversation) (created, updated time.Time) 
 		return now, now
 	}
 	return c.Turns[0].Time, c.Turns[len(c.Turns)-1].Time
-}
-
-// tailTokens keeps the end of s that fits in n estimated tokens, cut at a line start when one is
-// near.
-func tailTokens(s string, n int) string {
-	if EstimateTokens(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	lo, hi := 0, len(r) // find the longest suffix that fits
-	for lo < hi {
-		mid := (lo + hi) / 2
-		if EstimateTokens(string(r[mid:])) <= n {
-			hi = mid
-		} else {
-			lo = mid + 1
-		}
-	}
-	tail := string(r[lo:])
-	if i := strings.IndexByte(tail, '\n'); i >= 0 && i < len(tail)/2 {
-		tail = tail[i+1:]
-	}
-	return tail
 }

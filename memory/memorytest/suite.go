@@ -797,10 +797,22 @@ func testShortTermOverflowSummarizes(t *testing.T, newBackend func(*testing.T) m
 	if last.Text != "message number 11 with some words" || !last.Time.Equal(clk.Now()) {
 		t.Fatalf("newest turn %+v", last)
 	}
-	// The extractive summary carries the newest compressed turn verbatim.
-	newestCompressed := fmt.Sprintf("message number %d with some words", conv.Compressed-1)
-	if !strings.Contains(conv.Summary, newestCompressed) {
-		t.Fatalf("summary %q lacks %q", conv.Summary, newestCompressed)
+	// The extractive summary accounts for every compressed turn (a line each, or a folded
+	// "earlier (N turns)" line) and keeps the newest compressed turn's number.
+	accounted := 0
+	for _, l := range strings.Split(conv.Summary, "\n") {
+		var n int
+		if _, err := fmt.Sscanf(l, "earlier (%d turns):", &n); err == nil {
+			accounted += n
+		} else {
+			accounted++
+		}
+	}
+	if accounted != conv.Compressed || !strings.Contains(conv.Summary, fmt.Sprintf(": %d", conv.Compressed-1)) {
+		t.Fatalf("summary %q of %d compressed turns accounts for %d", conv.Summary, conv.Compressed, accounted)
+	}
+	if memory.EstimateTokens(conv.Summary) > 30 {
+		t.Fatalf("summary of %d tokens, budget 30", memory.EstimateTokens(conv.Summary))
 	}
 	got, err := s.Context(ctx, "chat1")
 	if err != nil || got.Summary != conv.Summary || len(got.Turns) != len(conv.Turns) {
