@@ -314,6 +314,9 @@ func (c *Collection) DeleteWhere(f *Filter) (int, error) {
 // at. Unknown IDs are ignored. All of it is one WAL record with the
 // resulting counts; segments are never rewritten for it.
 func (c *Collection) Touch(ids []string, at time.Time) error {
+	if err := CheckTime(at); err != nil {
+		return fmt.Errorf("engine: touch: %w", err)
+	}
 	for _, id := range ids {
 		if err := validateID(id); err != nil {
 			return err

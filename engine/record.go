@@ -100,6 +100,14 @@ func validateRecord(cfg CollectionConfig, r *Record) ([]float32, error) {
 	if err := validateMeta(r.Meta); err != nil {
 		return nil, fmt.Errorf("%w: record %q: %v", ErrInvalid, r.ID, err)
 	}
+	for _, t := range []struct {
+		name string
+		t    time.Time
+	}{{"Created", r.Created}, {"Updated", r.Updated}, {"LastAccess", r.LastAccess}} {
+		if err := CheckTime(t.t); err != nil {
+			return nil, fmt.Errorf("record %q: %s: %w", r.ID, t.name, err)
+		}
+	}
 	return v, nil
 }
 

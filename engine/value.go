@@ -70,8 +70,37 @@ func Bool(b bool) Value {
 }
 
 // Time returns a time Value, stored with nanosecond precision as an instant
-// (the location is dropped; values come back in UTC).
-func Time(t time.Time) Value { return Value{kind: KindTime, n: t.UnixNano()} }
+// (the location is dropped; values come back in UTC). A time outside
+// MinTime..MaxTime makes an invalid Value that Upsert and filters refuse
+// (ErrInvalid), never a wrapped one.
+func Time(t time.Time) Value {
+	if err := CheckTime(t); err != nil {
+		return Value{kind: KindTime, s: errOutOfRange}
+	}
+	return Value{kind: KindTime, n: t.UnixNano()}
+}
+
+// errOutOfRange marks a time Value built from an unrepresentable time (its
+// string field is otherwise unused).
+const errOutOfRange = "out of range"
+
+// MinTime and MaxTime bound the times the engine stores (every time field
+// is int64 Unix nanoseconds; the lowest value means the zero time): about
+// 1677-09-21 to 2262-04-11. Times outside are refused, never wrapped.
+var (
+	MinTime = time.Unix(0, math.MinInt64+1).UTC()
+	MaxTime = time.Unix(0, math.MaxInt64).UTC()
+)
+
+// CheckTime returns an error wrapping ErrInvalid when t is neither the zero
+// time nor within MinTime..MaxTime.
+func CheckTime(t time.Time) error {
+	if t.IsZero() || !t.Before(MinTime) && !t.After(MaxTime) {
+		return nil
+	}
+	return fmt.Errorf("%w: time %s is outside the storable range %s .. %s", ErrInvalid,
+		t.UTC().Format(time.RFC3339Nano), MinTime.Format(time.RFC3339Nano), MaxTime.Format(time.RFC3339Nano))
+}
 
 // StringList returns a list-of-strings Value (tags). The slice is copied.
 func StringList(items ...string) Value {
@@ -209,7 +238,11 @@ func validateValue(v Value) error {
 		if math.IsNaN(v.f) || math.IsInf(v.f, 0) {
 			return fmt.Errorf("float %v is not finite", v.f)
 		}
-	case KindInt, KindBool, KindTime:
+	case KindTime:
+		if v.s == errOutOfRange {
+			return fmt.Errorf("time is outside the storable range %s .. %s", MinTime.Format(time.RFC3339), MaxTime.Format(time.RFC3339))
+		}
+	case KindInt, KindBool:
 	case KindStringList:
 		for _, s := range v.list {
 			if !utf8.ValidString(s) {

@@ -117,6 +117,9 @@ func (s *Store) Import(ctx context.Context, ms []Memory) error {
 		if m.Importance == 0 || m.Created.IsZero() || m.Updated.IsZero() {
 			return errorf(ErrInvalidInput, "memory %q: importance, Created and Updated must be set", m.ID)
 		}
+		if err := checkTimes(fmt.Sprintf("memory %q: time", m.ID), m.Created, m.Updated, m.LastAccess); err != nil {
+			return err
+		}
 	}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()

@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/engramdb/engram/engine"
 	"github.com/engramdb/engram/memory/chunk"
 	"github.com/engramdb/engram/quant"
 )
@@ -202,6 +203,9 @@ func (s *Store) checkRemember(session, text string, opts *RememberOptions) error
 			return errorf(ErrInvalidInput, "tag %q: must be non-empty valid UTF-8 of at most %d bytes", t, MaxTagBytes)
 		}
 	}
+	if err := checkTimes("remember time", opts.Time); err != nil {
+		return err
+	}
 	md, err := NormalizeMetadata(opts.Metadata)
 	if err != nil {
 		return err
@@ -307,4 +311,17 @@ func (s *Store) nearDuplicate(ctx context.Context, coll Collection, session *Fil
 		return &m, true, nil
 	}
 	return nil, false, nil
+}
+
+// checkTimes refuses times the store cannot hold exactly (engine.MinTime ..
+// engine.MaxTime, about 1677-09-21 .. 2262-04-11; the zero time means unset) with
+// ErrInvalidInput, instead of letting them wrap.
+func checkTimes(what string, ts ...time.Time) error {
+	for _, t := range ts {
+		if err := engine.CheckTime(t); err != nil {
+			return errorf(ErrInvalidInput, "%s %s is outside %s .. %s, the times a store holds exactly", what,
+				t.UTC().Format(time.RFC3339Nano), engine.MinTime.Format(time.RFC3339Nano), engine.MaxTime.Format(time.RFC3339Nano))
+		}
+	}
+	return nil
 }

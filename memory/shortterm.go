@@ -64,6 +64,9 @@ func (s *Store) AddTurn(ctx context.Context, session string, t Turn) (Conversati
 	if len(t.Text) > s.opts.MaxTextBytes || len(t.Role) > MaxTagBytes {
 		return Conversation{}, errorf(ErrInvalidInput, "turn text over %d bytes or role over %d", s.opts.MaxTextBytes, MaxTagBytes)
 	}
+	if err := checkTimes("turn time", t.Time); err != nil {
+		return Conversation{}, err
+	}
 	if t.Time.IsZero() {
 		t.Time = s.opts.Clock()
 	}
@@ -149,6 +152,9 @@ func (s *Store) ImportConversation(ctx context.Context, c Conversation) error {
 	for i, t := range c.Turns {
 		if strings.TrimSpace(t.Role) == "" || strings.TrimSpace(t.Text) == "" || !utf8.ValidString(t.Role+t.Text) || t.Time.IsZero() {
 			return errorf(ErrInvalidInput, "conversation of session %q, turn %d: a turn needs a role, valid text and a time", c.Session, i)
+		}
+		if err := checkTimes(fmt.Sprintf("conversation of session %q, turn %d: time", c.Session, i), t.Time); err != nil {
+			return err
 		}
 	}
 	s.stmu.Lock()

@@ -5,6 +5,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/engramdb/engram/engine"
 )
 
 // Memory is one stored memory: a chunk of text with its session, provenance and access statistics.
@@ -189,6 +191,10 @@ func (f *Filter) validate(depth int) error {
 		}
 		if k == kindTime && !f.From.IsZero() && !f.To.IsZero() && f.From.After(f.To) {
 			return errorf(ErrInvalidFilter, "TimeRange from %v is after to %v", f.From, f.To)
+		}
+		if engine.CheckTime(f.From) != nil || engine.CheckTime(f.To) != nil {
+			return errorf(ErrInvalidFilter, "TimeRange [%v, %v] on %q: bounds must lie within %v .. %v (leave a bound zero for none)",
+				f.From, f.To, f.Field, engine.MinTime, engine.MaxTime)
 		}
 	case OpExists:
 	default:

@@ -245,6 +245,9 @@ func (s *Store) ImportTask(ctx context.Context, t Task) error {
 	if t.Created.IsZero() || t.Updated.IsZero() {
 		return errorf(ErrInvalidInput, "task %q: created and updated must be set", t.ID)
 	}
+	if err := checkTimes(fmt.Sprintf("task %q: time", t.ID), t.Created, t.Updated, t.Finished); err != nil {
+		return err
+	}
 	for _, st := range t.Steps {
 		if err := checkName("step name", st.Name); err != nil {
 			return fmt.Errorf("task %q: %w", t.ID, err)
