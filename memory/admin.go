@@ -25,30 +25,30 @@ type Maintainer interface {
 
 // BackendStats are storage figures of a Maintainer backend; zero where unknown.
 type BackendStats struct {
-	DiskBytes int64
-	Segments  int
-	WALBytes  int64
-	MemBytes  int64
+	DiskBytes int64 `json:"disk_bytes"`
+	Segments  int   `json:"segments"`
+	WALBytes  int64 `json:"wal_bytes"`
+	MemBytes  int64 `json:"mem_bytes"`
 }
 
 // Stats describes a store.
 type Stats struct {
-	Collection  string
-	Fingerprint string
-	Dim         int
-	Memories    int
-	Sessions    int
-	Archived    int
-	Tasks       int
-	Backend     BackendStats
+	Collection  string       `json:"collection"`
+	Fingerprint string       `json:"fingerprint"`
+	Dim         int          `json:"dim"`
+	Memories    int          `json:"memories"`
+	Sessions    int          `json:"sessions"`
+	Archived    int          `json:"archived"`
+	Tasks       int          `json:"tasks"`
+	Backend     BackendStats `json:"backend"`
 }
 
 // SessionInfo summarizes one session's long-term memories.
 type SessionInfo struct {
-	Name     string
-	Memories int
+	Name     string `json:"name"`
+	Memories int    `json:"memories"`
 	// Newest is the latest Updated time of the session's memories.
-	Newest time.Time
+	Newest time.Time `json:"newest"`
 }
 
 // Sessions lists the sessions that hold memories, by name. It scans every memory (without

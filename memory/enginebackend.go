@@ -393,11 +393,23 @@ func toEngineFilter(f *Filter) (ef *engine.Filter, exact bool) {
 	case OpRange:
 		var lo, hi engine.Value
 		if f.Field.kind() == kindTime {
+			// The engine keeps times as Unix nanoseconds (years 1678 to 2262): a bound past
+			// them leaves its side open, or matches nothing when it is beyond the far end.
 			if !f.From.IsZero() {
-				lo = engine.Time(f.From)
+				if f.From.After(maxEngineTime) {
+					return engine.And(engine.Exists(key), engine.Not(engine.Exists(key))), true
+				}
+				if f.From.After(minEngineTime) {
+					lo = engine.Time(f.From)
+				}
 			}
 			if !f.To.IsZero() {
-				hi = engine.Time(f.To)
+				if f.To.Before(minEngineTime) {
+					return engine.And(engine.Exists(key), engine.Not(engine.Exists(key))), true
+				}
+				if f.To.Before(maxEngineTime) {
+					hi = engine.Time(f.To)
+				}
 			}
 		} else {
 			if !math.IsInf(f.Min, -1) {
@@ -444,6 +456,12 @@ func userMetaFilter(key string, f *Filter) (*engine.Filter, bool) {
 	}
 	return nil, false
 }
+
+// The times Unix nanoseconds in an int64 can hold.
+var (
+	minEngineTime = time.Unix(0, math.MinInt64+1)
+	maxEngineTime = time.Unix(0, math.MaxInt64)
+)
 
 func metaKey(f Field) (string, bool) {
 	switch f {

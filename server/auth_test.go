@@ -289,10 +289,17 @@ func TestKeysAndScopes(t *testing.T) {
 			t.Errorf("%s: %s %s = %d, want %d", tc.name, tc.method, tc.path, code, tc.want)
 		}
 	}
-	// Forgetting another session's memory by ID acts as if it did not exist.
+	// Forgetting another session's memory by ID acts as if it did not exist: 404 naming it, and
+	// nothing is deleted (not even alice's own, named in the same request).
+	if code := alice.do("POST", "/v1/forget", ForgetRequest{IDs: []string{ids["bob"], ids["alice"]}}, nil); code != 404 {
+		t.Fatalf("alice forgets bob's and her own: %d, want 404", code)
+	}
+	if ms, _ := s.store.Get(context.Background(), ids["bob"], ids["alice"]); len(ms) != 2 {
+		t.Fatal("a refused forget deleted memories")
+	}
 	var forgot map[string]int
-	if code := alice.do("POST", "/v1/forget", ForgetRequest{IDs: []string{ids["bob"], ids["alice"]}}, &forgot); code != 200 || forgot["forgotten"] != 1 {
-		t.Fatalf("alice forgets bob's and her own: %d %v", code, forgot)
+	if code := alice.do("POST", "/v1/forget", ForgetRequest{IDs: []string{ids["alice"]}}, &forgot); code != 200 || forgot["forgotten"] != 1 {
+		t.Fatalf("alice forgets her own: %d %v", code, forgot)
 	}
 	if ms, _ := s.store.Get(context.Background(), ids["bob"]); len(ms) != 1 {
 		t.Fatal("alice's key forgot bob's memory")
@@ -379,8 +386,20 @@ func TestMCPScopes(t *testing.T) {
 	if res := call(alice, "remember", map[string]any{"session": "bob", "text": "planted"}); !res.IsError {
 		t.Fatal("alice remembered for bob")
 	}
-	if res := call(alice, "forget", map[string]any{"ids": bobRem.IDs}); res.IsError || !strings.Contains(toolText(res), `"forgotten":0`) {
+	if res := call(alice, "forget", map[string]any{"ids": bobRem.IDs}); !res.IsError || !strings.Contains(toolText(res), bobRem.IDs[0]) {
 		t.Fatalf("alice forgetting bob's memory: %s", toolText(res))
+	}
+	if res := call(alice, "get", map[string]any{"id": bobRem.IDs[0]}); !res.IsError || strings.Contains(toolText(res), "1234") {
+		t.Fatalf("alice got bob's memory: %s", toolText(res))
+	}
+	if res := call(alice, "history", map[string]any{"id": bobRem.IDs[0]}); !res.IsError {
+		t.Fatalf("alice read bob's history: %s", toolText(res))
+	}
+	if res := call(alice, "delete", map[string]any{"id": bobRem.IDs[0]}); !res.IsError {
+		t.Fatalf("alice deleted bob's memory: %s", toolText(res))
+	}
+	if res := call(alice, "list", map[string]any{"session": "bob"}); !res.IsError {
+		t.Fatalf("alice listed bob: %s", toolText(res))
 	}
 	if res := call(alice, "remember", map[string]any{"session": "alice", "text": "Alice's cat is Tom"}); res.IsError {
 		t.Fatalf("alice remembering for alice: %s", toolText(res))

@@ -5,6 +5,18 @@
 // /mcp. NewMCP builds the same MCP tools for other transports (memctl mcp
 // serves them over stdio).
 //
+// # Memories
+//
+// Single memories have routes of their own (memories.go): GET, PATCH and DELETE
+// /v1/memories/{id}, GET /v1/memories/{id}/history, POST /v1/memories/{id}/revert
+// and GET /v1/memories (a page, newest first, filtered by session, tag, source,
+// since, until and where, a filter in the JSON filter language of
+// docs/format/filter.md); recall, forget, POST /v1/export and POST /v1/cleanup
+// take the same filter, and the MCP tools get, list, update, delete and history
+// (mcp_memories.go) mirror them. Every memory is written in its one JSON form,
+// memory.MemoryJSON. Forgetting by ID is all or nothing: an unknown ID, or one
+// outside the caller's scope, is a 404 naming it, and nothing is deleted.
+//
 // # Security
 //
 // Memories are private data. Every route but /healthz first refuses a Host

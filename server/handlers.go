@@ -28,12 +28,16 @@ type RememberRequest struct {
 	Tags       []string  `json:"tags,omitempty"`
 	Importance float64   `json:"importance,omitempty"`
 	Time       time.Time `json:"time,omitzero"`
+	// Metadata: the caller's own attributes (strings, numbers, booleans).
+	Metadata map[string]any `json:"metadata,omitempty"`
 }
 
-// RememberResponse answers POST /v1/remember.
+// RememberResponse answers POST /v1/remember, one entry per chunk (see memory.RememberResult).
 type RememberResponse struct {
-	IDs    []string `json:"ids"`
-	Merged []bool   `json:"merged"`
+	IDs        []string `json:"ids"`
+	Merged     []bool   `json:"merged"`
+	Superseded []bool   `json:"superseded"`
+	Older      []bool   `json:"older"`
 }
 
 func (h *Handler) remember(w http.ResponseWriter, r *http.Request) error {
@@ -48,12 +52,12 @@ func (h *Handler) remember(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	res, err := h.store.Remember(r.Context(), req.Session, req.Text, memory.RememberOptions{
-		Source: req.Source, Tags: req.Tags, Importance: req.Importance, Time: req.Time,
+		Source: req.Source, Tags: req.Tags, Importance: req.Importance, Time: req.Time, Metadata: req.Metadata,
 	})
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, RememberResponse{IDs: res.IDs, Merged: res.Merged})
+	writeJSON(w, http.StatusOK, RememberResponse{IDs: res.IDs, Merged: res.Merged, Superseded: res.Superseded, Older: res.Older})
 	return nil
 }
 
@@ -73,26 +77,20 @@ type RecallRequest struct {
 	NoTouch       bool               `json:"no_touch,omitempty"`
 	// PromptTokens > 0 also returns the memory block for a model prompt.
 	PromptTokens int `json:"prompt_tokens,omitempty"`
+	// Filter restricts the candidates (docs/format/filter.md), within the session or scope.
+	Filter *memory.Filter `json:"filter,omitempty"`
 }
 
-// RecallResult is one memory in a RecallResponse.
-type RecallResult struct {
-	ID          string       `json:"id"`
-	Session     string       `json:"session"`
-	Text        string       `json:"text"`
-	Source      string       `json:"source,omitempty"`
-	Tags        []string     `json:"tags,omitempty"`
-	Importance  float64      `json:"importance"`
-	Created     time.Time    `json:"created"`
-	Updated     time.Time    `json:"updated"`
-	AccessCount uint64       `json:"access_count"`
-	Score       memory.Score `json:"score"`
-}
+// RecallResult is one memory in a RecallResponse: the memory's JSON form and its score.
+type RecallResult = memory.ResultJSON
 
 // RecallResponse answers POST /v1/recall.
 type RecallResponse struct {
 	Results []RecallResult `json:"results"`
 	Prompt  string         `json:"prompt,omitempty"`
+	// SessionEmpty is true when the session recalled from holds no memories at all (so an empty
+	// result is not about the query); it says nothing about other sessions.
+	SessionEmpty bool `json:"session_empty,omitempty"`
 }
 
 func (req *RecallRequest) options() (memory.RecallOptions, error) {
@@ -100,7 +98,7 @@ func (req *RecallRequest) options() (memory.RecallOptions, error) {
 		Session: req.Session, AllSessions: req.AllSessions, K: req.K,
 		VectorWeight: req.VectorWeight, KeywordWeight: req.KeywordWeight,
 		MinScore: req.MinScore, SourceWeights: req.SourceWeights, NoTouch: req.NoTouch,
-		Decay: memory.Decay{Off: req.NoDecay},
+		Decay: memory.Decay{Off: req.NoDecay}, Filter: req.Filter,
 	}
 	switch req.Mode {
 	case "", "hybrid":
@@ -144,12 +142,15 @@ func (h *Handler) recall(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	resp := RecallResponse{Results: make([]RecallResult, 0, len(results))}
-	for _, m := range results {
-		resp.Results = append(resp.Results, RecallResult{
-			ID: m.ID, Session: m.Session, Text: m.Text, Source: m.Source, Tags: m.Tags,
-			Importance: m.Importance, Created: m.Created, Updated: m.Updated,
-			AccessCount: m.AccessCount, Score: m.Score,
-		})
+	for i := range results {
+		resp.Results = append(resp.Results, memory.ResultToJSON(&results[i]))
+	}
+	if len(results) == 0 && !req.AllSessions {
+		n, err := h.store.Count(r.Context(), memory.Eq(memory.FieldSession, req.Session))
+		if err != nil {
+			return err
+		}
+		resp.SessionEmpty = n == 0
 	}
 	if req.PromptTokens > 0 {
 		p, err := memory.BuildPrompt(req.Query, results, memory.PromptOptions{TokenBudget: req.PromptTokens})
@@ -162,12 +163,13 @@ func (h *Handler) recall(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// ForgetRequest is the body of POST /v1/forget: either IDs, or a session
-// with All set to forget every memory of it.
+// ForgetRequest is the body of POST /v1/forget: IDs (all must exist, or nothing is deleted),
+// a session with All set to forget every memory of it, or a filter.
 type ForgetRequest struct {
-	IDs     []string `json:"ids,omitempty"`
-	Session *string  `json:"session,omitempty"`
-	All     bool     `json:"all,omitempty"`
+	IDs     []string       `json:"ids,omitempty"`
+	Session *string        `json:"session,omitempty"`
+	All     bool           `json:"all,omitempty"`
+	Filter  *memory.Filter `json:"filter,omitempty"`
 }
 
 func (h *Handler) forget(w http.ResponseWriter, r *http.Request) error {
@@ -178,21 +180,36 @@ func (h *Handler) forget(w http.ResponseWriter, r *http.Request) error {
 	var n int
 	var err error
 	c := CallerFrom(r.Context())
-	switch {
-	case len(req.IDs) > 0 && req.All:
-		return fmt.Errorf("%w: give either ids or session+all, not both", errBadRequest)
-	case len(req.IDs) > 0:
-		var ids []string
-		if ids, err = h.scopeIDs(r.Context(), c, req.IDs); err == nil && len(ids) > 0 {
-			n, err = h.store.Forget(r.Context(), ids...)
+	ways := 0
+	for _, b := range []bool{len(req.IDs) > 0, req.All, req.Filter != nil} {
+		if b {
+			ways++
 		}
+	}
+	switch {
+	case ways > 1:
+		return fmt.Errorf("%w: give one of ids, session with all=true, or filter", errBadRequest)
+	case len(req.IDs) > 0:
+		n, err = h.forgetIDs(r, c, req.IDs)
 	case req.All && req.Session != nil:
 		if err := c.Check(RightWrite, *req.Session); err != nil {
 			return err
 		}
 		n, err = h.store.ForgetWhere(r.Context(), memory.Eq(memory.FieldSession, *req.Session))
+	case req.Filter != nil:
+		f := req.Filter
+		if req.Session != nil {
+			if err := c.Check(RightWrite, *req.Session); err != nil {
+				return err
+			}
+			f = memory.And(f, memory.Eq(memory.FieldSession, *req.Session))
+		}
+		var ok bool
+		if f, ok, err = h.scoped(r, f); err == nil && ok {
+			n, err = h.store.ForgetWhere(r.Context(), f)
+		}
 	default:
-		return fmt.Errorf("%w: give ids, or session with all=true", errBadRequest)
+		return fmt.Errorf("%w: give ids, session with all=true, or filter", errBadRequest)
 	}
 	if err != nil {
 		return err

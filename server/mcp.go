@@ -16,41 +16,45 @@ const Version = "0.1.0"
 
 // MCPRememberInput is the remember tool's input.
 type MCPRememberInput struct {
-	Session    string   `json:"session" jsonschema:"the user or conversation the memory belongs to"`
-	Text       string   `json:"text" jsonschema:"what to remember; long text is split into chunks"`
-	Source     string   `json:"source,omitempty" jsonschema:"where the text came from, e.g. chat"`
-	Tags       []string `json:"tags,omitempty" jsonschema:"free-form labels"`
-	Importance float64  `json:"importance,omitempty" jsonschema:"importance in (0, 1]; omit for the default"`
+	Session    string         `json:"session" jsonschema:"the user or conversation the memory belongs to"`
+	Text       string         `json:"text" jsonschema:"what to remember; long text is split into chunks"`
+	Source     string         `json:"source,omitempty" jsonschema:"where the text came from, e.g. chat"`
+	Tags       []string       `json:"tags,omitempty" jsonschema:"free-form labels"`
+	Importance float64        `json:"importance,omitempty" jsonschema:"importance in (0, 1]; omit for the default"`
+	Metadata   map[string]any `json:"metadata,omitempty" jsonschema:"your own attributes: strings, numbers or booleans"`
 }
 
 // MCPRememberOutput is the remember tool's output.
 type MCPRememberOutput struct {
-	IDs    []string `json:"ids"`
-	Merged []bool   `json:"merged" jsonschema:"true where the chunk updated a near-duplicate memory instead of adding one"`
+	IDs        []string `json:"ids"`
+	Merged     []bool   `json:"merged" jsonschema:"true where the chunk updated a near-duplicate memory instead of adding one"`
+	Superseded []bool   `json:"superseded" jsonschema:"true where the chunk contradicted the memory it merged into (a negation, another number or date): the old version is in its history"`
 }
 
 // MCPRecallInput is the recall tool's input.
 type MCPRecallInput struct {
-	Session string `json:"session" jsonschema:"the session to recall from"`
-	Query   string `json:"query" jsonschema:"what to look for"`
-	K       int    `json:"k,omitempty" jsonschema:"how many memories to return (default 5)"`
+	Session string    `json:"session" jsonschema:"the session to recall from"`
+	Query   string    `json:"query" jsonschema:"what to look for"`
+	K       int       `json:"k,omitempty" jsonschema:"how many memories to return (default 5)"`
+	Filter  MCPFilter `json:"filter,omitempty" jsonschema:"conditions in engram's JSON filter language, e.g. {\"tags\": \"travel\"}"`
 }
 
-// MCPMemory is one recalled memory.
-type MCPMemory struct {
-	ID    string  `json:"id"`
-	Text  string  `json:"text"`
-	Score float64 `json:"score"`
-}
+// MCPMemory is one recalled memory: its JSON form and score, as over HTTP.
+type MCPMemory = memory.ResultJSON
 
 // MCPRecallOutput is the recall tool's output.
 type MCPRecallOutput struct {
 	Memories []MCPMemory `json:"memories"`
+	// SessionEmpty is true when the session holds no memories at all.
+	SessionEmpty bool `json:"session_empty,omitempty"`
 }
 
-// MCPForgetInput is the forget tool's input.
+// MCPForgetInput is the forget tool's input: IDs (all must exist, or nothing is deleted), or a
+// session and a filter.
 type MCPForgetInput struct {
-	IDs []string `json:"ids" jsonschema:"IDs of the memories to delete, as returned by remember or recall"`
+	IDs     []string  `json:"ids,omitempty" jsonschema:"IDs of the memories to delete, as returned by remember or recall"`
+	Session string    `json:"session,omitempty" jsonschema:"with filter: the session to delete from"`
+	Filter  MCPFilter `json:"filter,omitempty" jsonschema:"with session: delete the session's memories matching this filter"`
 }
 
 // MCPForgetOutput is the forget tool's output.
@@ -93,50 +97,75 @@ func newMCP(store *memory.Store, fallback *Caller) *mcp.Server {
 			if err := mcpCaller(req.Extra, fallback).Check(RightWrite, in.Session); err != nil {
 				return nil, MCPRememberOutput{}, err
 			}
-			res, err := store.Remember(ctx, in.Session, in.Text, memory.RememberOptions{Source: in.Source, Tags: in.Tags, Importance: in.Importance})
+			res, err := store.Remember(ctx, in.Session, in.Text, memory.RememberOptions{Source: in.Source, Tags: in.Tags, Importance: in.Importance, Metadata: in.Metadata})
 			if err != nil {
 				return nil, MCPRememberOutput{}, err
 			}
-			return nil, MCPRememberOutput{IDs: res.IDs, Merged: res.Merged}, nil
+			return nil, MCPRememberOutput{IDs: res.IDs, Merged: res.Merged, Superseded: res.Superseded}, nil
 		})
 	mcp.AddTool(s, &mcp.Tool{Name: "recall", Description: "Recall the memories of a session most relevant to a query."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in MCPRecallInput) (*mcp.CallToolResult, MCPRecallOutput, error) {
 			if err := mcpCaller(req.Extra, fallback).Check(RightRead, in.Session); err != nil {
 				return nil, MCPRecallOutput{}, err
 			}
-			results, err := store.Recall(ctx, in.Query, memory.RecallOptions{Session: in.Session, K: in.K})
+			f, err := parseMCPFilter(in.Filter)
+			if err != nil {
+				return nil, MCPRecallOutput{}, err
+			}
+			results, err := store.Recall(ctx, in.Query, memory.RecallOptions{Session: in.Session, K: in.K, Filter: f})
 			if err != nil {
 				return nil, MCPRecallOutput{}, err
 			}
 			out := MCPRecallOutput{Memories: make([]MCPMemory, 0, len(results))}
 			var text strings.Builder
-			for _, r := range results {
-				out.Memories = append(out.Memories, MCPMemory{ID: r.ID, Text: r.Text, Score: r.Score.Final})
+			for i, r := range results {
+				out.Memories = append(out.Memories, memory.ResultToJSON(&results[i]))
 				fmt.Fprintf(&text, "- %s (id %s, score %.3f)\n", r.Text, r.ID, r.Score.Final)
 			}
 			if len(results) == 0 {
-				text.WriteString("no memories found")
+				n, err := store.Count(ctx, memory.Eq(memory.FieldSession, in.Session))
+				if err != nil {
+					return nil, MCPRecallOutput{}, err
+				}
+				out.SessionEmpty = n == 0
+				if out.SessionEmpty {
+					fmt.Fprintf(&text, "session %q holds no memories", in.Session)
+				} else {
+					text.WriteString("no memories found")
+				}
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text.String()}}}, out, nil
 		})
-	mcp.AddTool(s, &mcp.Tool{Name: "forget", Description: "Delete memories by ID."},
+	mcp.AddTool(s, &mcp.Tool{Name: "forget", Description: "Delete memories by ID (all must exist, or nothing is deleted), or the memories of a session that match a filter."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in MCPForgetInput) (*mcp.CallToolResult, MCPForgetOutput, error) {
 			c := mcpCaller(req.Extra, fallback)
 			if err := c.Check(RightWrite); err != nil {
 				return nil, MCPForgetOutput{}, err
 			}
-			if len(in.IDs) == 0 {
-				return nil, MCPForgetOutput{}, errors.New("forget: no ids given")
+			switch {
+			case len(in.IDs) > 0 && in.Filter != nil:
+				return nil, MCPForgetOutput{}, errors.New("forget: give ids, or session and filter, not both")
+			case len(in.IDs) > 0:
+				n, err := forgetIDsCtx(ctx, store, c, in.IDs, func(ctx context.Context, c *Caller, ids []string) ([]string, error) {
+					return scopeIDs(ctx, store, c, ids)
+				})
+				return nil, MCPForgetOutput{Forgotten: n}, err
+			case in.Filter == nil:
+				return nil, MCPForgetOutput{}, errors.New("forget: give ids, or session and filter")
 			}
-			ids, err := scopeIDs(ctx, store, c, in.IDs)
-			if err != nil || len(ids) == 0 {
+			if err := c.Check(RightWrite, in.Session); err != nil {
 				return nil, MCPForgetOutput{}, err
 			}
-			n, err := store.Forget(ctx, ids...)
+			f, err := parseMCPFilter(in.Filter)
+			if err != nil {
+				return nil, MCPForgetOutput{}, err
+			}
+			n, err := store.ForgetWhere(ctx, memory.And(f, memory.Eq(memory.FieldSession, in.Session)))
 			if err != nil {
 				return nil, MCPForgetOutput{}, err
 			}
 			return nil, MCPForgetOutput{Forgotten: n}, nil
 		})
+	addMemoryTools(s, store, fallback) // mcp_memories.go
 	return s
 }

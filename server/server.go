@@ -129,6 +129,7 @@ func New(opts Options) (*Handler, error) {
 	h.route("POST /v1/tasks/{id}/finish", accessWrite, h.finishTask)
 	h.route("DELETE /v1/tasks/{id}", accessWrite, h.deleteTask)
 	h.route("GET /v1/stats", accessAdmin, h.stats)
+	h.registerMemoryRoutes() // memories.go
 	h.mcpRoute("/mcp", newMCP(opts.Store, nil))
 	h.adminRoutes()
 	// The dashboard's files: no data, and ServeHTTP serves them without a key

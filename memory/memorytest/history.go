@@ -394,6 +394,9 @@ func testJSONFiltersEveryField(t *testing.T, newBackend func(*testing.T) memory.
 		{`{"or": [{"source": "doc"}, {"importance": {"range": {"lte": 0.3}}}]}`, 2},
 		{`{"and": [{"tags": "garden"}, {"not": {"metadata.done": true}}]}`, 1},
 		{`{"session": "a", "tags": "garden", "metadata.priority": {"range": {"gt": 2}}}`, 1},
+		{`{"created": {"range": {"lte": "2999-01-01T00:00:00Z"}}}`, 3},
+		{`{"created": {"range": {"gte": "2999-01-01T00:00:00Z"}}}`, 0},
+		{`{"updated": {"range": {"gte": "1500-01-01T00:00:00Z", "lte": "2300-01-01T00:00:00Z"}}}`, 3},
 	}
 	all := All(t, s)
 	for _, c := range cases {
