@@ -268,39 +268,12 @@ func (h *Handler) adminCompact(w http.ResponseWriter, r *http.Request) error {
 	})
 }
 
-// MemoryJSON is a memory as the admin routes write it: export lines, import
-// lines, cleanup and archive listings. It is the format `memctl export`
-// writes.
-type MemoryJSON struct {
-	ID          string    `json:"id"`
-	Session     string    `json:"session"`
-	Text        string    `json:"text"`
-	Source      string    `json:"source,omitempty"`
-	Tags        []string  `json:"tags,omitempty"`
-	Importance  float64   `json:"importance,omitempty"`
-	Created     time.Time `json:"created"`
-	Updated     time.Time `json:"updated"`
-	LastAccess  time.Time `json:"last_access,omitzero"`
-	AccessCount uint64    `json:"access_count,omitempty"`
-	Vector      []float32 `json:"vector,omitempty"`
-}
+// MemoryJSON is a memory as every route writes it: the one JSON form of a memory
+// (docs/format/export.md), which `memctl export` writes too.
+type MemoryJSON = memory.MemoryJSON
 
 // FromMemory converts m, with its vector when withVector is set.
-func FromMemory(m memory.Memory, withVector bool) MemoryJSON {
-	j := MemoryJSON{ID: m.ID, Session: m.Session, Text: m.Text, Source: m.Source, Tags: m.Tags,
-		Importance: m.Importance, Created: m.Created, Updated: m.Updated, LastAccess: m.LastAccess, AccessCount: m.AccessCount}
-	if withVector {
-		j.Vector = m.Vector
-	}
-	return j
-}
-
-// Memory converts j back.
-func (j MemoryJSON) Memory() memory.Memory {
-	return memory.Memory{ID: j.ID, Session: j.Session, Text: j.Text, Source: j.Source, Tags: j.Tags,
-		Importance: j.Importance, Created: j.Created, Updated: j.Updated, LastAccess: j.LastAccess,
-		AccessCount: j.AccessCount, Vector: j.Vector}
-}
+func FromMemory(m memory.Memory, withVector bool) MemoryJSON { return memory.ToJSON(&m, withVector) }
 
 func memoriesJSON(ms []memory.Memory) []MemoryJSON {
 	out := make([]MemoryJSON, 0, len(ms))
@@ -316,6 +289,35 @@ type CleanupRequest struct {
 	OlderThan       string  `json:"older_than,omitempty"` // e.g. 180d, 72h; default 180d
 	IncludeRecalled bool    `json:"include_recalled,omitempty"`
 	Session         *string `json:"session,omitempty"`
+	// Filter further restricts the selection (docs/format/filter.md).
+	Filter *memory.Filter `json:"filter,omitempty"`
+}
+
+// policy returns the cleanup policy req asks for.
+func (req *CleanupRequest) policy() (memory.CleanupPolicy, error) {
+	p := memory.CleanupPolicy{DryRun: req.DryRun, IncludeRecalled: req.IncludeRecalled, Filter: req.Filter}
+	if req.OlderThan != "" {
+		d, err := ParseAge(req.OlderThan)
+		if err != nil {
+			return p, fmt.Errorf("%w: %v", errBadRequest, err)
+		}
+		p.OlderThan = d
+	}
+	if req.Session != nil {
+		p.Filter = andFilter(p.Filter, memory.Eq(memory.FieldSession, *req.Session))
+	}
+	return p, nil
+}
+
+// andFilter is f AND g, either of which may be nil.
+func andFilter(f, g *memory.Filter) *memory.Filter {
+	switch {
+	case f == nil:
+		return g
+	case g == nil:
+		return f
+	}
+	return memory.And(f, g)
 }
 
 // CleanupResult is the result of a cleanup job.
@@ -347,16 +349,9 @@ func (h *Handler) adminCleanup(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeOptional(r, &req); err != nil {
 		return err
 	}
-	p := memory.CleanupPolicy{DryRun: req.DryRun, IncludeRecalled: req.IncludeRecalled}
-	if req.OlderThan != "" {
-		d, err := ParseAge(req.OlderThan)
-		if err != nil {
-			return fmt.Errorf("%w: %v", errBadRequest, err)
-		}
-		p.OlderThan = d
-	}
-	if req.Session != nil {
-		p.Filter = memory.Eq(memory.FieldSession, *req.Session)
+	p, err := req.policy()
+	if err != nil {
+		return err
 	}
 	return h.startJob(w, "cleanup", func(ctx context.Context, pr *progress) (any, error) {
 		pr.Set(0, 1)

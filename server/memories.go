@@ -282,45 +282,34 @@ func (h *Handler) export(w http.ResponseWriter, r *http.Request) error {
 	return bw.Flush()
 }
 
-// CleanupRequest is the body of POST /v1/cleanup.
-type CleanupRequest struct {
-	// OlderThanDays: memories not written for this many days qualify (default 180).
-	OlderThanDays   float64        `json:"older_than_days,omitempty"`
-	IncludeRecalled bool           `json:"include_recalled,omitempty"`
-	Filter          *memory.Filter `json:"filter,omitempty"`
-	DryRun          bool           `json:"dry_run,omitempty"`
-}
-
-// CleanupResponse answers POST /v1/cleanup.
-type CleanupResponse struct {
-	Archived []memory.MemoryJSON `json:"archived"`
-	Batch    string              `json:"batch,omitempty"`
-	DryRun   bool                `json:"dry_run,omitempty"`
-}
-
+// cleanup runs a cleanup (CleanupRequest, as POST /v1/admin/cleanup takes it) at once, on the
+// sessions of the caller's scope only, and answers what moved (CleanupResult).
 func (h *Handler) cleanup(w http.ResponseWriter, r *http.Request) error {
 	var req CleanupRequest
 	if err := decode(r, &req); err != nil {
 		return err
 	}
-	if req.OlderThanDays < 0 {
-		return fmt.Errorf("%w: older_than_days must not be negative", errBadRequest)
+	p, err := req.policy()
+	if err != nil {
+		return err
 	}
-	resp := CleanupResponse{Archived: []memory.MemoryJSON{}, DryRun: req.DryRun}
-	f, ok, err := h.scoped(r, req.Filter)
+	if req.Session != nil {
+		if err := CallerFrom(r.Context()).Check(RightWrite, *req.Session); err != nil {
+			return err
+		}
+	}
+	resp := CleanupResult{DryRun: req.DryRun, Memories: []MemoryJSON{}}
+	f, ok, err := h.scoped(r, p.Filter)
 	if err != nil {
 		return err
 	}
 	if ok {
-		res, err := h.store.Cleanup(r.Context(), memory.CleanupPolicy{OlderThan: time.Duration(req.OlderThanDays * 24 * float64(time.Hour)),
-			IncludeRecalled: req.IncludeRecalled, Filter: f, DryRun: req.DryRun})
+		p.Filter = f
+		res, err := h.store.Cleanup(r.Context(), p)
 		if err != nil {
 			return err
 		}
-		for i := range res.Memories {
-			resp.Archived = append(resp.Archived, memory.ToJSON(&res.Memories[i], false))
-		}
-		resp.Batch = res.Batch
+		resp.Memories, resp.Batch = memoriesJSON(res.Memories), res.Batch
 	}
 	writeJSON(w, http.StatusOK, resp)
 	return nil

@@ -128,9 +128,9 @@ func TestMemoryRoutes(t *testing.T) {
 	if code := s.do("POST", "/v1/forget", `{"filter": {"tags": "family"}, "session": "alice"}`, &forgot); code != 200 || forgot["forgotten"] != 1 {
 		t.Fatalf("forget by filter: %d %v", code, forgot)
 	}
-	var cl CleanupResponse
-	if code := s.do("POST", "/v1/cleanup", CleanupRequest{DryRun: true, OlderThanDays: 1e-9, Filter: memory.Eq(memory.FieldSession, "bob")}, &cl); code != 200 ||
-		len(cl.Archived) != 1 || cl.Archived[0].Session != "bob" || !cl.DryRun || s.count() != 2 {
+	var cl CleanupResult
+	if code := s.do("POST", "/v1/cleanup", CleanupRequest{DryRun: true, OlderThan: "1ns", Filter: memory.Eq(memory.FieldSession, "bob")}, &cl); code != 200 ||
+		len(cl.Memories) != 1 || cl.Memories[0].Session != "bob" || !cl.DryRun || s.count() != 2 {
 		t.Fatalf("cleanup dry run: %d %+v", code, cl)
 	}
 	if code := s.do("DELETE", "/v1/memories/"+id, nil, nil); code != 200 || s.count() != 1 {
@@ -215,8 +215,8 @@ func TestMemoryRoutesScopes(t *testing.T) {
 	if err != nil || len(ms) != 1 || ms[0].Session != "alice" {
 		t.Fatalf("alice exports: %d, %v", len(ms), err)
 	}
-	var cl CleanupResponse
-	if code := alice.do("POST", "/v1/cleanup", CleanupRequest{DryRun: true, OlderThanDays: 1e-9}, &cl); code != 200 || len(cl.Archived) != 1 || cl.Archived[0].Session != "alice" {
+	var cl CleanupResult
+	if code := alice.do("POST", "/v1/cleanup", CleanupRequest{DryRun: true, OlderThan: "1ns"}, &cl); code != 200 || len(cl.Memories) != 1 || cl.Memories[0].Session != "alice" {
 		t.Fatalf("alice cleanup: %d %+v", code, cl)
 	}
 	if ms, _ := s.store.Get(t.Context(), ids["bob"]); len(ms) != 1 || ms[0].Text != "bob likes green tea" {

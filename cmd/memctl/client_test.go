@@ -162,7 +162,7 @@ func TestAdminCommandsThroughServer(t *testing.T) {
 	if out := mustRun(t, dir, "", "backup", bak); out != "backed up to "+bak+"\n" {
 		t.Fatalf("backup: %q", out)
 	}
-	if out, _, code := memctl(t, bak, "", "stats", "--json"); code != 0 || !strings.Contains(out, `"Memories": 8`) {
+	if out, _, code := memctl(t, bak, "", "stats", "--json"); code != 0 || !strings.Contains(out, `"memories": 8`) {
 		t.Fatalf("the streamed backup: exit %d\n%s", code, out)
 	}
 	if _, errOut, code := memctl(t, dir, "", "backup", bak); code != exitFailed || !strings.Contains(errOut, "not empty") {
