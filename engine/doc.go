@@ -99,6 +99,28 @@
 // derived data too (it reads records only, each verified the same way)
 // and refuses to copy a record whose primary data is damaged.
 //
+// # Recovery guarantees
+//
+// Damage -> detected by -> repaired how -> lost (docs/format/recovery.md
+// has the full table; TestCorruptionMatrix exercises every row):
+//
+//	derived segment data (graph, codes, postings, sorted ids, sums, info)
+//	    -> section checksum at first use, Check -> Repair/Compact rebuild it
+//	    from the records -> nothing
+//	primary segment data (vector, ID, text block, time, metadata value)
+//	    -> same, plus record checksums -> Repair keeps every record whose
+//	    checksum matches -> exactly the destroyed records, named and
+//	    exported to seg/NAME.lost
+//	segment file deleted or truncated -> Open (collection unavailable),
+//	    Check -> Repair drops it from the manifest (appended garbage: cut
+//	    off) -> its records
+//	MANIFEST damaged or deleted -> Open refuses (ErrCorrupt) -> not yet
+//	    (numbered manifests and rebuilding it from seg/ are in progress)
+//	WAL record after the checkpoint damaged -> Open -> Repair cuts the log
+//	    there -> that record and every later one
+//	LOCK, unknown files -> nothing to repair (UnknownFiles reports foreign
+//	    files) -> nothing
+//
 // # Locks
 //
 // Four mutexes, always taken in this order (a holder of a later one never

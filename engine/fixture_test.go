@@ -206,8 +206,9 @@ func normalized(v []float32) []float32 {
 		n += float64(x) * float64(x)
 	}
 	out := make([]float32, len(v))
+	inv := 1 / math.Sqrt(n) // as validateRecord computes it, bit for bit
 	for i, x := range v {
-		out[i] = float32(float64(x) / math.Sqrt(n))
+		out[i] = float32(float64(x) * inv)
 	}
 	return out
 }
