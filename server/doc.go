@@ -2,8 +2,10 @@
 // (remember, recall, forget, sessions, short-term context, working-memory
 // tasks, stats, health), Prometheus metrics at /metrics, an OpenAPI document
 // at /openapi.json, and the Model Context Protocol over streamable HTTP at
-// /mcp. NewMCP builds the same MCP tools for other transports (memctl mcp
-// serves them over stdio).
+// /mcp: remember, recall and forget, short-term memory (context, add_turn,
+// clear_context) and working memory (tasks, task, start_task, update_step,
+// finish_task, delete_task). NewMCP builds the same MCP tools for other
+// transports (memctl mcp serves them over stdio).
 //
 // # Memories
 //

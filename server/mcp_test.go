@@ -24,7 +24,8 @@ func mcpRoundTrip(t *testing.T, cs *mcp.ClientSession) {
 		names = append(names, tool.Name)
 	}
 	sort.Strings(names)
-	for _, want := range []string{"delete", "forget", "get", "history", "list", "recall", "remember", "update"} {
+	for _, want := range []string{"delete", "forget", "get", "history", "list", "recall", "remember", "update",
+		"context", "add_turn", "clear_context", "tasks", "task", "start_task", "update_step", "finish_task", "delete_task"} {
 		if !slices.Contains(names, want) {
 			t.Fatalf("tools = %v, no %s", names, want)
 		}
