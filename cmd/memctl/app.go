@@ -30,6 +30,9 @@ type app struct {
 	weaviateToken string
 	replication   int
 
+	shortTermTokens int
+	summarizer      string
+
 	server    string // run commands through this server's API (client.go)
 	serverKey string
 
@@ -61,6 +64,8 @@ func (a *app) rootCommand() *cobra.Command {
 	pf.StringVar(&a.ollamaURL, "ollama-url", "", "Ollama server address (default $OLLAMA_HOST or http://127.0.0.1:11434)")
 	pf.StringVar(&a.weaviateToken, "weaviate-token", "", "API key for a Weaviate cluster (--dir weaviate://... or migrate)")
 	pf.IntVar(&a.replication, "replication", 1, "replication factor of collections created in a Weaviate cluster")
+	pf.IntVar(&a.shortTermTokens, "short-term-tokens", 0, fmt.Sprintf("token budget of a session's conversation buffer (default %d)", memory.DefaultShortTermTokens))
+	pf.StringVar(&a.summarizer, "summarizer", "extractive", "how old turns are compressed: extractive (built in) or ollama:MODEL")
 	pf.StringVar(&a.server, "server", "", "run admin commands through this memctl serve (http://HOST:PORT); by default they do when the server holds --dir")
 	pf.StringVar(&a.serverKey, "server-token", "", "token or API key sent to the server (default $ENGRAM_TOKEN)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err.Error()} })
@@ -72,6 +77,7 @@ func (a *app) rootCommand() *cobra.Command {
 		a.recallCommand(),
 		a.forgetCommand(),
 		a.tasksCommand(),
+		a.contextCommand(),
 	)
 	root.AddCommand(a.adminCommands()...)
 	root.AddCommand(a.serviceCommands()...)
@@ -185,6 +191,10 @@ func (a *app) openStoreWith(opts memory.Options) (*memory.Store, error) {
 	if a.store != nil {
 		return a.store, nil
 	}
+	opts, err := a.shortTermOptions(opts)
+	if err != nil {
+		return nil, err
+	}
 	var used string
 	var rec *memory.EmbedderSpec
 	var given memory.Embedder
@@ -203,7 +213,6 @@ func (a *app) openStoreWith(opts memory.Options) (*memory.Store, error) {
 		return a.newEmbedder(used)
 	}
 	var s *memory.Store
-	var err error
 	if isRemote(a.dir) {
 		s, err = a.openRemote(a.dir, opts, from)
 	} else {

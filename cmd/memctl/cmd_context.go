@@ -1,0 +1,145 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/engramdb/engram/memory"
+	"github.com/engramdb/engram/ollama"
+)
+
+// shortTermOptions fills the short-term settings of opts from --short-term-tokens and
+// --summarizer (extractive, the built-in one, or ollama:MODEL), unless the command set them.
+func (a *app) shortTermOptions(opts memory.Options) (memory.Options, error) {
+	if opts.ShortTermTokens == 0 {
+		if a.shortTermTokens < 0 {
+			return opts, usagef("--short-term-tokens must be positive (0 means the default %d)", memory.DefaultShortTermTokens)
+		}
+		opts.ShortTermTokens = a.shortTermTokens
+	}
+	kind, arg, _ := strings.Cut(a.summarizer, ":")
+	switch kind {
+	case "", "extractive":
+		if arg != "" {
+			return opts, usagef("--summarizer extractive takes no argument")
+		}
+	case "ollama":
+		if opts.Summarizer == nil {
+			c, err := ollama.New(ollama.Config{BaseURL: a.ollamaURL})
+			if err != nil {
+				return opts, err
+			}
+			opts.Summarizer = &ollama.Summarizer{Client: c, Model: arg}
+		}
+	default:
+		return opts, usagef("unknown --summarizer %q (want extractive or ollama:MODEL)", a.summarizer)
+	}
+	return opts, nil
+}
+
+func (a *app) contextCommand() *cobra.Command {
+	var session string
+	needSession := func(cmd *cobra.Command) error {
+		if !cmd.Flags().Changed("session") {
+			return usagef("%s needs --session", cmd.CommandPath())
+		}
+		return nil
+	}
+	show := func(cmd *cobra.Command, _ []string) error {
+		if err := needSession(cmd); err != nil {
+			return err
+		}
+		s, err := a.openStore()
+		if err != nil {
+			return err
+		}
+		c, err := s.Context(cmd.Context(), session)
+		if err != nil {
+			return err
+		}
+		return a.printConversation(c)
+	}
+	cmd := &cobra.Command{
+		Use:   "context",
+		Short: "Short-term memory: a session's recent turns and the summary of older ones",
+		Long: "context shows, extends and clears a session's conversation buffer. Past its budget\n" +
+			"(--short-term-tokens) the oldest turns are compressed into a summary by --summarizer.",
+		Args: noArgs, RunE: show,
+	}
+	cmd.PersistentFlags().StringVarP(&session, "session", "s", "", "the session (required)")
+	showCmd := &cobra.Command{Use: "show", Short: "Print the summary and the recent turns", Args: noArgs, RunE: show}
+	var role string
+	add := &cobra.Command{Use: "add [TEXT...]", Short: "Append a turn (TEXT, or - for stdin)",
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usagef("context add needs the turn's text (or - for stdin)")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := needSession(cmd); err != nil {
+				return err
+			}
+			text := strings.Join(args, " ")
+			if text == "-" {
+				b, err := io.ReadAll(io.LimitReader(a.stdin, memory.DefaultMaxTextBytes+1))
+				if err != nil {
+					return err
+				}
+				text = string(b)
+			}
+			s, err := a.openStore()
+			if err != nil {
+				return err
+			}
+			c, err := s.AddTurn(cmd.Context(), session, memory.Turn{Role: role, Text: text})
+			if err != nil {
+				return err
+			}
+			return a.printConversation(c)
+		}}
+	add.Flags().StringVar(&role, "role", "user", "who spoke: user, assistant, ...")
+	clearCmd := &cobra.Command{Use: "clear", Short: "Delete the session's turns and summary", Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := needSession(cmd); err != nil {
+				return err
+			}
+			s, err := a.openStore()
+			if err != nil {
+				return err
+			}
+			if err := s.ClearConversation(cmd.Context(), session); err != nil {
+				return err
+			}
+			if a.jsonOut {
+				return a.printJSON(map[string]bool{"cleared": true})
+			}
+			fmt.Fprintf(a.stdout, "cleared the conversation of session %s\n", sanitize(session))
+			return nil
+		}}
+	cmd.AddCommand(showCmd, add, clearCmd)
+	return cmd
+}
+
+func (a *app) printConversation(c memory.Conversation) error {
+	if a.jsonOut {
+		return a.printJSON(c)
+	}
+	if c.Summary == "" && len(c.Turns) == 0 {
+		fmt.Fprintf(a.stdout, "(no conversation in session %s)\n", sanitize(c.Session))
+		return nil
+	}
+	if c.Summary != "" {
+		fmt.Fprintf(a.stdout, "summary of %d earlier turns:\n", c.Compressed)
+		for _, l := range strings.Split(c.Summary, "\n") {
+			fmt.Fprintf(a.stdout, "  %s\n", sanitize(l))
+		}
+	}
+	for _, t := range c.Turns {
+		fmt.Fprintf(a.stdout, "%s %s: %s\n", t.Time.UTC().Format(timeLayout), sanitize(t.Role), sanitize(t.Text))
+	}
+	return nil
+}
