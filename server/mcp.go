@@ -166,7 +166,7 @@ func newMCP(store *memory.Store, fallback *Caller) *mcp.Server {
 			}
 			return nil, MCPForgetOutput{Forgotten: n}, nil
 		})
-	addMemoryTools(s, store, fallback) // mcp_memories.go
+	addMemoryTools(s, store, fallback)  // mcp_memories.go
 	addContextTools(s, store, fallback) // mcp_context.go
 	return s
 }
