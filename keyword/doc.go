@@ -15,6 +15,17 @@
 // English sets (bench/results/bm25.md) and do nothing to CJK. The token
 // stream is versioned by AnalyzerVersion; serialized indexes record it.
 //
+// # Context
+//
+// A text may carry a context after ContextSeparator (U+001E): the memory
+// layer puts a conversation turn's neighbouring turns there. Its words count
+// ContextWeight (1/3) as much as the body's, summed with them before BM25's
+// saturation, and its weighted length joins the document's (BM25F with two
+// fields), so "Yes! It was amazing" matches a question about the concert its
+// previous turn names. Frequencies and lengths are therefore counted in
+// TokenUnits (3 per body token, 1 per context token); format version 2
+// segments, counted in tokens, are scaled on reading.
+//
 // # Index, Segment and Part
 //
 // The engine adds each record's text to the mutable Index under the record's

@@ -13,7 +13,14 @@ import (
 )
 
 // FormatVersion is the version of the serialized index (docs/format/keyword.md).
-const FormatVersion = 2
+//
+// Version 3 counts term frequencies and lengths in TokenUnits; version 2 (read
+// too) counted whole tokens, and its counts are scaled on reading, so a
+// version 2 segment scores exactly as before next to version 3 parts.
+const FormatVersion = 3
+
+// formatV2 is the previous version, still read.
+const formatV2 = 2
 
 const (
 	magic      = "ENGRAMKW"
@@ -147,11 +154,13 @@ func (x *Index) WriteTo(w io.Writer) (int64, error) {
 // A Segment is safe for concurrent use.
 type Segment struct {
 	numDocs, numTerms int
-	totalLen          int64
-	docs              []byte // numDocs entries of (doc, length)
-	terms             []byte // numTerms+1 entries of (term off, postings off, df)
-	termBytes         []byte
-	post              []byte
+	totalLen          int64  // as stored
+	units             uint32 // what a stored count is multiplied by to be in TokenUnits
+
+	docs      []byte // numDocs entries of (doc, length)
+	terms     []byte // numTerms+1 entries of (term off, postings off, df)
+	termBytes []byte
+	post      []byte
 }
 
 // Open returns a Segment reading b, which must stay unchanged while the
@@ -168,8 +177,9 @@ func Open(b []byte) (*Segment, error) {
 		return nil, corrupt("bad magic %q", b[:8])
 	}
 	le := binary.LittleEndian
-	if v := le.Uint32(b[8:]); v != FormatVersion {
-		return nil, fmt.Errorf("%w: format %d, want %d", ErrVersion, v, FormatVersion)
+	v := le.Uint32(b[8:])
+	if v != FormatVersion && v != formatV2 {
+		return nil, fmt.Errorf("%w: format %d, want %d or %d", ErrVersion, v, formatV2, FormatVersion)
 	}
 	if v := le.Uint32(b[12:]); v != AnalyzerVersion {
 		return nil, fmt.Errorf("%w: analyzer %d, want %d", ErrVersion, v, AnalyzerVersion)
@@ -187,7 +197,13 @@ func Open(b []byte) (*Segment, error) {
 	if got, sum := crc32.Checksum(body, castagnoli), le.Uint32(b[len(body):]); got != sum {
 		return nil, corrupt("checksum %08x, stored %08x", got, sum)
 	}
-	s := &Segment{numDocs: int(numDocs), numTerms: int(numTerms), totalLen: int64(totalLen)}
+	if v == formatV2 && totalLen > math.MaxInt64/TokenUnits {
+		return nil, corrupt("total length out of range")
+	}
+	s := &Segment{numDocs: int(numDocs), numTerms: int(numTerms), totalLen: int64(totalLen), units: 1}
+	if v == formatV2 {
+		s.units = TokenUnits
+	}
 	rest := body[headerSize:]
 	s.docs, rest = rest[:docEntry*numDocs], rest[docEntry*numDocs:]
 	s.terms, rest = rest[:termEntry*(numTerms+1)], rest[termEntry*(numTerms+1):]
@@ -199,7 +215,7 @@ func Open(b []byte) (*Segment, error) {
 func (s *Segment) NumDocs() int { return s.numDocs }
 
 // TotalLen implements Part.
-func (s *Segment) TotalLen() int64 { return s.totalLen }
+func (s *Segment) TotalLen() int64 { return s.totalLen * int64(s.units) }
 
 // NumTerms returns the number of distinct terms.
 func (s *Segment) NumTerms() int { return s.numTerms }
@@ -361,7 +377,8 @@ func (c *cursor) skipTo(ord uint64) {
 // emit calls fn with the current posting.
 func (c *cursor) emit(fn func(doc uint32, tf, docLen uint32)) {
 	e := c.s.docs[docEntry*c.ord:]
-	fn(binary.LittleEndian.Uint32(e), uint32(c.tf), binary.LittleEndian.Uint32(e[4:]))
+	u := uint64(c.s.units)
+	fn(binary.LittleEndian.Uint32(e), uint32(min(u*c.tf, math.MaxUint32)), uint32(min(u*uint64(binary.LittleEndian.Uint32(e[4:])), math.MaxUint32)))
 }
 
 // checkPostings decodes term i's whole list and verifies its skip table.

@@ -109,7 +109,7 @@ func (s *Store) Import(ctx context.Context, ms []Memory) error {
 			return errorf(ErrInvalidInput, "memory %d: empty or repeated ID %q", i, m.ID)
 		}
 		seen[m.ID] = true
-		o := RememberOptions{Source: m.Source, Tags: m.Tags, Importance: m.Importance, Metadata: m.Metadata}
+		o := RememberOptions{Source: m.Source, Tags: m.Tags, Importance: m.Importance, Metadata: m.Metadata, Context: m.Context}
 		if err := s.checkRemember(m.Session, m.Text, &o); err != nil {
 			return fmt.Errorf("memory %q: %w", m.ID, err)
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/engramdb/engram/engine"
+	"github.com/engramdb/engram/keyword"
 	"github.com/engramdb/engram/memory/lexical"
 	"github.com/engramdb/engram/quant"
 )
@@ -115,13 +116,14 @@ func toRecord(m *Memory) engine.Record {
 			meta[metaUser+k] = engine.Bool(v)
 		}
 	}
-	return engine.Record{ID: m.ID, Vector: m.Vector, Text: m.Text, Meta: meta, Created: m.Created, Updated: m.Updated,
+	return engine.Record{ID: m.ID, Vector: m.Vector, Text: keywordText(m), Meta: meta, Created: m.Created, Updated: m.Updated,
 		LastAccess: m.LastAccess, AccessCount: m.AccessCount}
 }
 
 func fromRecord(r *engine.Record) Memory {
-	m := Memory{ID: r.ID, Text: r.Text, Created: r.Created, Updated: r.Updated, LastAccess: r.LastAccess,
+	m := Memory{ID: r.ID, Created: r.Created, Updated: r.Updated, LastAccess: r.LastAccess,
 		AccessCount: r.AccessCount, Vector: r.Vector}
+	m.Text, m.Context, _ = strings.Cut(r.Text, keyword.ContextSeparator)
 	m.Session, _ = r.Meta[metaSession].Str()
 	m.Source, _ = r.Meta[metaSource].Str()
 	m.Tags, _ = r.Meta[metaTags].List()

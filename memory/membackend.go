@@ -90,7 +90,7 @@ func (c *memCollection) Upsert(ctx context.Context, ms []Memory) error {
 			c.removeNoLock(old)
 		}
 		slot := uint32(len(c.docs))
-		if err := c.kw.Add(slot, m.Text); err != nil {
+		if err := c.kw.Add(slot, keywordText(&m)); err != nil {
 			return err // cannot happen: slots are fresh
 		}
 		c.byID[m.ID] = slot
@@ -102,7 +102,7 @@ func (c *memCollection) Upsert(ctx context.Context, ms []Memory) error {
 
 // removeNoLock empties a slot; the caller holds c.mu.
 func (c *memCollection) removeNoLock(slot uint32) {
-	_, _ = c.kw.Remove(slot, c.docs[slot].Text) // the text is the one indexed: cannot fail
+	_, _ = c.kw.Remove(slot, keywordText(c.docs[slot])) // the text is the one indexed: cannot fail
 	c.docs[slot] = nil
 }
 

@@ -3,6 +3,7 @@ package memory
 import (
 	"container/list"
 	"context"
+	"fmt"
 	"sync"
 )
 
@@ -73,10 +74,28 @@ func (s *Store) embedQuery(ctx context.Context, emb Embedder, query string) ([]f
 	if v, ok := s.qcache.get(k); ok {
 		return v, nil
 	}
+	if qe, ok := emb.(QueryEmbedder); ok {
+		v, err := qe.EmbedQuery(ctx, query)
+		if err != nil {
+			return nil, fmt.Errorf("memory: embedding the query: %w", err)
+		}
+		if err := normalize(v, emb.Dim()); err != nil {
+			return nil, err
+		}
+		s.qcache.put(k, v)
+		return v, nil
+	}
 	vs, err := s.embed(ctx, emb, []string{query})
 	if err != nil {
 		return nil, err
 	}
 	s.qcache.put(k, vs[0])
 	return vs[0], nil
+}
+
+// QueryEmbedder is an optional Embedder capability: EmbedQuery embeds a recall query, where an
+// embedder reads queries differently from memories (the lexical embedder drops question words,
+// as the keyword index does). Recall uses it when the embedder has it.
+type QueryEmbedder interface {
+	EmbedQuery(ctx context.Context, query string) ([]float32, error)
 }

@@ -116,6 +116,10 @@ type RecallOptions struct {
 	Filter *Filter
 	// NoTouch leaves access statistics alone (previews, benchmarks).
 	NoTouch bool
+	// Turns is the recent conversation, oldest first (at most MaxTurns), for a chat loop that
+	// recalls for where the conversation is rather than for one question: the query may then be
+	// empty. See conversationQuery for how the query and the turns are read together.
+	Turns []Turn
 }
 
 // Score explains a result: the raw list scores (0 when the memory was not in that list), the
@@ -146,15 +150,35 @@ type recallPlan struct {
 	RecallOptions
 	filter *Filter
 	now    time.Time
+	// vecQuery is what the query embedding is computed from, kwQuery what BM25 scores: the
+	// query itself, or its composition with the conversation (conversationQuery).
+	vecQuery, kwQuery string
 }
 
 func (s *Store) plan(query string, o RecallOptions) (recallPlan, error) {
 	p := recallPlan{RecallOptions: o, now: s.opts.Clock()}
-	if strings.TrimSpace(query) == "" {
-		return p, errorf(ErrInvalidInput, "empty or whitespace-only query")
-	}
 	if len(query) > s.opts.MaxTextBytes || !utf8.ValidString(query) {
 		return p, errorf(ErrInvalidInput, "query must be valid UTF-8 of at most %d bytes", s.opts.MaxTextBytes)
+	}
+	if len(o.Turns) > MaxTurns {
+		return p, errorf(ErrInvalidInput, "%d turns, at most %d", len(o.Turns), MaxTurns)
+	}
+	size := len(query)
+	for i, t := range o.Turns {
+		if size += len(t.Text); size > s.opts.MaxTextBytes || !utf8.ValidString(t.Text) {
+			return p, errorf(ErrInvalidInput, "turn %d: the query and turns must be valid UTF-8 of at most %d bytes together", i, s.opts.MaxTextBytes)
+		}
+	}
+	turns := o.Turns
+	if len(turns) == 0 {
+		turns = dialogueLines(query)
+		if turns != nil {
+			query = ""
+		}
+	}
+	p.vecQuery, p.kwQuery = conversationQuery(query, turns)
+	if strings.TrimSpace(p.kwQuery) == "" {
+		return p, errorf(ErrInvalidInput, "empty or whitespace-only query (and no turn with text)")
 	}
 	if err := checkSession(o.Session); err != nil {
 		return p, err
@@ -284,7 +308,7 @@ func (s *Store) recall(ctx context.Context, query string, vec []float32, opts Re
 	if p.Mode != ModeKeyword {
 		if vec == nil {
 			var err error
-			if vec, err = s.embedQuery(ctx, emb, query); err != nil {
+			if vec, err = s.embedQuery(ctx, emb, p.vecQuery); err != nil {
 				return nil, err
 			}
 		} else if err := normalize(vec, emb.Dim()); err != nil {
@@ -304,7 +328,7 @@ func (s *Store) recall(ctx context.Context, query string, vec []float32, opts Re
 	}
 	var maxKW float64
 	if p.Mode != ModeVector {
-		hits, err := searchText(ctx, query, p.Candidates, p.filter)
+		hits, err := searchText(ctx, p.kwQuery, p.Candidates, p.filter)
 		if err != nil {
 			return nil, fmt.Errorf("memory: keyword search: %w", err)
 		}

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/engramdb/engram/engine"
+	"github.com/engramdb/engram/keyword"
 	"github.com/engramdb/engram/memory/chunk"
 	"github.com/engramdb/engram/quant"
 )
@@ -28,6 +29,11 @@ type RememberOptions struct {
 	// Metadata are the caller's own attributes (see CheckMetadata), filterable by MetaField; a
 	// merge adds them to the memory's, replacing values of the same keys.
 	Metadata map[string]any
+
+	// Context is text around the memory that keyword search should match it by at a third of
+	// the weight of its own words (Memory.Context), given to every chunk: for a conversation
+	// turn, its neighbouring turns. Text and Context together must fit Options.MaxTextBytes.
+	Context string
 }
 
 // RememberResult reports what one Remember call did, one entry per chunk in text order.
@@ -120,7 +126,7 @@ func (s *Store) Remember(ctx context.Context, session, text string, opts Remembe
 					change = ChangeSupersede
 				}
 				versions = append(versions, pendingVersion{old: prev, change: change, at: at})
-				m.Text, m.Vector, m.Updated, m.Importance = text, vecs[i], at, opts.Importance
+				m.Text, m.Context, m.Vector, m.Updated, m.Importance = text, opts.Context, vecs[i], at, opts.Importance
 				if opts.Source != "" {
 					m.Source = opts.Source
 				}
@@ -142,7 +148,7 @@ func (s *Store) Remember(ctx context.Context, session, text string, opts Remembe
 				}
 			}
 		} else {
-			m = &Memory{ID: newID(), Session: session, Text: text, Source: opts.Source, Tags: slices.Clone(opts.Tags),
+			m = &Memory{ID: newID(), Session: session, Text: text, Context: opts.Context, Source: opts.Source, Tags: slices.Clone(opts.Tags),
 				Importance: opts.Importance, Metadata: maps.Clone(opts.Metadata), Created: at, Updated: at, Vector: vecs[i]}
 		}
 		if j := slices.IndexFunc(batch, func(b Memory) bool { return b.ID == m.ID }); j >= 0 {
@@ -211,8 +217,27 @@ func (s *Store) checkRemember(session, text string, opts *RememberOptions) error
 		return err
 	}
 	opts.Metadata = md
+	if err := s.checkContext(text, opts.Context); err != nil {
+		return err
+	}
 	if opts.Importance == 0 {
 		opts.Importance = DefaultImportance
+	}
+	return nil
+}
+
+// checkContext validates a memory's text and context: the backend keeps them as one text split
+// at keyword.ContextSeparator, so neither may contain it.
+func (s *Store) checkContext(text, context string) error {
+	switch {
+	case strings.Contains(text, keyword.ContextSeparator):
+		return errorf(ErrInvalidInput, "text contains U+001E, which separates a memory's text from its context")
+	case context == "":
+		return nil
+	case !utf8.ValidString(context) || strings.Contains(context, keyword.ContextSeparator):
+		return errorf(ErrInvalidInput, "context must be valid UTF-8 without U+001E")
+	case len(text)+len(keyword.ContextSeparator)+len(context) > s.opts.MaxTextBytes:
+		return errorf(ErrInvalidInput, "text and context of %d bytes exceed the limit of %d", len(text)+len(context)+1, s.opts.MaxTextBytes)
 	}
 	return nil
 }

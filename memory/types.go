@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/engramdb/engram/engine"
+	"github.com/engramdb/engram/keyword"
 )
 
 // Memory is one stored memory: a chunk of text with its session, provenance and access statistics.
@@ -14,6 +15,11 @@ type Memory struct {
 	ID      string
 	Session string
 	Text    string
+	// Context is text that keyword search matches the memory by, each word counting a third of
+	// one of Text's, without being part of it: for a conversation turn, the turns around it
+	// (RememberOptions.Context, RememberConversation). Recall never returns it as Text, and
+	// prompts never show it. Backends that cannot index it (Weaviate) ignore it.
+	Context string
 	Source  string
 	Tags    []string
 	// Importance is in (0, 1]; Remember stores DefaultImportance when the caller gives 0.
@@ -297,4 +303,13 @@ func (m Memory) clone() Memory {
 	m.Metadata = maps.Clone(m.Metadata)
 	m.Vector = slices.Clone(m.Vector)
 	return m
+}
+
+// keywordText is what a backend's keyword index holds for m: its text, then its context after
+// keyword.ContextSeparator (the engine backend stores it so and splits it again on reading).
+func keywordText(m *Memory) string {
+	if m.Context == "" {
+		return m.Text
+	}
+	return m.Text + keyword.ContextSeparator + m.Context
 }

@@ -75,6 +75,8 @@ type RecallRequest struct {
 	NoDecay       bool               `json:"no_decay,omitempty"`
 	SourceWeights map[string]float64 `json:"source_weights,omitempty"`
 	NoTouch       bool               `json:"no_touch,omitempty"`
+	// Turns is the recent conversation, oldest first; the query may then be empty.
+	Turns []memory.Turn `json:"turns,omitempty"`
 	// PromptTokens > 0 also returns the memory block for a model prompt.
 	PromptTokens int `json:"prompt_tokens,omitempty"`
 	// Filter restricts the candidates (docs/format/filter.md), within the session or scope.
@@ -98,7 +100,7 @@ func (req *RecallRequest) options() (memory.RecallOptions, error) {
 		Session: req.Session, AllSessions: req.AllSessions, K: req.K,
 		VectorWeight: req.VectorWeight, KeywordWeight: req.KeywordWeight,
 		MinScore: req.MinScore, SourceWeights: req.SourceWeights, NoTouch: req.NoTouch,
-		Decay: memory.Decay{Off: req.NoDecay}, Filter: req.Filter,
+		Decay: memory.Decay{Off: req.NoDecay}, Filter: req.Filter, Turns: req.Turns,
 	}
 	switch req.Mode {
 	case "", "hybrid":

@@ -34,9 +34,11 @@ type MCPRememberOutput struct {
 // MCPRecallInput is the recall tool's input.
 type MCPRecallInput struct {
 	Session string    `json:"session" jsonschema:"the session to recall from"`
-	Query   string    `json:"query" jsonschema:"what to look for"`
+	Query   string    `json:"query,omitempty" jsonschema:"what to look for (may be empty when turns are given)"`
 	K       int       `json:"k,omitempty" jsonschema:"how many memories to return (default 5)"`
 	Filter  MCPFilter `json:"filter,omitempty" jsonschema:"conditions in engram's JSON filter language, e.g. {\"tags\": \"travel\"}"`
+	// Turns is the recent conversation: a chat loop recalls for where the conversation is.
+	Turns []memory.Turn `json:"turns,omitempty" jsonschema:"the recent conversation, oldest first; the latest turns weigh most"`
 }
 
 // MCPMemory is one recalled memory: its JSON form and score, as over HTTP.
@@ -112,7 +114,7 @@ func newMCP(store *memory.Store, fallback *Caller) *mcp.Server {
 			if err != nil {
 				return nil, MCPRecallOutput{}, err
 			}
-			results, err := store.Recall(ctx, in.Query, memory.RecallOptions{Session: in.Session, K: in.K, Filter: f})
+			results, err := store.Recall(ctx, in.Query, memory.RecallOptions{Session: in.Session, K: in.K, Filter: f, Turns: in.Turns})
 			if err != nil {
 				return nil, MCPRecallOutput{}, err
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/engramdb/engram/memory"
@@ -32,13 +33,14 @@ func (c *chat) modelName() string {
 // answer -> remember the turn -> add both turns to short-term memory (which
 // compresses the oldest ones when over budget).
 func (c *chat) turn(ctx context.Context, user string) error {
-	recalled, err := c.store.Recall(ctx, user, memory.RecallOptions{Session: c.session, K: c.k})
-	if err != nil {
-		return fmt.Errorf("recall: %w", err)
-	}
 	conv, err := c.store.Context(ctx, c.session)
 	if err != nil {
 		return err
+	}
+	// Recall for where the conversation is: the new message, with the recent turns behind it.
+	recalled, err := c.store.Recall(ctx, user, memory.RecallOptions{Session: c.session, K: c.k, Turns: recentTurns(conv.Turns)})
+	if err != nil {
+		return fmt.Errorf("recall: %w", err)
 	}
 	msgs, err := chatMessages(user, recalled, conv)
 	if err != nil {
@@ -53,7 +55,7 @@ func (c *chat) turn(ctx context.Context, user string) error {
 		return err
 	}
 	answer := resp.Message.Content
-	if err := c.remember(ctx, user, answer); err != nil {
+	if err := c.remember(ctx, user, answer, recentTurns(conv.Turns)); err != nil {
 		return err
 	}
 	for _, t := range []memory.Turn{{Role: "user", Text: user}, {Role: "assistant", Text: answer}} {
@@ -66,7 +68,7 @@ func (c *chat) turn(ctx context.Context, user string) error {
 
 // remember stores what the turn taught: the facts the extractor picks, or
 // the user's message itself when there is no extractor.
-func (c *chat) remember(ctx context.Context, user, answer string) error {
+func (c *chat) remember(ctx context.Context, user, answer string, before []memory.Turn) error {
 	facts := []string{user}
 	if c.extractor != nil {
 		var err error
@@ -74,12 +76,32 @@ func (c *chat) remember(ctx context.Context, user, answer string) error {
 			return err
 		}
 	}
+	// The exchange around a fact is its context: keyword recall then finds "yes, every
+	// morning" by the question it answered.
+	var around []string
+	for _, t := range before {
+		around = append(around, t.Text)
+	}
 	for _, f := range facts {
-		if _, err := c.store.Remember(ctx, c.session, f, memory.RememberOptions{Source: "chat"}); err != nil {
+		ctxt := append(slices.Clone(around), answer)
+		if f != user {
+			ctxt = append(ctxt, user)
+		}
+		o := memory.RememberOptions{Source: "chat", Context: strings.ToValidUTF8(strings.ReplaceAll(strings.Join(ctxt, "\n"), "\x1e", " "), "")}
+		if len(f)+len(o.Context) >= memory.DefaultMaxTextBytes {
+			o.Context = ""
+		}
+		if _, err := c.store.Remember(ctx, c.session, f, o); err != nil {
 			return fmt.Errorf("remember: %w", err)
 		}
 	}
 	return nil
+}
+
+// recentTurns is the part of the short-term conversation a recall or a remembered fact reads
+// along: its last two turns.
+func recentTurns(ts []memory.Turn) []memory.Turn {
+	return ts[max(0, len(ts)-2):]
 }
 
 // chatMessages builds the model's input: a system message with the recalled

@@ -134,16 +134,30 @@ func (a *app) recallCommand() *cobra.Command {
 		mode, fusion     string
 		prompt           bool
 		promptTokens     int
+		turns            []string
 	)
 	cmd := &cobra.Command{
-		Use:   "recall QUERY",
-		Short: "Recall the memories that best match QUERY",
+		Use:   "recall [QUERY]",
+		Short: "Recall the memories that best match QUERY (or the conversation given with --turn)",
 		Example: `  memctl recall --session alice "what does Alice drink?"
   memctl recall --session alice --explain --k 3 "出差"
-  memctl recall --all-sessions --json "tea"`,
-		Args: exactArgs(1, "recall takes one QUERY (quote it)"),
+  memctl recall --all-sessions --json "tea"
+  memctl recall --session alice --turn "I'm flying to Osaka on Friday" --turn "what should I pack?"`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 && len(turns) > 0 {
+				return nil
+			}
+			return exactArgs(1, "recall takes one QUERY (quote it), or --turn")(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var err error
+			query := ""
+			if len(args) > 0 {
+				query = args[0]
+			}
+			for _, t := range turns {
+				ro.Turns = append(ro.Turns, memory.Turn{Text: t})
+			}
 			if ro.Mode, err = parseMode(mode); err != nil {
 				return err
 			}
@@ -155,12 +169,12 @@ func (a *app) recallCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			results, err := s.Recall(cmd.Context(), args[0], ro)
+			results, err := s.Recall(cmd.Context(), query, ro)
 			if err != nil {
 				return err
 			}
 			if prompt {
-				p, err := memory.BuildPrompt(args[0], results, memory.PromptOptions{TokenBudget: promptTokens})
+				p, err := memory.BuildPrompt(query, results, memory.PromptOptions{TokenBudget: promptTokens})
 				if err != nil {
 					return err
 				}
@@ -186,6 +200,7 @@ func (a *app) recallCommand() *cobra.Command {
 	f.StringVar(&fusion, "fusion", "weighted", "hybrid fusion: weighted (scores in [0, 1] that --min-score can cut) or rrf")
 	f.Float64Var(&ro.MinScore, "min-score", 0, "drop results whose final score (0 to 1) is below this")
 	f.BoolVar(&noTouch, "no-touch", false, "do not count this recall as an access")
+	f.StringArrayVar(&turns, "turn", nil, "a turn of the recent conversation, oldest first (repeat); the latest weigh most")
 	f.BoolVar(&prompt, "prompt", false, "print the memory block to paste into a model prompt")
 	f.IntVar(&promptTokens, "prompt-tokens", memory.DefaultPromptTokens, "token budget of --prompt")
 	return cmd

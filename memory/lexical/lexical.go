@@ -102,11 +102,36 @@ const (
 // Raw n-gram sizes for texts without tokens (see rawFeatures).
 const rawMinN, rawMaxN = 1, 3
 
+// EmbedQuery embeds a recall query: like Embed, without the words queries drop in keyword
+// search (keyword.IsQueryStopword: "what", "did", "she"...) unless nothing else is left, so that
+// a question is close to the memories that answer it rather than to other questions.
+func (e *Embedder) EmbedQuery(ctx context.Context, query string) ([]float32, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	toks := keyword.Tokens(query)
+	kept := toks[:0:0]
+	for _, t := range toks {
+		if !keyword.IsQueryStopword(t) {
+			kept = append(kept, t)
+		}
+	}
+	if len(kept) == 0 {
+		kept = toks
+	}
+	return e.embedTokens(query, kept, make(map[uint64]float64)), nil
+}
+
 func (e *Embedder) embed(text string, counts map[uint64]float64) []float32 {
+	return e.embedTokens(text, keyword.Tokens(text), counts)
+}
+
+// embedTokens embeds the tokens of text (text itself is read only when they give no feature).
+func (e *Embedder) embedTokens(text string, tokens []string, counts map[uint64]float64) []float32 {
 	var bounded []byte
 	var starts []int
 	var grams []uint64
-	for _, tok := range keyword.Tokens(text) {
+	for _, tok := range tokens {
 		r, _ := utf8.DecodeRuneInString(tok)
 		if keyword.IsCJK(r) { // CJK unigram or bigram
 			counts[hash(kindCJK, tok)]++

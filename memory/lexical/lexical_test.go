@@ -206,3 +206,36 @@ func TestTokenlessTexts(t *testing.T) {
 		t.Error("the fallback is not deterministic")
 	}
 }
+
+// TestEmbedQuery: a query loses its question words (as in keyword search) unless nothing else
+// is left; a memory keeps them.
+func TestEmbedQuery(t *testing.T) {
+	e, err := New(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, c := range []struct{ query, same string }{
+		{"What did Alice drink?", "Alice drink"},
+		{"who is he", "who is he"},
+	} {
+		q, err := e.EmbedQuery(ctx, c.query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := e.Embed(ctx, []string{c.same})
+		if !slices.Equal(q, want[0]) {
+			t.Fatalf("EmbedQuery(%q) differs from Embed(%q)", c.query, c.same)
+		}
+	}
+	q, _ := e.EmbedQuery(ctx, "What did Alice drink?")
+	m, _ := e.Embed(ctx, []string{"What did Alice drink?"})
+	if slices.Equal(q, m[0]) {
+		t.Fatal("the memory embedding dropped question words too")
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := e.EmbedQuery(cctx, "x"); err == nil {
+		t.Fatal("cancelled context")
+	}
+}

@@ -7,10 +7,13 @@
 // Usage:
 //
 //	go run ./bench/cmd/retrieval -data DIR [-prefix P] -mode bm25|vector|hybrid [-embedder lexical]
-//	    [-dedup] [-decay] [-fusion weighted|rrf] [-chunk N] [-backend engine|mem]
+//	    [-dedup] [-decay] [-fusion weighted|rrf] [-chunk N] [-backend engine|mem] [-conversation=false]
 //
-// Documents with a "session" field are remembered in that session and queries with one recall
-// from it (otherwise from all sessions); a "time" field dates the memory. De-duplication and
+// Documents with a "session" field are the turns of that session's conversation, in file order,
+// and are remembered with memory.Store.RememberConversation (each turn a memory, its two
+// neighbours on each side as its keyword context; -conversation=false: one Remember per
+// document); queries with a session recall from it (otherwise from all sessions); a "time"
+// field dates the memory. De-duplication and
 // decay are off by default (merged documents would break the relevance labels); with -decay
 // the clock is the newest time in the data. Latencies are per Recall call, single-threaded,
 // query embedding included. The engine backend runs in a temporary directory without fsync
@@ -26,7 +29,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/engramdb/engram/bench/beir"
 	"github.com/engramdb/engram/engine"
@@ -49,6 +54,7 @@ type Output struct {
 	P99US    float64 `json:"p99_us"`
 	Docs     int     `json:"docs"`
 	Memories int     `json:"memories"`
+	Turns    int     `json:"turns"` // documents remembered as conversation turns
 	Merged   int     `json:"merged"`
 	Data     string  `json:"data"`
 	Mode     string  `json:"mode"`
@@ -57,6 +63,17 @@ type Output struct {
 	Backend  string  `json:"backend"`
 	Dedup    bool    `json:"dedup"`
 	Decay    bool    `json:"decay"`
+}
+
+// truncate cuts a document to what the engine stores in one record.
+func truncate(text string) string {
+	if len(text) > engine.MaxTextLen/2 {
+		text = text[:engine.MaxTextLen/2]
+		for len(text) > 0 && !utf8.RuneStart(text[len(text)-1]) {
+			text = text[:len(text)-1]
+		}
+	}
+	return strings.ToValidUTF8(text, "")
 }
 
 func run(args []string, stdout io.Writer) error {
@@ -75,6 +92,7 @@ func run(args []string, stdout io.Writer) error {
 	chunkChars := fs.Int("chunk", -1, "chunk documents to this many characters (-1: one memory per document)")
 	backend := fs.String("backend", "engine", "engine or mem")
 	syncWrites := fs.Bool("sync", false, "fsync every write (engine backend)")
+	conversation := fs.Bool("conversation", true, "remember the documents of each session as one conversation (memory.RememberConversation: neighbouring turns as context); off: one Remember per document")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -149,25 +167,63 @@ func run(args []string, stdout io.Writer) error {
 	}
 	docOf := map[string]string{} // memory ID -> document ID (the first one, when merged)
 	start := time.Now()
-	for _, d := range ds.Docs {
-		text := d.Content()
-		if len(text) > engine.MaxTextLen {
-			text = text[:engine.MaxTextLen]
+	note := func(d beir.Doc, res memory.RememberResult) {
+		for i, id := range res.IDs {
+			if res.Merged[i] {
+				out.Merged++
+			} else if _, seen := docOf[id]; !seen {
+				docOf[id] = d.ID
+			}
 		}
-		res, err := s.Remember(ctx, d.Session, text, memory.RememberOptions{Time: d.Time})
+	}
+	var single []beir.Doc
+	if *conversation && *chunkChars < 0 {
+		// Documents with a session are the turns of that session's conversation, in file order.
+		var order []string
+		turns := map[string][]beir.Doc{}
+		for _, d := range ds.Docs {
+			if d.Session == "" {
+				single = append(single, d)
+				continue
+			}
+			if strings.TrimSpace(d.Content()) == "" {
+				continue
+			}
+			if turns[d.Session] == nil {
+				order = append(order, d.Session)
+			}
+			turns[d.Session] = append(turns[d.Session], d)
+		}
+		for _, sess := range order {
+			docs := turns[sess]
+			ts := make([]memory.Turn, len(docs))
+			for i, d := range docs {
+				ts[i] = memory.Turn{Text: truncate(d.Content()), Time: d.Time}
+			}
+			res, err := s.RememberConversation(ctx, sess, ts, memory.RememberOptions{})
+			if err != nil {
+				return fmt.Errorf("conversation %s: %w", sess, err)
+			}
+			if len(res.IDs) != len(docs) {
+				return fmt.Errorf("conversation %s: %d memories for %d turns", sess, len(res.IDs), len(docs))
+			}
+			for i, d := range docs {
+				note(d, memory.RememberResult{IDs: res.IDs[i : i+1], Merged: res.Merged[i : i+1]})
+			}
+			out.Turns += len(docs)
+		}
+	} else {
+		single = ds.Docs
+	}
+	for _, d := range single {
+		res, err := s.Remember(ctx, d.Session, truncate(d.Content()), memory.RememberOptions{Time: d.Time})
 		if errors.Is(err, memory.ErrInvalidInput) {
 			continue // an empty document: nothing to remember
 		}
 		if err != nil {
 			return fmt.Errorf("document %s: %w", d.ID, err)
 		}
-		for i, id := range res.IDs {
-			if res.Merged[i] {
-				out.Merged++
-			} else {
-				docOf[id] = d.ID
-			}
-		}
+		note(d, res)
 	}
 	out.IngestS = time.Since(start).Seconds()
 	if out.Memories, err = s.Count(ctx, nil); err != nil {
