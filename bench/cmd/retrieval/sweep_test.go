@@ -72,10 +72,6 @@ func TestFusionSweep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	type variant struct {
-		name string
-		ctxW float64 // neighbour vectors mixed into a turn's vector
-	}
 	for _, s := range []struct{ dir, prefix string }{{"locomo-dev", ""}, {"scifact", ""}, {"cranfield", ""}, {"cisi", ""}, {"rgb", "en_"}, {"rgb", "zh_"}} {
 		ds, err := beir.Load(filepath.Join(root, "text", s.dir), s.prefix)
 		if err != nil {
