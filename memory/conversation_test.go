@@ -101,7 +101,11 @@ func TestRememberConversation(t *testing.T) {
 		if n, _ := s.Count(ctx, nil); n != len(concert) {
 			t.Fatalf("bad input wrote something: %d memories", n)
 		}
-		// Context survives a reopen of the same data through Scan/Import (export, migrate).
+		// Context survives the JSON form (export, history) and Scan/Import (migrate).
+		j := memory.ToJSON(&m, false)
+		if back := j.Memory(); back.Context != m.Context || back.Text != m.Text {
+			t.Fatalf("JSON round trip: %+v", back)
+		}
 		var all []memory.Memory
 		if err := s.Scan(ctx, nil, func(m memory.Memory) error { all = append(all, m); return nil }); err != nil {
 			t.Fatal(err)

@@ -17,6 +17,7 @@ type MemoryJSON struct {
 	ID          string         `json:"id"`
 	Session     string         `json:"session"`
 	Text        string         `json:"text"`
+	Context     string         `json:"context,omitempty"`
 	Source      string         `json:"source,omitempty"`
 	Tags        []string       `json:"tags,omitempty"`
 	Importance  float64        `json:"importance"`
@@ -30,7 +31,7 @@ type MemoryJSON struct {
 
 // ToJSON returns m's JSON form, with its vector when withVector is set.
 func ToJSON(m *Memory, withVector bool) MemoryJSON {
-	j := MemoryJSON{ID: m.ID, Session: m.Session, Text: m.Text, Source: m.Source, Tags: m.Tags,
+	j := MemoryJSON{ID: m.ID, Session: m.Session, Text: m.Text, Context: m.Context, Source: m.Source, Tags: m.Tags,
 		Importance: m.Importance, Metadata: m.Metadata, Created: m.Created.UTC(), Updated: m.Updated.UTC(),
 		AccessCount: m.AccessCount}
 	if !m.LastAccess.IsZero() {
@@ -45,7 +46,7 @@ func ToJSON(m *Memory, withVector bool) MemoryJSON {
 
 // Memory returns the memory j describes.
 func (j *MemoryJSON) Memory() Memory {
-	m := Memory{ID: j.ID, Session: j.Session, Text: j.Text, Source: j.Source, Tags: j.Tags,
+	m := Memory{ID: j.ID, Session: j.Session, Text: j.Text, Context: j.Context, Source: j.Source, Tags: j.Tags,
 		Importance: j.Importance, Metadata: j.Metadata, Created: j.Created, Updated: j.Updated,
 		AccessCount: j.AccessCount, Vector: j.Vector}
 	if j.LastAccess != nil {
