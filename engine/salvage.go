@@ -12,6 +12,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/edsrzf/mmap-go"
 	"github.com/engramdb/engram/hnsw"
 	"github.com/engramdb/engram/wal"
 )
@@ -74,7 +75,7 @@ func findContainer(b []byte) (map[sectionKind][]byte, []sectionEntry, error) {
 		if i <= 8 {
 			break
 		}
-		if secs, entries, err := parseSegment(b[:i+len(segMagic)]); err == nil {
+		if secs, entries, err := parseContainer(b[:i+len(segMagic)]); err == nil {
 			return secs, entries, nil
 		}
 		end = i + len(segMagic) - 1
@@ -86,22 +87,42 @@ func findContainer(b []byte) (map[sectionKind][]byte, []sectionEntry, error) {
 // sorts its live records into intact and lost. An error is returned only
 // for I/O failures: damage of any extent is an outcome.
 func salvageSegment(path string, cfg CollectionConfig, ms manifestSeg) (*salvaged, error) {
-	sv := &salvaged{path: path}
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("engine: repair: %w", err)
 	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("engine: repair: %w", err)
+	}
+	if st.Size() == 0 {
+		return salvageBytes(nil, path, cfg, ms), nil
+	}
+	m, err := mmap.Map(f, mmap.RDONLY, 0)
+	if err != nil {
+		return nil, fmt.Errorf("engine: repair: map %s: %w", path, err)
+	}
+	defer m.Unmap()
+	// Everything salvaged is copied out of the mapping (colMeta and the
+	// text decoder copy; vectors are cloned).
+	return salvageBytes(m, path, cfg, ms), nil
+}
+
+// salvageBytes is salvageSegment over the file's bytes b.
+func salvageBytes(b []byte, path string, cfg CollectionConfig, ms manifestSeg) *salvaged {
+	sv := &salvaged{path: path}
 	n := int(ms.count)
 	liveCount := n - len(ms.deleted)
-	secs, entries, err := parseSegment(b)
-	if err != nil && !errors.Is(err, ErrVersion) {
+	secs, entries, err := parseContainer(b)
+	if err != nil {
 		secs, entries, err = findContainer(b)
 	}
 	if err != nil {
 		// Nothing can be located: every live record is lost, unnamed.
 		sv.damaged = []sectionKind{secInfo, secGraph, secIDs, secText, secTimes, secColumns}
 		sv.unknown = liveCount
-		return sv, nil
+		return sv
 	}
 	bad := map[sectionKind]bool{}
 	for _, e := range entries {
@@ -278,7 +299,7 @@ func salvageSegment(path string, cfg CollectionConfig, ms manifestSeg) (*salvage
 		sv.lost = append(sv.lost, LostRecord{Segment: path, Node: node, ID: r.ID, IDKnown: primary[secIDs]})
 		sv.export = append(sv.export, exportRecord(path, node, &r, sv.damaged, readable))
 	}
-	return sv, nil
+	return sv
 }
 
 // recomputeRanks rebuilds a bitmap column's rank table from its words.
@@ -421,12 +442,7 @@ func openSegFileAnyVersion(path string) ([]sectionKind, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(b) < 12 {
-		return nil, errShort
-	}
-	b = slices.Clone(b)
-	binary.LittleEndian.PutUint32(b[8:], segVersion)
-	_, entries, err := parseSegment(b)
+	_, entries, err := parseContainer(b)
 	if err != nil {
 		return nil, err
 	}

@@ -181,6 +181,15 @@ func parseSegment(b []byte) (map[sectionKind][]byte, []sectionEntry, error) {
 	if v := binary.LittleEndian.Uint32(b[8:]); requiredSections[v] == nil {
 		return nil, nil, fmt.Errorf("%w: segment version %d, this build reads %d to %d", ErrVersion, v, segVersionV1, segVersion)
 	}
+	return parseContainer(b)
+}
+
+// parseContainer is parseSegment without the magic and version checks
+// (Repair salvages a file whose version field is what was damaged).
+func parseContainer(b []byte) (map[sectionKind][]byte, []sectionEntry, error) {
+	if len(b) < 12+segTrailer+4 {
+		return nil, nil, errors.New("file too short")
+	}
 	tr := b[len(b)-segTrailer:]
 	if string(tr[16:]) != segMagic {
 		return nil, nil, errors.New("bad trailer magic (torn or truncated file)")
@@ -253,7 +262,7 @@ func (s *segFile) version() uint32 { return binary.LittleEndian.Uint32(s.data[8:
 // verifySection checks the CRC32C of section k (absent: nothing to check).
 func (s *segFile) verifySection(k sectionKind) error {
 	for _, e := range s.entries {
-		if e.kind == k && crc(s.sections[k]) != e.crc {
+		if e.kind == k && crcParallel(s.sections[k], parallelCRCChunk) != e.crc {
 			return &CorruptionError{File: s.path, Err: fmt.Errorf("section %s (kind %d) checksum mismatch", k, k)}
 		}
 	}
