@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the tests and the default run need and is safe to run again:
-# Go modules, and the ONNX Runtime shared library in the project cache.
+# Go modules, the ONNX Runtime shared library in the project cache, and
+# Debian's chromium (+ chromium-driver) for the dashboard's browser test.
 #
 # ONNX Runtime: libonnxruntime.so is taken from the npm tarball of
 # onnxruntime-node (npm pack only: no install scripts run) and put at
@@ -59,4 +60,35 @@ if [ ! -s "$ort_lib" ] && ! install_ort; then
     exit 1
   fi
   echo "setup: WARNING: ONNX Runtime not installed; ONNX tests will skip" >&2
+fi
+
+# The dashboard test drives a real headless Chromium (cmd/memctl,
+# TestDashboardInBrowser). Installed with apt-get when missing (as root, or
+# through sudo -n); without it the test skips, except under CI=true.
+install_chromium() {
+  if command -v chromium >/dev/null 2>&1; then
+    return 0
+  fi
+  if ! command -v apt-get >/dev/null 2>&1; then
+    echo "setup: no apt-get; install chromium for the dashboard test" >&2
+    return 1
+  fi
+  local sudo=""
+  if [ "$(id -u)" != 0 ]; then
+    sudo="sudo -n"
+  fi
+  $sudo apt-get update -qq >/dev/null &&
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium chromium-driver >/dev/null || {
+    echo "setup: apt-get install chromium chromium-driver failed" >&2
+    return 1
+  }
+  echo "setup: chromium -> $(command -v chromium)"
+}
+
+if ! install_chromium; then
+  if [ "${CI:-}" = "true" ]; then
+    echo "setup: chromium could not be installed; CI needs it for the dashboard test" >&2
+    exit 1
+  fi
+  echo "setup: WARNING: chromium not installed; the dashboard browser test will skip" >&2
 fi

@@ -43,6 +43,13 @@ function fmtBytes(n) {
   while (n >= 1024 && i < u.length - 1) { n /= 1024; i++; }
   return (i ? n.toFixed(1) : String(n)) + ' ' + u[i];
 }
+// part reads a score part: lower-case JSON names, or the capitalized ones
+// of servers that send the Go field names.
+function part(sc, name) {
+  if (!sc) return undefined;
+  const v = sc[name];
+  return v !== undefined ? v : sc[name.charAt(0).toUpperCase() + name.slice(1)];
+}
 function sessionLabel(s) { return s === '' ? '""' : s; }
 function oneLine(s, n) { s = String(s).replace(/\s+/g, ' ').trim(); return s.length > n ? s.slice(0, n - 1) + '…' : s; }
 
@@ -209,7 +216,10 @@ function plot(target, pts, getters) {
   s.append(lab(fmtTime(new Date(t0).toISOString()).slice(11), { x: L, y: H - 4 }), lab(fmtTime(new Date(t1).toISOString()).slice(11), { x: W - 50, y: H - 4 }));
   getters.forEach((g, i) => {
     const d = pts.map((p, j) => x(ts[j]).toFixed(1) + ',' + y(g(p) || 0).toFixed(1)).join(' ');
-    s.append(svg('polyline', { class: 's' + i, points: pts.length === 1 ? d + ' ' + d : d }));
+    s.append(svg('polyline', { class: 's' + i, points: d }));
+    if (pts.length <= 30) { // few points: mark each, so a single one shows
+      pts.forEach((p, j) => s.append(svg('circle', { class: 'dot' + i, cx: x(ts[j]).toFixed(1), cy: y(g(p) || 0).toFixed(1), r: 2.5 })));
+    }
   });
   target.append(s);
 }
@@ -294,11 +304,11 @@ function showResults(results, note) {
   fill($('#results tbody'), results.map((m) => el('tr', { class: 'clickable', dataset: { id: m.id }, onclick: () => showDetail(m) },
     el('td', { class: 'text', text: oneLine(m.text, 120) }), el('td', { text: sessionLabel(m.session) }),
     el('td', { text: m.source || '' }), el('td', { text: fmtTime(m.updated) }),
-    el('td', { class: 'score', text: m.score ? fmtNum(m.score.Final, 4) : '' }))));
+    el('td', { class: 'score', text: m.score ? fmtNum(part(m.score, 'final'), 4) : '' }))));
 }
 
 function scoreBars(sc) {
-  const rows = [['vector', sc.Vector], ['keyword', sc.Keyword], ['fused', sc.Fused], ['decay', sc.Decay], ['weight', sc.Weight], ['final', sc.Final]];
+  const rows = ['vector', 'keyword', 'fused', 'decay', 'weight', 'final'].map((n) => [n, part(sc, n)]);
   const box = el('div', { class: 'bars', id: 'score-bars' });
   for (const [name, v] of rows) {
     const w = Math.max(0, Math.min(1, v || 0)) * 100;
@@ -467,7 +477,7 @@ async function loadHealth() {
   fill($('#store-stats tbody'), [['store', st.Dir || ''], ['collection', st.Collection], ['embedder', st.Fingerprint], ['dimension', st.Dim],
     ['memories', st.Memories], ['sessions', st.Sessions], ['archived', st.Archived], ['tasks', st.Tasks],
     ['disk', fmtBytes(b.DiskBytes)], ['segments', b.Segments], ['WAL', fmtBytes(b.WALBytes)], ['in memory', fmtBytes(b.MemBytes)]]
-    .map(([k, v]) => el('tr', {}, el('td', { text: k }), el('td', { dataset: { stat: k }, text: v })))));
+    .map(([k, v]) => el('tr', {}, el('td', { text: k }), el('td', { dataset: { stat: k }, text: v }))));
   fill($('#jobs tbody'), (jobs.jobs || []).map((j) => {
     const prog = el('td');
     jobLine(prog, j);
