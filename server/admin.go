@@ -3,9 +3,7 @@ package server
 import (
 	"archive/tar"
 	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -94,11 +92,6 @@ func (h *Handler) adminRoutes() {
 
 var dashboardFiles = dashboard.Handler()
 
-func dashboardRoute(w http.ResponseWriter, r *http.Request) error {
-	dashboardFiles.ServeHTTP(w, r)
-	return nil
-}
-
 // streamRoute registers an admin route like route, but without the request
 // timeout (streams run as long as the data takes) and with maxBody as the
 // body limit (0: the default limit).
@@ -162,7 +155,7 @@ func decodeOptional(r *http.Request, v any) error {
 // AdminStats answers GET /v1/admin/stats: the store's Stats and where it lives.
 type AdminStats struct {
 	memory.Stats
-	Dir string `json:"Dir,omitempty"`
+	Dir string `json:"dir,omitempty"`
 }
 
 func (h *Handler) adminStats(w http.ResponseWriter, r *http.Request) error {
@@ -629,21 +622,12 @@ func (h *Handler) adminExport(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.Header().Set("Content-Disposition", `attachment; filename="engram-export.jsonl"`)
 	bw := bufio.NewWriterSize(w, 64<<10)
-	enc := json.NewEncoder(bw)
-	enc.SetEscapeHTML(false)
-	n, convs, tasks := 0, 0, 0
-	err := h.store.Scan(r.Context(), filter, func(m memory.Memory) error {
-		n++
-		return enc.Encode(FromMemory(m, vectors))
-	})
-	if err == nil {
-		var only *string
-		if q.Has("session") {
-			s := q.Get("session")
-			only = &s
-		}
-		convs, tasks, err = ExportRecords(r.Context(), h.store, enc, only)
+	var only *string
+	if q.Has("session") {
+		v := q.Get("session")
+		only = &v
 	}
+	n, convs, tasks, err := WriteExport(r.Context(), h.store, bw, filter, only, vectors)
 	if err == nil {
 		err = bw.Flush()
 	}
@@ -663,47 +647,16 @@ func (h *Handler) adminExport(w http.ResponseWriter, r *http.Request) error {
 // importBatch is how many memories an import job writes at a time.
 const importBatch = 256
 
-// adminImport reads memories as JSON Lines (export's format; the body is
-// sent as application/json, a sequence of JSON objects) and imports them in
-// a job. Every line is parsed and checked before the job starts, so a bad
+// adminImport reads an export file (docs/format/export.md; the body is sent
+// as application/json, a sequence of JSON objects) and imports it in a job. Every line is parsed and checked before the job starts, so a bad
 // line fails the request and writes nothing.
 func (h *Handler) adminImport(w http.ResponseWriter, r *http.Request) error {
 	if err := h.jobs.conflict(); err != nil {
 		return err // refuse before reading a large upload
 	}
-	dec := json.NewDecoder(r.Body)
-	var ms []memory.Memory
-	var recs []RecordLine
-	for line := 1; ; line++ {
-		var raw json.RawMessage
-		err := dec.Decode(&raw)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			var tooBig *http.MaxBytesError
-			if errors.As(err, &tooBig) {
-				return err
-			}
-			return fmt.Errorf("%w: line %d: %v", errBadRequest, line, err)
-		}
-		if rec, ok, err := ParseRecordLine(raw); ok {
-			if err != nil {
-				return fmt.Errorf("%w: line %d: %v", errBadRequest, line, err)
-			}
-			recs = append(recs, rec)
-			continue
-		}
-		var j MemoryJSON
-		md := json.NewDecoder(bytes.NewReader(raw))
-		md.DisallowUnknownFields()
-		if err := md.Decode(&j); err != nil {
-			return fmt.Errorf("%w: line %d: %v", errBadRequest, line, err)
-		}
-		if j.ID == "" || strings.TrimSpace(j.Text) == "" {
-			return fmt.Errorf("%w: line %d: a memory needs an id and text", errBadRequest, line)
-		}
-		ms = append(ms, j.Memory())
+	ms, recs, err := ReadExportFile(r.Body)
+	if err != nil {
+		return err
 	}
 	if len(ms) == 0 && len(recs) == 0 {
 		return fmt.Errorf("%w: nothing to import (send export's JSON lines)", errBadRequest)

@@ -1,10 +1,12 @@
 package server
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 
 	"github.com/engramdb/engram/memory"
 )
@@ -85,4 +87,53 @@ func ImportRecords(ctx context.Context, s *memory.Store, recs []RecordLine) erro
 		}
 	}
 	return nil
+}
+
+// WriteExport writes an export file (docs/format/export.md): the header and
+// the memories f matches (memory.Store.Export), then the conversations and
+// tasks (of session only, when it is not nil). It returns how many of each
+// it wrote. `memctl export` and GET /v1/admin/export write it.
+func WriteExport(ctx context.Context, s *memory.Store, w io.Writer, f *memory.Filter, session *string, vectors bool) (memories, convs, tasks int, err error) {
+	memories, err = s.Export(ctx, w, memory.ExportOptions{Filter: f, Vectors: vectors})
+	if err != nil {
+		return memories, 0, 0, err
+	}
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	convs, tasks, err = ExportRecords(ctx, s, enc, session)
+	return memories, convs, tasks, err
+}
+
+// ReadExportFile parses an export file of any version: the memory lines
+// (with the header, if any) through memory.ReadExport, the conversation and
+// task lines through ParseRecordLine. Everything is checked before it
+// returns, so a bad line fails the import before anything is written.
+func ReadExportFile(r io.Reader) ([]memory.Memory, []RecordLine, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), memory.MaxExportLine)
+	var mem bytes.Buffer
+	var recs []RecordLine
+	for line := 1; sc.Scan(); line++ {
+		rec, ok, err := ParseRecordLine(sc.Bytes())
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: line %d: %v", memory.ErrInvalidInput, line, err)
+		}
+		if ok {
+			recs = append(recs, rec)
+			continue
+		}
+		if len(recs) > 0 && len(bytes.TrimSpace(sc.Bytes())) > 0 {
+			return nil, nil, fmt.Errorf("%w: line %d: a memory after the conversation and task lines", memory.ErrInvalidInput, line)
+		}
+		mem.Write(sc.Bytes())
+		mem.WriteByte('\n')
+	}
+	if err := sc.Err(); err != nil {
+		return nil, nil, fmt.Errorf("%w: reading the export: %w", memory.ErrInvalidInput, err)
+	}
+	_, ms, err := memory.ReadExport(&mem)
+	if err != nil {
+		return nil, nil, err
+	}
+	return ms, recs, nil
 }

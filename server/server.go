@@ -133,10 +133,11 @@ func New(opts Options) (*Handler, error) {
 	h.mcpRoute("/mcp", newMCP(opts.Store, nil))
 	h.adminRoutes()
 	// The dashboard's files: no data, and ServeHTTP serves them without a key
-	// (a browser navigating cannot send one); the page sends the user's key
-	// with every API call.
-	h.route("GET /{$}", accessDoc, dashboardRoute)
-	h.route("GET /ui/", accessDoc, dashboardRoute)
+	// (a browser navigating cannot send one), past the guard only; the page
+	// sends the user's key with every API call. Not API routes, so not in
+	// the route table.
+	h.mux.Handle("GET /{$}", dashboardFiles)
+	h.mux.Handle("GET /ui/", dashboardFiles)
 	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Errorf("no route %s %s (see /openapi.json)", r.Method, r.URL.Path))
 	})

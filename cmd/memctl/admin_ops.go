@@ -164,22 +164,11 @@ func (l *localOps) restore(ctx context.Context, ids []string, _ func(done, total
 }
 
 func (l *localOps) export(ctx context.Context, w io.Writer, session *string, vectors bool) (int, int, int, error) {
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
 	var filter *memory.Filter
 	if session != nil {
 		filter = memory.Eq(memory.FieldSession, *session)
 	}
-	n := 0
-	err := l.s.Scan(ctx, filter, func(m memory.Memory) error {
-		n++
-		return enc.Encode(server.FromMemory(m, vectors))
-	})
-	if err != nil {
-		return n, 0, 0, err
-	}
-	convs, tasks, err := exportRecords(ctx, l.s, enc, session)
-	return n, convs, tasks, err
+	return server.WriteExport(ctx, l.s, w, filter, session, vectors)
 }
 
 func (l *localOps) importMemories(ctx context.Context, ms []memory.Memory, recs []recordLine, prog func(done, total int64)) error {

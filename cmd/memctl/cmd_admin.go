@@ -2,12 +2,10 @@ package main
 
 import (
 	"bufio"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -383,32 +381,9 @@ func (a *app) importCommand() *cobra.Command {
 				r = f
 			}
 			// Parse everything first: a bad line fails the import before anything is written.
-			var ms []memory.Memory
-			var recs []recordLine
-			sc := bufio.NewScanner(r)
-			sc.Buffer(make([]byte, 1<<20), 64<<20)
-			for line := 1; sc.Scan(); line++ {
-				if strings.TrimSpace(sc.Text()) == "" {
-					continue
-				}
-				if rec, ok, err := parseRecordLine(sc.Bytes()); ok {
-					if err != nil {
-						return fmt.Errorf("%s line %d: %w", args[0], line, err)
-					}
-					recs = append(recs, rec)
-					continue
-				}
-				var j memoryJSON
-				if err := json.Unmarshal(sc.Bytes(), &j); err != nil {
-					return fmt.Errorf("%s line %d: %w", args[0], line, err)
-				}
-				if j.ID == "" || strings.TrimSpace(j.Text) == "" {
-					return fmt.Errorf("%s line %d: a memory needs an id and text", args[0], line)
-				}
-				ms = append(ms, j.Memory())
-			}
-			if err := sc.Err(); err != nil {
-				return err
+			ms, recs, err := server.ReadExportFile(r)
+			if err != nil {
+				return fmt.Errorf("%s: %w", args[0], err)
 			}
 			ops, err := a.adminOps(cmd.Context())
 			if err != nil {

@@ -231,15 +231,16 @@ func TestExportImportRoundTrip(t *testing.T) {
 	if out := mustRun(t, dst, "", "import", file); out != "imported 2 memories, 2 conversations and tasks\n" {
 		t.Fatalf("import output %q", out)
 	}
-	a := mustRun(t, src, "", "export")
-	b := mustRun(t, dst, "", "export")
+	// The header line (docs/format/export.md) says when each was written.
+	a := withoutHeader(t, mustRun(t, src, "", "export"))
+	b := withoutHeader(t, mustRun(t, dst, "", "export"))
 	if a != b || strings.Count(a, "\n") != 4 || !strings.Contains(a, `"conversation":`) || !strings.Contains(a, `"seat":"12A"`) {
 		t.Fatalf("exports differ:\n%s\n---\n%s", a, b)
 	}
 	if out := mustRun(t, dst, "", "tasks", "show", "trip"); !strings.Contains(out, "pack") {
 		t.Fatalf("imported task:\n%s", out)
 	}
-	if out := mustRun(t, src, "", "export", "--session", "s2"); strings.Count(out, "\n") != 2 || !strings.Contains(out, `"task":`) || strings.Contains(out, "Porto") {
+	if out := withoutHeader(t, mustRun(t, src, "", "export", "--session", "s2")); strings.Count(out, "\n") != 2 || !strings.Contains(out, `"task":`) || strings.Contains(out, "Porto") {
 		t.Fatalf("export of one session:\n%s", out)
 	}
 	// A malformed line fails the import before anything is written.
@@ -363,4 +364,14 @@ func TestRepair(t *testing.T) {
 	if out := mustRun(t, dir, "", "recall", "--session", "s", "WAL memory"); !strings.Contains(out, "keeps this memory safe") {
 		t.Fatalf("memory lost after repair:\n%s", out)
 	}
+}
+
+// withoutHeader drops the header line of an export.
+func withoutHeader(t *testing.T, export string) string {
+	t.Helper()
+	head, rest, _ := strings.Cut(export, "\n")
+	if !strings.Contains(head, `"format":"engram-export"`) {
+		t.Fatalf("export without its header line: %.200s", export)
+	}
+	return rest
 }

@@ -50,6 +50,13 @@ function part(sc, name) {
   const v = sc[name];
   return v !== undefined ? v : sc[name.charAt(0).toUpperCase() + name.slice(1)];
 }
+// pick reads a field by its snake_case JSON name, or by the Go field name
+// (DiskBytes for disk_bytes) that older servers send.
+function pick(o, name) {
+  if (!o) return undefined;
+  if (o[name] !== undefined) return o[name];
+  return o[name.split('_').map((w) => w.charAt(0).toUpperCase() + w.slice(1)).join('')];
+}
 function sessionLabel(s) { return s === '' ? '""' : s; }
 function oneLine(s, n) { s = String(s).replace(/\s+/g, ' ').trim(); return s.length > n ? s.slice(0, n - 1) + '…' : s; }
 
@@ -150,10 +157,15 @@ async function loadSessions() {
 
 const loaders = {
   async overview() {
-    const [ss, st] = await Promise.all([loadSessions(), api('GET', '/v1/stats')]);
+    const ss = await loadSessions();
     const counts = $('#counts');
     clear(counts);
-    for (const [l, n] of [['memories', st.Memories], ['sessions', st.Sessions], ['archived', st.Archived], ['tasks', st.Tasks]]) {
+    let st = null;
+    try { st = await api('GET', '/v1/stats'); } catch (err) { // store-wide counts need the admin right
+      counts.append(el('div', { class: 'note', text: 'store counts: ' + err.message }));
+    }
+    if (st) 
+    for (const [l, n] of ['memories', 'sessions', 'archived', 'tasks'].map((k) => [k, pick(st, k)])) {
       counts.append(el('div', { class: 'card', dataset: { count: l } }, el('div', { class: 'n', text: n }), el('div', { class: 'l', text: l })));
     }
     fill($('#sessions tbody'), ss.map((s) => el('tr', {
@@ -235,6 +247,20 @@ function selectSession(name) {
 
 let lastResults = [];
 
+// searchFilter is the JSON filter (docs/format/filter.md) the tag, source and
+// filter inputs ask for, or null.
+function searchFilter() {
+  const parts = [];
+  const tag = $('#search-tag').value.trim(), source = $('#search-source').value.trim(), where = $('#search-where').value.trim();
+  if (tag) parts.push({ tags: tag });
+  if (source) parts.push({ source: source });
+  if (where) {
+    try { parts.push(JSON.parse(where)); } catch (err) { throw new Error('the filter is not JSON: ' + err.message); }
+  }
+  if (parts.length === 0) return null;
+  return parts.length === 1 ? parts[0] : { and: parts };
+}
+
 async function search(ev) {
   if (ev) ev.preventDefault();
   const q = $('#search-query').value.trim();
@@ -249,6 +275,8 @@ async function search(ev) {
         min_score: Number($('#search-min').value) || 0, no_decay: $('#search-nodecay').checked, no_touch: true,
       };
       if (session === ALL) req.all_sessions = true; else req.session = session;
+      const f = searchFilter();
+      if (f) req.filter = f;
       const d = await api('POST', '/v1/recall', req);
       showResults(d.results || [], (d.results || []).length + ' memories recalled (scores: final = fused × decay × weight)');
     }
@@ -264,6 +292,8 @@ async function browse(session) {
   try {
     const qs = new URLSearchParams({ limit: String(limit) });
     if (session !== ALL) qs.set('session', session);
+    const f = searchFilter();
+    if (f) qs.set('where', JSON.stringify(f));
     const d = await api('GET', '/v1/memories?' + qs);
     showResults(d.memories || d.results || [], 'browsing (newest first)');
     return;
@@ -355,12 +385,14 @@ async function loadHistory(id) {
   const target = $('#history');
   try {
     const d = await api('GET', '/v1/memories/' + encodeURIComponent(id) + '/history');
-    const evs = d.history || d.events || [];
+    const vs = d.versions || [];
     clear(target);
-    if (evs.length === 0) target.textContent = 'no history recorded';
-    for (const ev of evs) {
-      target.append(el('div', {}, el('span', { class: 'tag', text: ev.op || ev.event || ev.kind || 'change' }),
-        el('span', { text: fmtTime(ev.time || ev.at) + ' ' }), el('span', { class: 'text', text: ev.text || '' })));
+    if (vs.length === 0) target.textContent = 'no history recorded';
+    for (const v of vs) {
+      const m = v.memory || {};
+      target.append(el('div', { class: 'version', dataset: { version: v.version } },
+        el('span', { class: 'tag', text: 'v' + v.version + ' ' + (v.change || '') }),
+        el('span', { text: fmtTime(v.at) + '  ' }), el('span', { class: 'text', text: m.text || '' })));
     }
   } catch (err) {
     target.textContent = noRoute(err) ? 'this server keeps no memory history' : err.message;
@@ -395,6 +427,7 @@ function memoryRecord(m) {
   if (m.source) rec.source = m.source;
   if (m.tags && m.tags.length) rec.tags = m.tags;
   if (m.last_access && !m.last_access.startsWith('0001-')) rec.last_access = m.last_access;
+  if (m.metadata && Object.keys(m.metadata).length) rec.metadata = m.metadata;
   if (m.access_count) rec.access_count = m.access_count;
   return rec;
 }
@@ -473,10 +506,10 @@ async function cleanup(dry) {
 
 async function loadHealth() {
   const [st, jobs] = await Promise.all([api('GET', '/v1/admin/stats'), api('GET', '/v1/jobs')]);
-  const b = st.Backend || {};
-  fill($('#store-stats tbody'), [['store', st.Dir || ''], ['collection', st.Collection], ['embedder', st.Fingerprint], ['dimension', st.Dim],
-    ['memories', st.Memories], ['sessions', st.Sessions], ['archived', st.Archived], ['tasks', st.Tasks],
-    ['disk', fmtBytes(b.DiskBytes)], ['segments', b.Segments], ['WAL', fmtBytes(b.WALBytes)], ['in memory', fmtBytes(b.MemBytes)]]
+  const b = pick(st, 'backend') || {};
+  fill($('#store-stats tbody'), [['store', pick(st, 'dir') || ''], ['collection', pick(st, 'collection')], ['embedder', pick(st, 'fingerprint')], ['dimension', pick(st, 'dim')],
+    ['memories', pick(st, 'memories')], ['sessions', pick(st, 'sessions')], ['archived', pick(st, 'archived')], ['tasks', pick(st, 'tasks')],
+    ['disk', fmtBytes(pick(b, 'disk_bytes'))], ['segments', pick(b, 'segments')], ['WAL', fmtBytes(pick(b, 'wal_bytes'))], ['in memory', fmtBytes(pick(b, 'mem_bytes'))]]
     .map(([k, v]) => el('tr', {}, el('td', { text: k }), el('td', { dataset: { stat: k }, text: v }))));
   fill($('#jobs tbody'), (jobs.jobs || []).map((j) => {
     const prog = el('td');
@@ -495,7 +528,7 @@ async function healthJob(path) {
     const job = await runJob(path, {}, (j) => jobLine(out, j));
     const r = job.result || {};
     if (job.kind === 'check') out.textContent = r.ok ? 'check: ok' + (r.unknown ? ' (unknown files: ' + r.unknown.join(', ') + ')' : '') : 'check found a problem: ' + r.error;
-    else if (job.kind === 'compact') out.textContent = 'compacted: disk ' + fmtBytes(r.before.DiskBytes) + ' → ' + fmtBytes(r.after.DiskBytes) + ', segments ' + r.before.Segments + ' → ' + r.after.Segments;
+    else if (job.kind === 'compact') out.textContent = 'compacted: disk ' + fmtBytes(pick(r.before, 'disk_bytes')) + ' → ' + fmtBytes(pick(r.after, 'disk_bytes')) + ', segments ' + pick(r.before, 'segments') + ' → ' + pick(r.after, 'segments');
     await loadHealth();
   } catch (err) { banner(err.message); }
 }
