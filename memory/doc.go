@@ -97,11 +97,22 @@
 // is kept in the KV namespace, so after a crash a second Reembed with the same model resumes
 // and embeds only what is missing; after a crash past the switch, New finishes the cleanup.
 //
+// A store can also record how to rebuild its embedder (RecordEmbedder: a kind and a location,
+// such as onnx and a model directory, with the model's fingerprint and dimension; KV key
+// "memory/embedder"), so a tool opens it with the right model without being told:
+// OpenOptions.EmbedderFrom receives the recorded spec. memctl records it at every open and after
+// reembed. The collection's fingerprint stays the lock: a recorded model whose files changed
+// fails with a *ModelMismatchError.
+//
 // # Short-term and working memory
 //
 // AddTurn appends to a session's conversation buffer; past Options.ShortTermTokens the oldest
 // turns go through a Summarizer (ExtractiveSummarizer by default; model-backed ones live with the
-// service) into a running summary, and Context returns summary plus recent turns. Tasks
+// service) into a running summary of at most half the budget, and Context returns summary plus
+// recent turns. The extractive summary keeps one line per compressed turn with its names,
+// numbers, dates, decisions, preferences and negations (English and Chinese cues); over its
+// budget every line is shortened, and only then are the oldest folded into one counted
+// "earlier (N turns): ..." line, so no turn is dropped silently (summary.go). Tasks
 // (StartTask, UpdateStep, FinishTask, Task, Tasks, DeleteTask) keep steps with status, JSON
 // results, the next step and timestamps. Both are keyed records in the collection
 // RecordsCollection ("records"; docs/format/records.md): one record per conversation or task,
