@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/engramdb/engram/wal"
@@ -27,21 +28,8 @@ func (d *DB) Check() error {
 	if d.closed {
 		return ErrClosed
 	}
-	m, err := readManifest(d.dir)
-	if err != nil {
+	if err := d.checkManifests(); err != nil {
 		return err
-	}
-	for _, mc := range m.colls {
-		for _, ms := range mc.segs {
-			path := d.segPath(ms.file)
-			st, err := os.Stat(path)
-			if err != nil {
-				return &CorruptionError{File: path, Err: fmt.Errorf("named by the manifest: %w", err)}
-			}
-			if uint64(st.Size()) != ms.size {
-				return &CorruptionError{File: path, Err: fmt.Errorf("size %d, manifest says %d", st.Size(), ms.size)}
-			}
-		}
 	}
 	var unreachable error // reported after every other check passed
 	for _, name := range sortedKeys(d.colls) {
@@ -57,6 +45,48 @@ func (d *DB) Check() error {
 		}
 	}
 	return unreachable
+}
+
+// checkManifests reads every manifest on disk and CURRENT: each must
+// decode, CURRENT must name the newest, and every segment file a manifest
+// names must exist with the recorded size (the previous manifest is a
+// fallback only while its files are whole).
+func (d *DB) checkManifests() error {
+	st, err := loadManifests(d.opts.FS, d.dir)
+	if err != nil {
+		return err
+	}
+	if len(st.problems) > 0 {
+		return st.problems[0]
+	}
+	if st.m == nil {
+		return &CorruptionError{File: filepath.Join(d.dir, manifestFileName(1)), Err: errNoManifest}
+	}
+	nums := sortedNums(st.readable)
+	for _, num := range nums {
+		for _, mc := range st.readable[num].colls {
+			for _, ms := range mc.segs {
+				path := d.segPath(ms.file)
+				fi, err := os.Stat(path)
+				if err != nil {
+					return &CorruptionError{File: path, Err: fmt.Errorf("named by %s: %w", manifestFileName(num), err)}
+				}
+				if uint64(fi.Size()) != ms.size {
+					return &CorruptionError{File: path, Err: fmt.Errorf("size %d, %s says %d", fi.Size(), manifestFileName(num), ms.size)}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func sortedNums[V any](m map[uint64]V) []uint64 {
+	out := make([]uint64, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
 }
 
 func (c *Collection) check() error {
@@ -133,8 +163,8 @@ func (d *DB) Backup(dir string) error {
 	if err := fsys.SyncDir(filepath.Join(dir, "seg")); err != nil {
 		return fmt.Errorf("engine: backup: %w", err)
 	}
-	if err := writeFileAtomic(fsys, dir, manifestName, encodeManifest(m)); err != nil {
-		return fmt.Errorf("engine: backup: %w", err)
+	if err, curErr := writeManifest(fsys, dir, 1, m); err != nil || curErr != nil {
+		return fmt.Errorf("engine: backup: %w", errors.Join(err, curErr))
 	}
 	return nil
 }
@@ -284,10 +314,12 @@ func knownName(sub string, e fs.DirEntry) bool {
 		switch name {
 		case "seg", "wal":
 			return e.IsDir()
-		case "LOCK", manifestName, manifestName + ".tmp":
+		case "LOCK":
 			return !e.IsDir()
 		}
-		return false
+		base := strings.TrimSuffix(name, ".tmp")
+		_, isManifest := parseManifestName(base)
+		return !e.IsDir() && (isManifest || base == currentName)
 	case "seg":
 		base := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(name, ".tmp"), quarantineSuffix), lostSuffix)
 		return !e.IsDir() && isSegName(base)

@@ -114,7 +114,24 @@ func (c *Collection) pick(all bool) []*segment {
 // nothing to do). It holds no lock while building: the segments it reads
 // stay mapped because only an install (which needs compactMu's holder, us)
 // or Close and Drop (which wait for compactMu) close them.
-func (d *DB) buildReplacement(c *Collection, all bool) (*replacement, error) {
+func (d *DB) buildReplacement(c *Collection, all bool) (rep *replacement, err error) {
+	// The output's number is taken before the inputs are read, so every
+	// file flushed after that read (which may hold newer copies of its
+	// records) has a larger number: a manifest rebuilt from seg/ alone
+	// relies on it (see rebuildManifest).
+	d.writeMu.Lock()
+	file := d.nextFile
+	d.nextFile++
+	d.writeMu.Unlock()
+	defer func() {
+		if rep == nil || rep.seg == nil {
+			d.writeMu.Lock()
+			if d.nextFile == file+1 {
+				d.nextFile-- // unused and nothing taken since: give it back
+			}
+			d.writeMu.Unlock()
+		}
+	}()
 	c.mu.RLock()
 	if c.usable() != nil {
 		c.mu.RUnlock()
@@ -166,10 +183,6 @@ func (d *DB) buildReplacement(c *Collection, all bool) (*replacement, error) {
 	if mem.live == 0 {
 		return r, nil
 	}
-	d.writeMu.Lock()
-	file := d.nextFile
-	d.nextFile++
-	d.writeMu.Unlock()
 	path := d.segPath(file)
 	// The merged file covers what its inputs covered and supersedes them.
 	sw := segWrite{file: file}

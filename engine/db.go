@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -83,13 +84,35 @@ type DB struct {
 
 	// writeMu serializes every mutation, flush and the install step of
 	// compaction; readers never take it.
-	writeMu       sync.Mutex
-	closed        bool
-	nextFile      uint64
-	lastLSN       wal.LSN
-	checkpoint    wal.LSN
-	memBytes      int64
-	pendingRemove []string // files superseded in memory, removed after the next manifest
+	writeMu    sync.Mutex
+	closed     bool
+	nextFile   uint64
+	lastLSN    wal.LSN
+	checkpoint wal.LSN
+	memBytes   int64
+	// Segment files superseded in memory: pendingNew since the last
+	// manifest (which names them), pendingRemove before it (the previous
+	// manifest may name them); removed once no kept manifest does.
+	pendingNew    []uint64
+	pendingRemove []uint64
+
+	// The manifests on disk: manNum is the current one (the newest that
+	// decoded at Open, or the last written), manMax the highest number
+	// present. prevFiles are the segment files named by the manifests kept
+	// besides the current one, and keepFrom their oldest checkpoint: the
+	// WAL after it stays, so each of them is a complete fallback.
+	manNum, manMax uint64
+	prevFiles      map[uint64]bool
+	keepFrom       wal.LSN
+	manProblems    []error // damage loadManifests found at Open; cleared by the next manifest
+	prevManifest   uint64  // number of the fallback manifest kept besides manNum
+	cleanupErr     error   // CURRENT's write failed: reported by the next cleanup
+
+	// lenient is set while replaying the WAL over a rebuilt manifest: an
+	// op on an unknown collection is skipped (counted in replaySkipped),
+	// and a create with another config replaces the collection.
+	lenient       bool
+	replaySkipped int
 
 	// mu guards colls and kv for readers; writers change them holding both.
 	mu    sync.RWMutex
@@ -162,10 +185,13 @@ func inspectDir(dir string) (fresh bool, err error) {
 	hasManifest := false
 	var foreign []string
 	for _, e := range entries {
+		name := strings.TrimSuffix(e.Name(), ".tmp")
+		if _, ok := parseManifestName(name); ok || name == currentName {
+			hasManifest = hasManifest || name == e.Name()
+			continue
+		}
 		switch e.Name() {
-		case manifestName:
-			hasManifest = true
-		case "LOCK", "seg", "wal", manifestName + ".tmp":
+		case "LOCK", "seg", "wal":
 		default:
 			foreign = append(foreign, e.Name())
 		}
@@ -174,13 +200,14 @@ func inspectDir(dir string) (fresh bool, err error) {
 		return false, fmt.Errorf("%w: %s has no MANIFEST and holds %q", ErrNotStore, dir, foreign[0])
 	}
 	if !hasManifest {
-		// A crashed creation leaves at most LOCK and MANIFEST.tmp: the
-		// manifest is written before seg/ and wal/ are made. Data there
-		// without a manifest is a store that lost it, never a new one.
+		// A crashed creation leaves at most LOCK and a manifest
+		// temporary: the manifest is written before seg/ and wal/ are
+		// made. Data there without a manifest is a store that lost it,
+		// never a new one.
 		for _, sub := range []string{"seg", "wal"} {
 			if names, err := os.ReadDir(filepath.Join(dir, sub)); err == nil && len(names) > 0 {
-				return false, &CorruptionError{File: filepath.Join(dir, manifestName),
-					Err: fmt.Errorf("missing, but %s/ holds data: run `memctl repair`", sub)}
+				return false, &CorruptionError{File: filepath.Join(dir, manifestFileName(1)),
+					Err: fmt.Errorf("no manifest, but %s/ holds data: run `memctl repair`", sub)}
 			}
 		}
 	}
@@ -191,19 +218,26 @@ func (d *DB) open(fresh bool) error {
 	fsys := d.opts.FS
 	if fresh {
 		m := &manifest{nextFile: 1, kv: map[string][]byte{}}
-		if err := writeFileAtomic(fsys, d.dir, manifestName, encodeManifest(m)); err != nil {
-			return fmt.Errorf("engine: write manifest: %w", err)
+		if err, _ := writeManifest(fsys, d.dir, 1, m); err != nil {
+			return err
 		}
 	}
-	m, err := readManifest(d.dir)
+	st, err := loadManifests(fsys, d.dir)
 	if err != nil {
 		return err
 	}
+	if st.m == nil {
+		return &CorruptionError{File: filepath.Join(d.dir, manifestFileName(max(st.maxNum, 1))), Err: errNoManifest}
+	}
+	m := st.m
 	d.nextFile, d.checkpoint, d.lastLSN, d.kv = m.nextFile, wal.LSN(m.checkpoint), wal.LSN(m.checkpoint), m.kv
+	d.manNum, d.manMax, d.manProblems = st.num, st.maxNum, st.problems
+	d.prevFiles, d.keepFrom = st.keepFiles(), wal.LSN(st.oldestCheckpoint())
+	d.lenient = m.rebuilt
 	if err := fsys.MkdirAll(d.segDir(), 0o700); err != nil {
 		return fmt.Errorf("engine: %w", err)
 	}
-	if err := d.removeUnreferenced(m); err != nil {
+	if err := d.removeUnreferenced(st); err != nil {
 		return err
 	}
 	for _, mc := range m.colls {
@@ -266,6 +300,7 @@ func (d *DB) open(fresh bool) error {
 	if err != nil {
 		return fmt.Errorf("engine: replay: %w", walCorruption(d.dir, err))
 	}
+	d.lenient = false
 	return nil
 }
 
@@ -280,32 +315,44 @@ func walCorruption(dir string, err error) error {
 	return err
 }
 
-// removeUnreferenced deletes segment files the manifest does not name:
+// removeUnreferenced deletes segment files no readable manifest names:
 // temporaries and files of a flush or compaction that crashed before its
 // manifest, or superseded before a crash. Only names the engine writes
 // (NNNNNNNN.seg and NNNNNNNN.seg.tmp) are touched; anything else in seg/
-// is left alone (Check reports it).
-func (d *DB) removeUnreferenced(m *manifest) error {
-	keep := map[string]bool{}
-	for _, c := range m.colls {
-		for _, s := range c.segs {
-			keep[segName(s.file)] = true
-		}
-	}
+// is left alone (Check reports it). While a manifest is damaged nothing
+// but temporaries goes: what it named is unknown. Segment numbers
+// continue above every file present, so no file is ever overwritten.
+func (d *DB) removeUnreferenced(st *manifestState) error {
+	keep := st.keepFiles()
 	names, err := d.opts.FS.ReadDir(d.segDir())
 	if err != nil {
 		return fmt.Errorf("engine: %w", err)
 	}
 	removed := false
 	for _, n := range names {
-		if !keep[n] && isSegName(strings.TrimSuffix(n, ".tmp")) {
-			if err := d.opts.FS.Remove(filepath.Join(d.segDir(), n)); err != nil {
-				return fmt.Errorf("engine: remove stale %s: %w", n, err)
+		base, tmp := strings.CutSuffix(n, ".tmp")
+		if !isSegName(base) {
+			continue
+		}
+		file, _ := strconv.ParseUint(strings.TrimSuffix(base, ".seg"), 10, 64)
+		d.nextFile = max(d.nextFile, file+1)
+		if keep[file] || !tmp && len(st.problems) > 0 {
+			continue
+		}
+		if err := d.opts.FS.Remove(filepath.Join(d.segDir(), n)); err != nil {
+			return fmt.Errorf("engine: remove stale %s: %w", n, err)
+		}
+		removed = true
+	}
+	if entries, err := d.opts.FS.ReadDir(d.dir); err == nil {
+		for _, n := range entries {
+			if base, ok := strings.CutSuffix(n, ".tmp"); ok {
+				if _, isMan := parseManifestName(base); isMan || base == currentName {
+					_ = d.opts.FS.Remove(filepath.Join(d.dir, n))
+				}
 			}
-			removed = true
 		}
 	}
-	_ = d.opts.FS.Remove(filepath.Join(d.dir, manifestName+".tmp"))
 	if removed {
 		return d.opts.FS.SyncDir(d.segDir())
 	}
@@ -500,8 +547,8 @@ func (d *DB) flushLocked(reps []*replacement) (err error) {
 		}
 	}
 	m := d.manifestLocked(fresh, reps)
-	if err := writeFileAtomic(d.opts.FS, d.dir, manifestName, encodeManifest(m)); err != nil {
-		return fmt.Errorf("engine: write manifest: %w", err)
+	if err := d.writeManifestLocked(m); err != nil {
+		return err
 	}
 	// The manifest is durable: install in memory.
 	for c, s := range fresh {
@@ -516,40 +563,107 @@ func (d *DB) flushLocked(reps []*replacement) (err error) {
 		r.c.segs = r.c.replaceSegments(r.old, r.seg)
 		r.c.overrides = r.overrides
 		for _, s := range r.old {
-			d.pendingRemove = append(d.pendingRemove, d.segPath(s.file))
+			d.pendingRemove = append(d.pendingRemove, s.file)
 			s.close()
 		}
 		r.c.mu.Unlock()
 	}
+	fresh = nil // installed: no longer the deferred cleanup's to remove
 	d.checkpoint = wal.LSN(m.checkpoint)
+	// Cleanup errors leave garbage that the next Open or flush removes;
+	// the data is safe.
+	return d.cleanupLocked(m)
+}
+
+// writeManifestLocked writes m as the next manifest and makes the one it
+// supersedes the fallback: what that one names stays on disk (and its
+// WAL) until the next manifest. A returned error means m is not on disk.
+func (d *DB) writeManifestLocked(m *manifest) error {
+	num := d.manMax + 1
+	err, curErr := writeManifest(d.opts.FS, d.dir, num, m)
+	if err != nil {
+		return err
+	}
+	d.manMax = num
+	prevNum := d.manNum
+	d.manNum = num
+	d.keepFrom = d.checkpoint
+	d.prevFiles = map[uint64]bool{}
+	for _, c := range d.colls {
+		for _, s := range c.segs {
+			d.prevFiles[s.file] = true
+		}
+		for _, s := range c.brokenMan.segs {
+			d.prevFiles[s.file] = true
+		}
+	}
+	for _, f := range d.pendingNew {
+		d.prevFiles[f] = true // dropped since the previous manifest, which names it
+	}
+	d.pendingRemove = append(d.pendingRemove, d.pendingNew...)
+	d.pendingNew = nil
+	d.manProblems = nil
+	d.prevManifest = prevNum
+	if curErr != nil {
+		d.cleanupErr = curErr
+	}
+	return nil
+}
+
+// cleanupLocked runs after a manifest m is installed: it removes the
+// manifests older than the previous one, then the segment files neither m
+// nor the previous manifest names, then the WAL segments the previous
+// manifest's checkpoint covers (in that order, so a crash midway never
+// leaves a manifest without the files and WAL it needs).
+func (d *DB) cleanupLocked(m *manifest) error {
 	var errs []error
+	if d.cleanupErr != nil {
+		errs = append(errs, d.cleanupErr)
+		d.cleanupErr = nil
+	}
+	// Old manifests first: until they are gone, the files they name stay.
+	if err := removeManifests(d.opts.FS, d.dir, d.manNum, d.prevManifest); err != nil {
+		return errors.Join(append(errs, fmt.Errorf("engine: remove old manifests: %w", err))...)
+	}
+	named := m.files()
+	var still []uint64
+	removed := false
+	for _, f := range d.pendingRemove {
+		if named[f] {
+			continue
+		}
+		if d.prevFiles[f] {
+			still = append(still, f) // the fallback manifest names it
+			continue
+		}
+		if err := d.opts.FS.Remove(d.segPath(f)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+			still = append(still, f)
+		}
+		removed = true
+	}
+	d.pendingRemove = still
+	if removed {
+		errs = append(errs, d.opts.FS.SyncDir(d.segDir()))
+	}
 	if err := d.truncateWAL(); err != nil {
 		errs = append(errs, fmt.Errorf("engine: truncate WAL: %w", err))
 	}
-	for _, p := range d.pendingRemove {
-		if err := d.opts.FS.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			errs = append(errs, err)
-		}
-	}
-	if len(d.pendingRemove) > 0 {
-		d.pendingRemove = nil
-		errs = append(errs, d.opts.FS.SyncDir(d.segDir()))
-	}
-	// Cleanup errors leave garbage that the next Open removes; the data is safe.
 	return errors.Join(errs...)
 }
 
 // truncateWAL deletes the WAL segments whose records are all covered by
-// the checkpoint. When nothing follows the checkpoint, that is every
-// segment up to the checkpoint's own (the log never deletes the one it
-// appends to), so Open does not scan already-flushed records again.
+// the checkpoint of every manifest kept (keepFrom). When nothing follows
+// it, that is every segment up to keepFrom's own (the log never deletes
+// the one it appends to), so Open does not scan already-flushed records
+// again.
 func (d *DB) truncateWAL() error {
-	if d.checkpoint == 0 {
+	if d.keepFrom == 0 {
 		return nil
 	}
-	upTo := d.checkpoint
-	if d.log.LastLSN() <= d.checkpoint {
-		upTo = wal.LSN(uint64(d.checkpoint.Segment()+1) << 32)
+	upTo := d.keepFrom
+	if d.log.LastLSN() <= d.keepFrom {
+		upTo = wal.LSN(uint64(d.keepFrom.Segment()+1) << 32)
 	}
 	return d.log.TruncateBefore(upTo)
 }

@@ -13,7 +13,9 @@
 // # Directory
 //
 //	LOCK        flock'ed by the open handle; holds its pid and a note (SetLockNote, ReadLock)
-//	MANIFEST    live segments, per-record state, KV namespace, WAL checkpoint
+//	MANIFEST-NNNNNN  live segments, per-record state, KV namespace, WAL
+//	            checkpoint; the newest and the previous one are kept
+//	CURRENT     names the newest manifest (docs/format/manifest.md)
 //	wal/        the write-ahead log (package wal)
 //	seg/NNNNNNNN.seg   immutable segment files (docs/format/segment.md)
 //
@@ -32,8 +34,10 @@
 // Each collection has a mutable part (an hnsw.Index, a keyword.Index and the
 // records, indexed by dense node id) and a list of immutable segments. Flush
 // writes every non-empty mutable part as a segment file (tmp, fsync,
-// rename, fsync dir), then the MANIFEST the same way, then truncates the WAL
-// behind the checkpoint. A segment holds the hnsw layout searched in place
+// rename, fsync dir), then the next numbered manifest the same way and
+// CURRENT, then removes what only older manifests needed: the manifests
+// before the previous one, segment files neither of the two names, and the
+// WAL behind the previous manifest's checkpoint. A segment holds the hnsw layout searched in place
 // from the mmap (codes, vectors, graph), the id map (by node and sorted for
 // binary search), metadata columns (per field and kind: a presence bitmap
 // or node list and the values, read in place; a filter is compiled per
@@ -85,8 +89,11 @@
 //
 // # Repair
 //
-// Repair (on a closed store) truncates a damaged WAL at its first bad
-// record, rebuilds segment files that fail their checks and removes missing
+// Repair (on a closed store) replaces damaged manifests with one written
+// from the newest readable manifest, or rebuilds one from seg/ and wal/
+// when none is readable (each segment describes itself; the newest copy
+// of a record wins; the whole WAL is replayed over it), truncates a
+// damaged WAL at its first bad record, rebuilds segment files that fail their checks and removes missing
 // segment files from the manifest, reporting what was lost. Derived data
 // (graph, int8 codes, keyword and namespace postings, sorted ids, column
 // ranks, record checksums) is rebuilt, never a reason to drop a record: a
@@ -114,12 +121,26 @@
 //	segment file deleted or truncated -> Open (collection unavailable),
 //	    Check -> Repair drops it from the manifest (appended garbage: cut
 //	    off) -> its records
-//	MANIFEST damaged or deleted -> Open refuses (ErrCorrupt) -> not yet
-//	    (numbered manifests and rebuilding it from seg/ are in progress)
+//	newest manifest or CURRENT damaged or deleted -> Check (Open uses the
+//	    previous manifest and the WAL since its checkpoint) -> Repair
+//	    writes a fresh manifest -> nothing
+//	every manifest lost -> Open refuses (ErrCorrupt) -> Repair rebuilds
+//	    one from seg/ and wal/ -> deletes, access counts and KV entries
+//	    older than the WAL's first record
 //	WAL record after the checkpoint damaged -> Open -> Repair cuts the log
 //	    there -> that record and every later one
 //	LOCK, unknown files -> nothing to repair (UnknownFiles reports foreign
 //	    files) -> nothing
+// # What survives what
+//
+// Any single damaged or missing manifest or CURRENT costs nothing: Open
+// uses the previous manifest and replays the WAL from its checkpoint,
+// which holds every delete, overwrite, access count and KV write since
+// (Check reports the damage; Repair writes a fresh manifest). Losing every
+// manifest loses only what both of the last two held alone: deletes and
+// access counts of segment records, and KV entries, older than the WAL's
+// first record (Repair rebuilds the rest). docs/format/manifest.md has the
+// table.
 //
 // # Locks
 //
@@ -145,14 +166,15 @@
 //
 // # Crash safety
 //
-// A crash at any point leaves the previous MANIFEST (or the new one) and the
-// files it names; segment files it does not name (NNNNNNNN.seg and its
-// .tmp: half-written or superseded segments) are deleted at the next Open.
-// Open never deletes anything else: other files and directories in seg/
-// and wal/ are ignored. A directory whose MANIFEST is missing while seg/
-// or wal/ hold data is not a new store: Open refuses it with a
-// *CorruptionError and writes nothing. Acknowledged writes are in the WAL
-// behind the checkpoint or in a named segment.
+// A crash at any point leaves the newest manifest (the new one or the one
+// before) and the files it names; segment files no readable manifest names
+// (NNNNNNNN.seg and its .tmp: half-written or superseded segments) are
+// deleted at the next Open, unless a manifest is damaged (then only
+// temporaries). Open never deletes anything else: other files and
+// directories in seg/ and wal/ are ignored. A directory without a
+// readable manifest while seg/ or wal/ hold data is not a new store: Open
+// refuses it with a *CorruptionError and writes nothing. Acknowledged
+// writes are in the WAL behind the checkpoint or in a named segment.
 //
 // # Caveats
 //

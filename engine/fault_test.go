@@ -193,11 +193,15 @@ func TestCorruptSegment(t *testing.T) {
 				if err := db.DropCollection("a"); err != nil {
 					t.Fatal(err)
 				}
-				if err := db.Flush(); err != nil {
-					t.Fatalf("flush after dropping the damaged collection: %v", err)
+				// The previous manifest names the file until a second
+				// manifest supersedes it.
+				for range 2 {
+					if err := db.Flush(); err != nil {
+						t.Fatalf("flush after dropping the damaged collection: %v", err)
+					}
 				}
 				if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
-					t.Fatalf("damaged file still there after drop+flush: %v", err)
+					t.Fatalf("damaged file still there after drop and two flushes: %v", err)
 				}
 				if err := db.Check(); err != nil {
 					t.Fatal(err)
@@ -426,7 +430,7 @@ func TestOpenRefuses(t *testing.T) {
 	// A newer manifest version is refused without changes.
 	sdir := filepath.Join(t.TempDir(), "s")
 	openT(t, sdir, testOpts()).Close()
-	mpath := filepath.Join(sdir, manifestName)
+	mpath := filepath.Join(sdir, manifestFileName(1))
 	b, _ := os.ReadFile(mpath)
 	b[8] = manifestVersion + 1
 	os.WriteFile(mpath, b, 0o600)
@@ -478,8 +482,17 @@ func TestENOSPCCompact(t *testing.T) {
 	if st := db.Stats().Collections[0]; st.Segments != 1 || st.Records != 58 || st.Deleted != 0 {
 		t.Fatalf("after compaction: %+v", st)
 	}
+	// The inputs stay while the previous manifest names them: one more
+	// manifest and they go.
 	names, _ := os.ReadDir(filepath.Join(dir, "seg"))
+	if len(names) != 3 {
+		t.Fatalf("seg/ holds %d files after compaction, want the output and the 2 inputs", len(names))
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	names, _ = os.ReadDir(filepath.Join(dir, "seg"))
 	if len(names) != 1 {
-		t.Fatalf("seg/ holds %d files after compaction, want 1", len(names))
+		t.Fatalf("seg/ holds %d files after compaction and a flush, want 1", len(names))
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"sort"
 
 	"github.com/engramdb/engram/quant"
@@ -12,21 +11,36 @@ import (
 
 // The manifest names every live segment and carries the per-record state
 // that segments never hold (deletes, access statistics), the key-value
-// namespace and the WAL checkpoint. It is rewritten whole, atomically, at
-// each flush and compaction. Format: docs/format/manifest.md.
+// namespace and the WAL checkpoint. Each flush and compaction writes a new
+// one, MANIFEST-NNNNNN (numbers only grow), atomically, then CURRENT naming
+// it; the previous manifest stays, with every segment file it names and
+// the WAL from its checkpoint on, so losing the newest costs nothing.
+// Format: docs/format/manifest.md.
 
 const (
-	manifestName    = "MANIFEST"
 	manifestMagic   = "ENGMANIF"
-	manifestVersion = 1
+	manifestVersion = 2
 	maxManifestSize = 1 << 30
+
+	manifestRebuilt = 1 // flags bit: see manifest.rebuilt
 )
 
 type manifest struct {
 	nextFile   uint64 // number of the next segment file
 	checkpoint uint64 // WAL records with LSN <= checkpoint are reflected here
-	kv         map[string][]byte
-	colls      []manifestColl
+	// walSeg is the WAL segment that follows the checkpoint, created
+	// durably before this manifest: every WAL segment from the
+	// checkpoint's to walSeg exists (version 2; 0 in version 1).
+	walSeg uint32
+	// durable is the last LSN known durable when the manifest was
+	// written (version 2; 0 in version 1).
+	durable uint64
+	// rebuilt marks a manifest Repair rebuilt from seg/ alone: its
+	// segments are not placed against the WAL, so the whole log is
+	// replayed over them, leniently (version 2).
+	rebuilt bool
+	kv      map[string][]byte
+	colls   []manifestColl
 }
 
 type manifestColl struct {
@@ -47,10 +61,23 @@ type access struct {
 	last  int64 // Unix ns
 }
 
-func encodeManifest(m *manifest) []byte {
+func encodeManifest(m *manifest) []byte { return encodeManifestVersion(m, manifestVersion) }
+
+// encodeManifestVersion writes version 2, or for tests of the upgrade path
+// the first release's version 1 (no WAL position).
+func encodeManifestVersion(m *manifest, version uint32) []byte {
 	var e enc
 	e.uvarint(m.nextFile)
 	e.u64(m.checkpoint)
+	if version >= 2 {
+		e.uvarint(uint64(m.walSeg))
+		e.u64(m.durable)
+		flags := uint64(0)
+		if m.rebuilt {
+			flags |= manifestRebuilt
+		}
+		e.uvarint(flags)
+	}
 	keys := sortedKeys(m.kv)
 	e.uvarint(uint64(len(keys)))
 	for _, k := range keys {
@@ -90,7 +117,7 @@ func encodeManifest(m *manifest) []byte {
 	}
 	var h enc
 	h.b = append(h.b, manifestMagic...)
-	h.u32(manifestVersion)
+	h.u32(version)
 	h.u32(uint32(len(e.b)))
 	h.u32(crc(e.b))
 	return append(h.b, e.b...)
@@ -125,6 +152,18 @@ func decodeManifest(b []byte) (*manifest, error) {
 	}
 	d := dec{b: body}
 	m := &manifest{nextFile: d.uvarint(), checkpoint: d.u64(), kv: map[string][]byte{}}
+	if ver >= 2 {
+		ws := d.uvarint()
+		if ws > math.MaxUint32 {
+			d.fail()
+		}
+		m.walSeg, m.durable = uint32(ws), d.u64()
+		flags := d.uvarint()
+		if flags&^manifestRebuilt != 0 {
+			d.fail()
+		}
+		m.rebuilt = flags&manifestRebuilt != 0
+	}
 	nkv := d.count(math.MaxInt32, 2)
 	for range nkv {
 		k := d.str()
@@ -188,25 +227,6 @@ func decodeManifest(b []byte) (*manifest, error) {
 	}
 	if len(d.b) != 0 {
 		return nil, fmt.Errorf("%d trailing bytes", len(d.b))
-	}
-	return m, nil
-}
-
-func readManifest(dir string) (*manifest, error) {
-	path := dir + "/" + manifestName
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > maxManifestSize {
-		return nil, &CorruptionError{File: path, Err: errors.New("manifest larger than 1 GiB")}
-	}
-	m, err := decodeManifest(b)
-	if err != nil {
-		if errors.Is(err, ErrVersion) {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		return nil, &CorruptionError{File: path, Err: err}
 	}
 	return m, nil
 }

@@ -96,10 +96,12 @@ func TestOpenKeepsUnknownFiles(t *testing.T) {
 
 func TestMissingManifestIsNotNewStore(t *testing.T) {
 	dir := recoveryStore(t)
-	os.Remove(filepath.Join(dir, manifestName))
+	for _, f := range append(manifestFiles(t, dir), filepath.Join(dir, currentName)) {
+		os.Remove(f)
+	}
 	before := snapshotDir(t, dir)
 	var ce *CorruptionError
-	if _, err := Open(dir, testOpts()); !errors.As(err, &ce) || ce.File != filepath.Join(dir, manifestName) {
+	if _, err := Open(dir, testOpts()); !errors.As(err, &ce) || ce.File != filepath.Join(dir, manifestFileName(1)) {
 		t.Fatalf("Open without MANIFEST = %v, want a CorruptionError naming it", err)
 	}
 	if after := snapshotDir(t, dir); !sameSnapshot(before, after) {

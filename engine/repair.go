@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/engramdb/engram/wal"
 )
@@ -38,40 +39,99 @@ type RepairReport struct {
 	// records of missing files and those of files too damaged to locate
 	// any record in (whose IDs are unknown).
 	DroppedRecords int
+	// DamagedManifests are the manifest files (and CURRENT) that failed to
+	// read; Repair wrote a new manifest from the newest readable one (with
+	// the WAL since its checkpoint nothing is lost) and removed them.
+	DamagedManifests []string
+	// RebuiltManifest: no manifest was readable, so Repair rebuilt one from
+	// the segment files (each describes its collection) and replayed the
+	// whole WAL over them. Deletes and access counts older than the WAL's
+	// first record are lost; so is the KV namespace older than it.
+	RebuiltManifest bool
+	// SkippedOps counts WAL records a rebuilt manifest could not apply: ops
+	// on a collection whose creation and segments are both gone.
+	SkippedOps int
 }
 
 const quarantineSuffix = ".corrupt"
 
 // Repair makes a damaged, closed store openable again, losing as little as
-// possible: it truncates the WAL at its first damaged record (keeping
-// everything before it) and rebuilds every segment that fails its
+// possible: it replaces damaged manifests with one written from the newest
+// readable manifest, or rebuilds one from seg/ and wal/ when none is
+// readable; truncates the WAL at its first damaged record (keeping
+// everything before it); and rebuilds every segment that fails its
 // checksums or structure checks: the records whose primary data is intact
 // go into a new file with graph, postings and columns rebuilt; only
 // records whose primary data was destroyed are lost, named in the report
-// and exported (what is readable of them) to seg/NAME.lost. It
-// takes the directory lock itself (ErrLocked while the store is open). On a
-// healthy store it changes nothing. A damaged MANIFEST is not repaired:
-// restore it from a backup.
+// and exported (what is readable of them) to seg/NAME.lost. It takes the
+// directory lock itself (ErrLocked while the store is open). On a healthy
+// store it changes nothing.
 func Repair(dir string, opts Options) (RepairReport, error) {
-	var rep RepairReport
+	rep, rebuilt, err := repair(dir, opts)
+	if err != nil || !rebuilt {
+		return rep, err
+	}
+	// The rebuilt manifest has no checkpoint: open replays the whole WAL
+	// over the segments (leniently), and a flush writes an ordinary
+	// manifest, so later opens replay nothing twice.
+	db, err := Open(dir, Options{FS: opts.FS, NamespaceField: opts.NamespaceField, FlushBytes: -1, CompactInterval: -1, M: opts.M, EfConstruction: opts.EfConstruction})
+	if err != nil {
+		return rep, fmt.Errorf("engine: repair: open the rebuilt store: %w", err)
+	}
+	rep.SkippedOps = db.replaySkipped
+	err = db.Flush()
+	return rep, errors.Join(err, db.Close())
+}
+
+func repair(dir string, opts Options) (rep RepairReport, rebuilt bool, err error) {
 	opts = opts.withDefaults()
 	dir = filepath.Clean(dir)
-	if fresh, err := inspectDir(dir); err != nil {
-		return rep, err
+	var ce *CorruptionError
+	if fresh, err := inspectDir(dir); err != nil && !errors.As(err, &ce) {
+		return rep, false, err
 	} else if fresh {
-		return rep, fmt.Errorf("%w: %s has no MANIFEST", ErrNotStore, dir)
+		return rep, false, fmt.Errorf("%w: %s has no manifest and no data", ErrNotStore, dir)
 	}
 	lock, err := lockDir(filepath.Join(dir, "LOCK"))
 	if err != nil {
-		return rep, err
+		return rep, false, err
 	}
 	defer lock.unlock()
-	m, err := readManifest(dir)
-	if err != nil {
-		return rep, err
-	}
 	d := &DB{dir: dir, opts: opts}
+	st, err := loadManifests(opts.FS, dir)
+	if err != nil {
+		return rep, false, err
+	}
 	changed := false
+	m := st.m
+	keep := []uint64{st.num} // manifests kept besides the new one
+	for _, p := range st.problems {
+		var ce *CorruptionError
+		if errors.As(p, &ce) {
+			rep.DamagedManifests = append(rep.DamagedManifests, ce.File)
+		}
+		changed = true
+	}
+	if err := opts.FS.MkdirAll(d.segDir(), 0o700); err != nil {
+		return rep, false, fmt.Errorf("engine: repair: %w", err)
+	}
+	if m == nil {
+		m, err = d.rebuildManifest(&rep)
+		if err != nil {
+			return rep, false, err
+		}
+		rep.RebuiltManifest, rebuilt, keep, changed = true, true, nil, true
+	}
+	// Files Repair writes are numbered above every file in seg/ (a
+	// damaged manifest may have named some above m.nextFile).
+	if names, err := opts.FS.ReadDir(d.segDir()); err == nil {
+		for _, n := range names {
+			if f, ok := segFileNumber(strings.TrimSuffix(strings.TrimSuffix(n, ".tmp"), quarantineSuffix)); ok {
+				m.nextFile = max(m.nextFile, f+1)
+			}
+		}
+	}
+	segsChanged := false
 	var after []func() error // once the manifest naming the rebuilt files is durable
 	for ci := range m.colls {
 		mc := &m.colls[ci]
@@ -82,7 +142,7 @@ func Repair(dir string, opts Options) (RepairReport, error) {
 				// Lost: drop it from the manifest so the rest opens.
 				rep.MissingSegments = append(rep.MissingSegments, path)
 				rep.DroppedRecords += int(ms.count) - len(ms.deleted)
-				changed = true
+				changed, segsChanged = true, true
 				continue
 			}
 			s, err := openSegment(path, ms.file, mc.cfg, ms.count, true)
@@ -101,25 +161,25 @@ func Repair(dir string, opts Options) (RepairReport, error) {
 			}
 			var ce *CorruptionError
 			if err != nil && !errors.As(err, &ce) {
-				return rep, err // an I/O problem, not damage: change nothing
+				return rep, false, err // an I/O problem, not damage: change nothing
 			}
 			if err == nil {
 				kept = append(kept, ms)
 				continue
 			}
 			if errors.Is(err, ErrVersion) && !knownSectionSet(path) {
-				return rep, fmt.Errorf("engine: repair: %s: %w (open it with the build that wrote it)", path, err)
+				return rep, false, fmt.Errorf("engine: repair: %s: %w (open it with the build that wrote it)", path, err)
 			}
 			// Damaged: keep every record whose primary data is intact, in
 			// a new file with everything derived rebuilt.
 			sv, err := salvageSegment(path, mc.cfg, ms)
 			if err != nil {
-				return rep, err
+				return rep, false, err
 			}
 			file := m.nextFile
 			ns, err := rebuildSegment(&opts, d.segDir(), mc.cfg, sv, ms.file, file)
 			if err != nil {
-				return rep, err
+				return rep, false, err
 			}
 			if ns != nil {
 				m.nextFile++
@@ -127,7 +187,7 @@ func Repair(dir string, opts Options) (RepairReport, error) {
 			}
 			q, err := writeQuarantine(opts.FS, d.segDir(), sv)
 			if err != nil {
-				return rep, fmt.Errorf("engine: repair: quarantine %s: %w", path, err)
+				return rep, false, fmt.Errorf("engine: repair: quarantine %s: %w", path, err)
 			}
 			if q != "" {
 				rep.QuarantineFiles = append(rep.QuarantineFiles, q)
@@ -141,31 +201,41 @@ func Repair(dir string, opts Options) (RepairReport, error) {
 			} else {
 				after = append(after, func() error { return opts.FS.Remove(path) })
 			}
-			changed = true
+			changed, segsChanged = true, true
 		}
 		mc.segs = kept
 	}
 	if changed {
 		if err := opts.FS.SyncDir(d.segDir()); err != nil {
-			return rep, fmt.Errorf("engine: repair: %w", err)
+			return rep, false, fmt.Errorf("engine: repair: %w", err)
 		}
-		if err := writeFileAtomic(opts.FS, dir, manifestName, encodeManifest(m)); err != nil {
-			return rep, fmt.Errorf("engine: repair: write manifest: %w", err)
+		// The new manifest supersedes the damaged ones. The one it was
+		// written from stays as the fallback unless segments it names are
+		// gone or replaced now.
+		num := st.maxNum + 1
+		if err, curErr := writeManifest(opts.FS, dir, num, m); err != nil || curErr != nil {
+			return rep, false, fmt.Errorf("engine: repair: %w", errors.Join(err, curErr))
+		}
+		if segsChanged {
+			keep = nil
+		}
+		if err := removeManifests(opts.FS, dir, append(keep, num)...); err != nil {
+			return rep, false, fmt.Errorf("engine: repair: %w", err)
 		}
 		for _, f := range after {
 			if err := f(); err != nil {
-				return rep, fmt.Errorf("engine: repair: %w", err)
+				return rep, false, fmt.Errorf("engine: repair: %w", err)
 			}
 		}
 		if len(after) > 0 {
 			if err := opts.FS.SyncDir(d.segDir()); err != nil {
-				return rep, fmt.Errorf("engine: repair: %w", err)
+				return rep, false, fmt.Errorf("engine: repair: %w", err)
 			}
 		}
 	}
 	walDir := filepath.Join(dir, "wal")
 	if walIntact(walDir) {
-		return rep, nil // opening the log could still start a segment: leave it alone
+		return rep, rebuilt, nil // opening the log could still start a segment: leave it alone
 	}
 	wopts := wal.Options{FS: opts.FS, SegmentSize: walSegmentSize}
 	for range 3 {
@@ -177,16 +247,16 @@ func Repair(dir string, opts Options) (RepairReport, error) {
 		var ce *wal.CorruptionError
 		if !errors.As(err, &ce) {
 			if err != nil {
-				return rep, fmt.Errorf("engine: repair: WAL: %w", err)
+				return rep, false, fmt.Errorf("engine: repair: WAL: %w", err)
 			}
-			return rep, nil
+			return rep, rebuilt, nil
 		}
 		if err := wal.Repair(walDir, wopts, err); err != nil {
-			return rep, fmt.Errorf("engine: repair: WAL: %w", err)
+			return rep, false, fmt.Errorf("engine: repair: WAL: %w", err)
 		}
 		rep.WALTruncatedAt = wal.LSN(uint64(ce.Segment)<<32 | uint64(ce.Offset))
 	}
-	return rep, errors.New("engine: repair: the WAL is still damaged after three repairs")
+	return rep, false, errors.New("engine: repair: the WAL is still damaged after three repairs")
 }
 
 // walIntact reads every WAL segment without changing anything and reports

@@ -127,10 +127,17 @@ func (d *DB) apply(o *walOp) error {
 	switch o.op {
 	case walCreate:
 		if c, ok := d.colls[o.cfg.Name]; ok {
-			if c.cfg != o.cfg {
+			if c.cfg == o.cfg {
+				return nil
+			}
+			if !d.lenient {
 				return fmt.Errorf("create %q: exists with another config", o.cfg.Name)
 			}
-			return nil
+			// Rebuilt from segments: those of the other config belong to
+			// a collection this log dropped before it was created again.
+			if err := d.apply(&walOp{op: walDrop, coll: o.cfg.Name}); err != nil {
+				return err
+			}
 		}
 		c, err := newCollection(d, o.cfg)
 		if err != nil {
@@ -150,10 +157,10 @@ func (d *DB) apply(o *walOp) error {
 		c.mu.Lock()
 		c.dropped = true
 		for _, s := range c.brokenMan.segs {
-			d.pendingRemove = append(d.pendingRemove, d.segPath(s.file))
+			d.pendingNew = append(d.pendingNew, s.file)
 		}
 		for _, s := range c.segs {
-			d.pendingRemove = append(d.pendingRemove, d.segPath(s.file))
+			d.pendingNew = append(d.pendingNew, s.file)
 			s.close()
 		}
 		c.segs = nil
@@ -169,6 +176,10 @@ func (d *DB) apply(o *walOp) error {
 		d.mu.Unlock()
 	case walUpsert, walDelete, walTouch:
 		c, ok := d.colls[o.coll]
+		if !ok && d.lenient {
+			d.replaySkipped++
+			return nil
+		}
 		if !ok {
 			return fmt.Errorf("op %d on unknown collection %q", o.op, o.coll)
 		}

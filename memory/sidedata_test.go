@@ -59,7 +59,11 @@ func TestManifestDoesNotGrowWithTheArchive(t *testing.T) {
 	if err := s.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	fi, err := os.Stat(filepath.Join(dir, "MANIFEST"))
+	cur, err := os.ReadFile(filepath.Join(dir, "CURRENT")) // names the newest manifest
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(filepath.Join(dir, strings.TrimSpace(string(cur))))
 	if err != nil {
 		t.Fatal(err)
 	}

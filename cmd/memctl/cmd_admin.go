@@ -118,12 +118,13 @@ func (a *app) checkCommand() *cobra.Command {
 func (a *app) repairCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "repair",
-		Short: "Make a damaged store openable: cut the WAL at its first bad record, rebuild damaged segments",
-		Long: "repair works on a closed store (stop `memctl serve` first). It keeps everything before the first\n" +
-			"damaged WAL record and rebuilds segments that fail their checks from their intact records (graph,\n" +
-			"postings and columns are derived and rebuilt); only records whose own data is destroyed are lost,\n" +
-			"listed, and exported to seg/NAME.lost; a file that lost records is kept as seg/NAME.corrupt. Take a backup\n" +
-			"of the directory first if you can. On a healthy store it changes nothing.",
+		Short: "Make a damaged store openable: replace a damaged manifest, cut the WAL at its first bad record, rebuild damaged segments",
+		Long: "repair works on a closed store (stop `memctl serve` first). A damaged or missing manifest is replaced\n" +
+			"from the previous one (nothing is lost) or, when none is readable, rebuilt from seg/ and wal/. It keeps\n" +
+			"everything before the first damaged WAL record and rebuilds segments that fail their checks from their\n" +
+			"intact records (graph, postings and columns are derived and rebuilt); only records whose own data is\n" +
+			"destroyed are lost, listed, and exported to seg/NAME.lost; a file that lost records is kept as\n" +
+			"seg/NAME.corrupt. Take a backup of the directory first if you can. On a healthy store it changes nothing.",
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			rep, err := engine.Repair(a.dir, engine.Options{})
@@ -133,9 +134,19 @@ func (a *app) repairCommand() *cobra.Command {
 			if a.jsonOut {
 				return a.printJSON(rep)
 			}
-			if rep.WALTruncatedAt == 0 && len(rep.RebuiltSegments) == 0 && len(rep.MissingSegments) == 0 {
+			if rep.WALTruncatedAt == 0 && len(rep.RebuiltSegments) == 0 && len(rep.MissingSegments) == 0 &&
+				len(rep.QuarantinedSegments) == 0 && len(rep.DamagedManifests) == 0 && !rep.RebuiltManifest {
 				fmt.Fprintln(a.stdout, "store is healthy; nothing changed")
 				return nil
+			}
+			for _, f := range rep.DamagedManifests {
+				fmt.Fprintf(a.stdout, "%s was damaged or missing: replaced from the newest readable manifest\n", f)
+			}
+			if rep.RebuiltManifest {
+				fmt.Fprintln(a.stdout, "no manifest was readable: rebuilt from seg/ and wal/ (deletes and access counts older than the WAL are lost)")
+			}
+			if rep.SkippedOps > 0 {
+				fmt.Fprintf(a.stdout, "%d WAL records named a collection that is gone and were skipped\n", rep.SkippedOps)
 			}
 			if rep.WALTruncatedAt != 0 {
 				fmt.Fprintf(a.stdout, "WAL cut at %v: records from there on were dropped\n", rep.WALTruncatedAt)

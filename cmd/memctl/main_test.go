@@ -124,7 +124,7 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 			t.Errorf("memctl %q: exit %d, stderr %q; want exit %d with a message", args, code, errOut, exitUsage)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(dir, "MANIFEST")); err == nil {
+	if _, err := os.Stat(dir); err == nil {
 		t.Error("a failed command line created a store")
 	}
 }
@@ -363,6 +363,28 @@ func TestRepair(t *testing.T) {
 	mustRun(t, dir, "", "repair")
 	if out := mustRun(t, dir, "", "recall", "--session", "s", "WAL memory"); !strings.Contains(out, "keeps this memory safe") {
 		t.Fatalf("memory lost after repair:\n%s", out)
+	}
+	// Every manifest and CURRENT deleted: check fails, repair rebuilds
+	// from seg/ and wal/, nothing is lost.
+	mustRun(t, dir, "", "remember", "--session", "s", "A second memory about manifests.")
+	mustRun(t, dir, "", "compact")
+	manifests, _ := filepath.Glob(filepath.Join(dir, "MANIFEST*"))
+	for _, f := range append(manifests, filepath.Join(dir, "CURRENT")) {
+		if err := os.Remove(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, _, code := memctl(t, dir, "", "check"); code == exitOK {
+		t.Fatal("check passed on a store without a manifest")
+	}
+	if out := mustRun(t, dir, "", "repair"); !strings.Contains(out, "rebuilt") {
+		t.Fatalf("repair without a manifest: %q", out)
+	}
+	mustRun(t, dir, "", "check")
+	for _, want := range []string{"keeps this memory safe", "second memory about manifests"} {
+		if out := mustRun(t, dir, "", "recall", "--session", "s", "memory manifests WAL"); !strings.Contains(out, want) {
+			t.Fatalf("%q lost after rebuilding the manifest:\n%s", want, out)
+		}
 	}
 }
 
