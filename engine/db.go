@@ -233,6 +233,12 @@ func (d *DB) open(fresh bool) error {
 	d.nextFile, d.checkpoint, d.lastLSN, d.kv = m.nextFile, wal.LSN(m.checkpoint), wal.LSN(m.checkpoint), m.kv
 	d.manNum, d.manMax, d.manProblems = st.num, st.maxNum, st.problems
 	d.prevFiles, d.keepFrom = st.keepFiles(), wal.LSN(st.oldestCheckpoint())
+	cur := m.files()
+	for _, f := range sortedNums(d.prevFiles) {
+		if !cur[f] {
+			d.pendingRemove = append(d.pendingRemove, f) // only an older manifest names it
+		}
+	}
 	d.lenient = m.rebuilt
 	if err := fsys.MkdirAll(d.segDir(), 0o700); err != nil {
 		return fmt.Errorf("engine: %w", err)

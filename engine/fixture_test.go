@@ -193,7 +193,11 @@ func TestFixtureV2(t *testing.T) {
 	if err := db.Check(); err != nil {
 		t.Fatal(err)
 	}
-	// The compacted segment and the flushed WAL tail.
+	// The compacted segment and the flushed WAL tail, once one more
+	// manifest supersedes the one that still names the inputs.
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
 	names, _ := os.ReadDir(filepath.Join(dir, "seg"))
 	if len(names) != 2 || !slices.ContainsFunc(names, func(e os.DirEntry) bool { return e.Name() == segName(3) }) {
 		t.Fatalf("after compaction seg/ holds %v", names)

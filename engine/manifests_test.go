@@ -368,3 +368,53 @@ func TestLegacyManifestUpgrade(t *testing.T) {
 		t.Errorf("CURRENT = %q", cur)
 	}
 }
+
+// TestRebuildAfterCompaction: the inputs of a compaction stay on disk while
+// the previous manifest names them; a manifest rebuilt from seg/ alone
+// (the WAL gone too) leaves them out because the output says it replaces
+// them, so a record deleted before the compaction stays deleted.
+func TestRebuildAfterCompaction(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "s")
+	db := openT(t, dir, testOpts())
+	r := rand.New(rand.NewPCG(3, 3))
+	c, _ := db.CreateCollection(CollectionConfig{Name: "c", Dim: 4, Metric: quant.L2})
+	for i := range 3 {
+		if err := c.Upsert(ctx, mkRecords(r, 4, 10*i, 10)); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, err := c.Delete("r00003", "r00015"); n != 2 || err != nil {
+		t.Fatalf("Delete = %d, %v", n, err)
+	}
+	if err := db.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if segs, _ := filepath.Glob(filepath.Join(dir, "seg", "*.seg")); len(segs) != 4 {
+		t.Fatalf("seg/ holds %q, want the output and its 3 inputs", segs)
+	}
+	for _, f := range append(manifestFiles(t, dir), filepath.Join(dir, currentName)) {
+		os.Remove(f)
+	}
+	os.RemoveAll(filepath.Join(dir, "wal"))
+	if _, err := Repair(dir, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	db = openT(t, dir, testOpts())
+	defer db.Close()
+	c, _ = db.Collection("c")
+	if n, _ := c.Count(nil); n != 28 {
+		t.Errorf("Count = %d, want 28", n)
+	}
+	for _, id := range []string{"r00003", "r00015"} {
+		if _, err := c.Get(id); !errors.Is(err, ErrNotFound) {
+			t.Errorf("%s deleted before compaction: Get = %v", id, err)
+		}
+	}
+	if err := db.Check(); err != nil {
+		t.Error(err)
+	}
+}

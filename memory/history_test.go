@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -44,7 +43,7 @@ func TestManifestDoesNotGrowWithTheHistory(t *testing.T) {
 	if err := s.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	fi, err := os.Stat(filepath.Join(dir, "MANIFEST"))
+	fi, err := os.Stat(currentManifest(t, dir))
 	if err != nil {
 		t.Fatal(err)
 	}

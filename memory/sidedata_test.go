@@ -59,11 +59,7 @@ func TestManifestDoesNotGrowWithTheArchive(t *testing.T) {
 	if err := s.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	cur, err := os.ReadFile(filepath.Join(dir, "CURRENT")) // names the newest manifest
-	if err != nil {
-		t.Fatal(err)
-	}
-	fi, err := os.Stat(filepath.Join(dir, strings.TrimSpace(string(cur))))
+	fi, err := os.Stat(currentManifest(t, dir))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +112,7 @@ func TestManifestDoesNotGrowWithRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	wrote := time.Since(start)
-	fi, err := os.Stat(filepath.Join(dir, "MANIFEST"))
+	fi, err := os.Stat(currentManifest(t, dir))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,4 +143,15 @@ func TestManifestDoesNotGrowWithRecords(t *testing.T) {
 	if err != nil || st.Tasks != n || st.Memories != 0 {
 		t.Fatalf("Stats: %+v, %v", st, err)
 	}
+}
+
+// currentManifest returns the path of the engine's newest manifest, which
+// CURRENT names.
+func currentManifest(t *testing.T, dir string) string {
+	t.Helper()
+	cur, err := os.ReadFile(filepath.Join(dir, "CURRENT"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(dir, strings.TrimSpace(string(cur)))
 }

@@ -77,7 +77,7 @@ func TestUpgradeStoreV1(t *testing.T) {
 		if err := s.Close(); err != nil {
 			t.Fatal(err)
 		}
-		man, err := os.ReadFile(filepath.Join(dir, "MANIFEST"))
+		man, err := os.ReadFile(currentManifest(t, dir))
 		if err != nil {
 			t.Fatal(err)
 		}
