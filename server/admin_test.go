@@ -320,8 +320,8 @@ func TestBackupDownload(t *testing.T) {
 		data, _ := io.ReadAll(tr)
 		os.WriteFile(p, data, 0o600)
 	}
-	if !names["MANIFEST"] || names["LOCK"] {
-		t.Fatalf("tar members %v: want MANIFEST, no LOCK", names)
+	if !names["CURRENT"] || !names["MANIFEST-000001"] || names["LOCK"] {
+		t.Fatalf("tar members %v: want CURRENT and its manifest, no LOCK", names)
 	}
 	b, err := memory.Open(dir, memory.OpenOptions{})
 	if err != nil {

@@ -445,7 +445,7 @@ func extractTar(r io.Reader, dir string, prog func(bytes int64)) (err error) {
 			}
 			done += n
 			prog(done)
-			if name == "MANIFEST" {
+			if name == "CURRENT" || name == "MANIFEST" { // CURRENT: written last by a backup
 				sawManifest = true
 			}
 		default:
@@ -453,7 +453,7 @@ func extractTar(r io.Reader, dir string, prog func(bytes int64)) (err error) {
 		}
 	}
 	if !sawManifest {
-		return errors.New("the stream holds no MANIFEST: not a complete backup")
+		return errors.New("the stream holds no CURRENT manifest pointer: not a complete backup")
 	}
 	if d, err := os.Open(dir); err == nil {
 		_ = d.Sync()
