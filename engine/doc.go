@@ -131,6 +131,7 @@
 //	    there -> that record and every later one
 //	LOCK, unknown files -> nothing to repair (UnknownFiles reports foreign
 //	    files) -> nothing
+//
 // # What survives what
 //
 // Any single damaged or missing manifest or CURRENT costs nothing: Open

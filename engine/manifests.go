@@ -164,7 +164,7 @@ func loadManifests(fsys FS, dir string) (*manifestState, error) {
 		num, valid := parseManifestName(name)
 		switch {
 		case err != nil || !ok || !valid || num == 0:
-			st.problems = append(st.problems, &CorruptionError{File: curPath, Err: fmt.Errorf("does not name a manifest: %q", truncate(b, 40))})
+			st.problems = append(st.problems, &CorruptionError{File: curPath, Err: fmt.Errorf("does not name a manifest: %q", clip(b, 40))})
 		case damaged[num]:
 			// Already reported as a damaged manifest.
 		case st.readable[num] == nil:
@@ -177,7 +177,7 @@ func loadManifests(fsys FS, dir string) (*manifestState, error) {
 	return st, nil
 }
 
-func truncate(b []byte, n int) string {
+func clip(b []byte, n int) string {
 	if len(b) > n {
 		return string(b[:n]) + "..."
 	}
