@@ -36,3 +36,17 @@ func planBatches(lens []int, budget, maxBatch int) [][]int {
 	}
 	return batches
 }
+
+// batchesInOrder cuts 0..n-1 into runs of maxBatch in order, padding each to
+// its longest: what planBatches saves is measured against it.
+func batchesInOrder(n, maxBatch int) [][]int {
+	var out [][]int
+	for lo := 0; lo < n; lo += maxBatch {
+		b := make([]int, 0, maxBatch)
+		for i := lo; i < min(lo+maxBatch, n); i++ {
+			b = append(b, i)
+		}
+		out = append(out, b)
+	}
+	return out
+}

@@ -84,6 +84,14 @@ type Options struct {
 	// last_hidden_state (CLS pooling + L2 normalization) the model has, or
 	// its only output.
 	Output string
+
+	// tune, when set (tests only), adjusts the session options after the
+	// ones above: how the CPU-path measurements try settings Open does not
+	// expose.
+	tune func(*ort.SessionOptions) error
+	// inOrder (tests only) batches texts in the caller's order instead of
+	// by length: the measurement of what length bucketing saves.
+	inOrder bool
 }
 
 // Embedding is one text's result from EmbedDetailed.
@@ -124,6 +132,7 @@ type Embedder struct {
 	maxTokens   int
 	batchTokens int
 	maxBatch    int
+	inOrder     bool
 
 	stats struct {
 		texts, batches, tokens, padded atomic.Int64
@@ -150,6 +159,7 @@ func Open(opts Options) (*Embedder, error) {
 		maxTokens:   cmp.Or(opts.MaxTokens, 8192),
 		batchTokens: cmp.Or(opts.BatchTokens, 8192),
 		maxBatch:    cmp.Or(opts.MaxBatch, 32),
+		inOrder:     opts.inOrder,
 	}
 	if opts.MaxTokens < 0 || opts.BatchTokens < 0 || opts.MaxBatch < 0 ||
 		opts.IntraOpThreads < 0 || opts.InterOpThreads < 0 || opts.DeviceID < 0 {
@@ -324,6 +334,11 @@ func (e *Embedder) trySession(opts Options, dev Device) (*ort.DynamicAdvancedSes
 			return nil, fmt.Errorf("onnx: inter-op threads: %w", err)
 		}
 	}
+	if opts.tune != nil {
+		if err := opts.tune(so); err != nil {
+			return nil, fmt.Errorf("onnx: session options: %w", err)
+		}
+	}
 	if dev != DeviceCPU {
 		if err := appendGPU(so, dev, opts.DeviceID); err != nil {
 			return nil, err
@@ -432,7 +447,11 @@ func (e *Embedder) embedWindow(ctx context.Context, texts []string, out []Embedd
 	}
 	e.stats.tokenize.Add(int64(time.Since(start)))
 
-	for _, batch := range planBatches(lens, e.batchTokens, e.maxBatch) {
+	batches := planBatches(lens, e.batchTokens, e.maxBatch)
+	if e.inOrder {
+		batches = batchesInOrder(len(lens), e.maxBatch)
+	}
+	for _, batch := range batches {
 		if err := ctx.Err(); err != nil {
 			return err
 		}

@@ -16,11 +16,12 @@ func cosine(a, b []float32) float64 {
 }
 
 // TestInt8Parity runs testdata/model/tiny-int8 (tiny's MatMul weights rewritten into
-// com.microsoft DynamicQuantizeMatMul by scripts/onnx/quantize_int8.py) and checks that ORT
-// executes it, that its vectors stay within cosine 0.98 of the fp32 model's on the same
-// inputs (hidden size 32 with std-0.2 weights is the hard case for per-tensor activation
-// quantization: the BGE-M3-sized model's parity is in bench/results/onnx.md), that they are not simply the fp32 vectors (the quantized graph is what ran), and that
-// the two models' fingerprints differ.
+// com.microsoft DynamicQuantizeMatMul by scripts/onnx/quantize_int8.py, 7-bit weights) and
+// checks that ORT executes it, that its vectors stay within cosine 0.99 of the fp32 model's on
+// the same inputs, that they are not simply the fp32 vectors (the quantized graph is what
+// ran), and that the two models' fingerprints differ. With full-range 8-bit weights the cosine
+// fell to 0.987 on AVX2 CPUs without VNNI, where ORT's u8*s8 kernel saturates int16 sums
+// (quantize_int8.py's WEIGHT_FORMATS); the BGE-M3-sized figures are in bench/results/onnx.md.
 func TestInt8Parity(t *testing.T) {
 	tok := filepath.Join(repoRoot(t), "testdata", "tokenizer", "tiny", "tokenizer.json")
 	fp32 := openTiny(t, "tiny", Options{TokenizerPath: tok, MaxTokens: 64})
@@ -46,8 +47,8 @@ func TestInt8Parity(t *testing.T) {
 		maxDiff = max(maxDiff, maxAbsDiff(a[i], b[i]))
 	}
 	t.Logf("int8 vs fp32 over %d texts: min cosine %.5f, max |diff| %.2g", len(texts), minCos, maxDiff)
-	if minCos < 0.98 {
-		t.Fatalf("int8 min cosine to fp32 %.5f < 0.98", minCos)
+	if minCos < 0.99 {
+		t.Fatalf("int8 min cosine to fp32 %.5f < 0.99", minCos)
 	}
 	if maxDiff == 0 {
 		t.Fatal("int8 vectors equal the fp32 ones bit for bit: the quantized graph did not run")

@@ -7,9 +7,9 @@ integer kernels (u8 activations x s8 weights, VNNI where the CPU has it):
 
     Y = DynamicQuantizeMatMul(A, B_int8, B_scale[N], B_zero_point[N] = 0 [, bias])
 
-Weights are quantized symmetrically per output column (scale = max|W[:, j]| / 127), so a column
-with small weights keeps its precision; activations are quantized per tensor at run time by
-the operator itself. Everything else (embeddings, attention score products, layer norms)
+Weights are quantized symmetrically per output column (scale = max|W[:, j]| / 63 by default,
+see WEIGHT_FORMATS for why 7 bits), so a column with small weights keeps its precision;
+activations are quantized per tensor (u8) at run time by the operator itself. Everything else (embeddings, attention score products, layer norms)
 stays fp32. This is the form ONNX Runtime's own quantize_dynamic produces after its fusions;
 its Python tools are not needed (only python3-onnx and numpy).
 
@@ -28,12 +28,24 @@ import onnx
 from onnx import helper, numpy_helper
 
 
-def quantize_columns(w):
-    """w: [K, N] float32 -> (int8 [K, N], scale float32 [N], zero point int8 [N])."""
+# Weight formats (--weights). MLAS multiplies u8 activations by s8 weights on AVX2 CPUs without
+# VNNI with vpmaddubsw, which adds two u8*s8 products into a saturating int16: 2*255*127 = 64770
+# does not fit, so large products are clipped. "s8-7bit" keeps weights in [-63, 63]
+# (2*255*63 = 32130 fits: ONNX Runtime's reduce_range); "u8" stores weights as uint8 around a zero
+# point of 128, which MLAS multiplies in 16 bits (its U8U8 kernel), exact at full 8-bit precision.
+# Full-range s8 is exact only where the CPU has VNNI (int32 accumulation). On the tiny model the
+# cosine to fp32 is 0.987 with s8 on an AVX2 CPU and 0.9994 with s8-7bit or u8, so s8-7bit (same
+# kernel and speed as s8, safe on every CPU) is the default.
+WEIGHT_FORMATS = {"s8": (127, np.int8, 0), "s8-7bit": (63, np.int8, 0), "u8": (127, np.uint8, 128)}
+
+
+def quantize_columns(w, fmt="s8"):
+    """w: [K, N] float32 -> (quantized [K, N], scale float32 [N], zero point [N])."""
+    qmax, dtype, zero = WEIGHT_FORMATS[fmt]
     amax = np.abs(w).max(axis=0)
-    scale = np.where(amax > 0, amax / 127.0, 1.0).astype(np.float32)
-    q = np.clip(np.rint(w / scale), -127, 127).astype(np.int8)
-    return q, scale, np.zeros(w.shape[1], dtype=np.int8)
+    scale = np.where(amax > 0, amax / float(qmax), 1.0).astype(np.float32)
+    q = np.clip(np.rint(w / scale), -qmax, qmax) + zero
+    return q.astype(dtype), scale, np.full(w.shape[1], zero, dtype=dtype)
 
 
 def main():
@@ -41,6 +53,8 @@ def main():
     ap.add_argument("src")
     ap.add_argument("dst")
     ap.add_argument("--inline", action="store_true", help="keep the weights inside model.onnx")
+    ap.add_argument("--weights", choices=sorted(WEIGHT_FORMATS), default="s8-7bit",
+                    help="weight format (see WEIGHT_FORMATS): s8-7bit (default), s8 full range, or u8")
     ap.add_argument("--min-elements", type=int, default=0,
                     help="leave weights with fewer elements in fp32")
     args = ap.parse_args()
@@ -69,7 +83,7 @@ def main():
         wf = numpy_helper.to_array(w).astype(np.float32)
         if n.op_type == "Gemm" and attrs.get("transB", 0):
             wf = wf.T
-        q, scale, zp = quantize_columns(np.ascontiguousarray(wf))
+        q, scale, zp = quantize_columns(np.ascontiguousarray(wf), args.weights)
         base = f"{w_name}_int8q{count}"
         new_inits += [numpy_helper.from_array(q, base + "_quantized"),
                       numpy_helper.from_array(scale, base + "_scale"),
@@ -107,7 +121,7 @@ def main():
                         location="model.onnx_data", size_threshold=1024)
         os.chmod(data, 0o600)
     os.chmod(args.dst, 0o600)
-    print(f"{args.dst}: {count} MatMul/Gemm weights quantized to int8 (DynamicQuantizeMatMul)")
+    print(f"{args.dst}: {count} MatMul/Gemm weights quantized ({args.weights}, DynamicQuantizeMatMul)")
 
 
 if __name__ == "__main__":

@@ -8,6 +8,12 @@ and answers one line: {"wall_ns": ..., "cpu_ns": ..., "vecs": [[float, ...], ...
 L2-normalized CLS vectors (BGE-M3's dense output). Timing covers tensor creation, the forward
 pass and pooling; the process's CPU time (all threads) is measured over the same span.
 
+Debian's python3-torch is built with BLAS_INFO=generic: its Linear layers call whatever
+libblas.so.3 the alternatives system points at, which is the unoptimized reference BLAS unless
+an optimized one is installed (apt-get install libopenblas0-openmp: OpenMP, like torch). The
+ready line names the BLAS library actually loaded and "reference_blas": true when it is the
+reference one, so that a comparison against it is not mistaken for PyTorch's speed.
+
     /usr/bin/python3 scripts/onnx/torch_worker.py --preset bge-m3 --threads 2
 """
 
@@ -29,6 +35,15 @@ def load_export_module():
     return mod
 
 
+def loaded_blas():
+    """The resolved path of the libblas.so.3 this process mapped ("" if none)."""
+    with open("/proc/self/maps") as f:
+        for line in f:
+            if "libblas" in line or "libopenblas" in line:
+                return os.path.realpath(line.split()[-1])
+    return ""
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--preset", default="bge-m3")
@@ -45,7 +60,14 @@ def main():
     torch.set_num_interop_threads(1)
     torch.manual_seed(args.seed)  # the export's seed and construction order: the same weights
     model = ex.Encoder(vocab, pad_id, token_types=False, dense=False, **cfg).eval()
-    print(json.dumps({"ready": True, "threads": torch.get_num_threads(), "torch": torch.__version__}), flush=True)
+    model.requires_grad_(False)
+    with torch.inference_mode():  # one warm-up pass maps the BLAS library and sizes its buffers
+        model(torch.tensor([[0, 5, 2]]), torch.ones(1, 3, dtype=torch.long))
+    blas = loaded_blas()
+    print(json.dumps({"ready": True, "threads": torch.get_num_threads(),
+                      "interop_threads": torch.get_num_interop_threads(), "torch": torch.__version__,
+                      "blas": blas, "reference_blas": "/blas/" in blas,
+                      "parallel": torch.__config__.parallel_info().splitlines()[-1].strip()}), flush=True)
 
     for line in sys.stdin:
         req = json.loads(line)
