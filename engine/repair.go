@@ -17,40 +17,40 @@ import (
 type RepairReport struct {
 	// WALTruncatedAt is where the WAL was cut (records from there on were
 	// dropped); zero when the WAL was intact.
-	WALTruncatedAt wal.LSN
+	WALTruncatedAt wal.LSN `json:"wal_truncated_at"`
 	// RebuiltSegments are damaged segment files whose intact records
 	// Repair wrote into a new segment file (graph, keyword and namespace
 	// postings, columns and checksums built afresh), which replaces them.
-	RebuiltSegments []string
+	RebuiltSegments []string `json:"rebuilt_segments"`
 	// QuarantinedSegments are damaged files that lost records, renamed to
 	// NAME.corrupt in seg/ (out of the manifest) for inspection. A damaged
 	// file that lost nothing is removed once its replacement is live.
-	QuarantinedSegments []string
+	QuarantinedSegments []string `json:"quarantined_segments"`
 	// QuarantineFiles are the seg/NAME.lost files holding what is still
 	// readable of the lost records (docs/format/quarantine.md).
-	QuarantineFiles []string
+	QuarantineFiles []string `json:"quarantine_files"`
 	// MissingSegments are segment files the manifest named that no longer
 	// exist; Repair removed them from the manifest.
-	MissingSegments []string
+	MissingSegments []string `json:"missing_segments"`
 	// LostRecords names the records whose primary data (ID, vector, text,
 	// metadata, times) was destroyed.
-	LostRecords []LostRecord
+	LostRecords []LostRecord `json:"lost_records"`
 	// DroppedRecords counts every live record lost: LostRecords, the
 	// records of missing files and those of files too damaged to locate
 	// any record in (whose IDs are unknown).
-	DroppedRecords int
+	DroppedRecords int `json:"dropped_records"`
 	// DamagedManifests are the manifest files (and CURRENT) that failed to
 	// read; Repair wrote a new manifest from the newest readable one (with
 	// the WAL since its checkpoint nothing is lost) and removed them.
-	DamagedManifests []string
+	DamagedManifests []string `json:"damaged_manifests"`
 	// RebuiltManifest: no manifest was readable, so Repair rebuilt one from
 	// the segment files (each describes its collection) and replayed the
 	// whole WAL over them. Deletes and access counts older than the WAL's
 	// first record are lost; so is the KV namespace older than it.
-	RebuiltManifest bool
+	RebuiltManifest bool `json:"rebuilt_manifest"`
 	// SkippedOps counts WAL records a rebuilt manifest could not apply: ops
 	// on a collection whose creation and segments are both gone.
-	SkippedOps int
+	SkippedOps int `json:"skipped_ops"`
 }
 
 const quarantineSuffix = ".corrupt"

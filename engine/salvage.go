@@ -29,12 +29,12 @@ import (
 // LostRecord is a record Repair could not keep: part of its primary data
 // was destroyed.
 type LostRecord struct {
-	Segment string // the damaged segment file
-	Node    uint32 // its node in that file
+	Segment string `json:"segment"` // the damaged segment file
+	Node    uint32 `json:"node"`    // its node in that file
 	// ID is the record's ID as read; IDKnown is false when the id section
 	// itself is damaged, so that the bytes read may not be the ID.
-	ID      string
-	IDKnown bool
+	ID      string `json:"id"`
+	IDKnown bool   `json:"id_known"`
 }
 
 // salvaged is the outcome of salvageSegment.

@@ -40,12 +40,9 @@ func (s *Store) Export(ctx context.Context, w io.Writer, o ExportOptions) (int, 
 	if err := o.Filter.Validate(); err != nil {
 		return 0, err
 	}
-	emb := s.Embedder()
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
-	h := ExportHeader{Format: ExportFormat, Version: ExportVersion, Exported: s.opts.Clock().UTC(),
-		Fingerprint: emb.Fingerprint(), Dim: emb.Dim(), Vectors: o.Vectors}
-	if err := enc.Encode(h); err != nil {
+	if err := enc.Encode(s.NewExportHeader(o.Vectors)); err != nil {
 		return 0, err
 	}
 	n := 0
@@ -74,17 +71,12 @@ func ReadExport(r io.Reader) (ExportHeader, []Memory, error) {
 		}
 		if first {
 			first = false
-			var probe struct {
-				Format *string `json:"format"`
+			hh, ok, err := ParseExportHeader(b)
+			if err != nil {
+				return h, nil, fmt.Errorf("line %d: %w", line, err)
 			}
-			if json.Unmarshal(b, &probe) == nil && probe.Format != nil {
-				if err := strictJSON(b, &h); err != nil {
-					return h, nil, fmt.Errorf("%w: export header (line %d): %v", ErrInvalidInput, line, err)
-				}
-				if h.Format != ExportFormat || h.Version < 1 || h.Version > ExportVersion {
-					return h, nil, fmt.Errorf("%w: line %d: format %q version %d; this build reads %s versions 1 to %d",
-						ErrInvalidInput, line, h.Format, h.Version, ExportFormat, ExportVersion)
-				}
+			if ok {
+				h = hh
 				continue
 			}
 		}
@@ -121,4 +113,31 @@ func strictJSON(b []byte, v any) error {
 		return fmt.Errorf("trailing data")
 	}
 	return nil
+}
+
+// NewExportHeader returns the header of an export of this store, written now.
+func (s *Store) NewExportHeader(vectors bool) ExportHeader {
+	emb := s.Embedder()
+	return ExportHeader{Format: ExportFormat, Version: ExportVersion, Exported: s.opts.Clock().UTC(),
+		Fingerprint: emb.Fingerprint(), Dim: emb.Dim(), Vectors: vectors}
+}
+
+// ParseExportHeader recognizes the header line of an export file: ok is false for any other
+// line (a memory, or a first-release file's first memory); err reports a header that is
+// malformed or of a version this build cannot read.
+func ParseExportHeader(line []byte) (h ExportHeader, ok bool, err error) {
+	var probe struct {
+		Format *string `json:"format"`
+	}
+	if json.Unmarshal(line, &probe) != nil || probe.Format == nil {
+		return h, false, nil
+	}
+	if err := strictJSON(bytes.TrimSpace(line), &h); err != nil {
+		return h, true, fmt.Errorf("%w: export header: %v", ErrInvalidInput, err)
+	}
+	if h.Format != ExportFormat || h.Version < 1 || h.Version > ExportVersion {
+		return h, true, fmt.Errorf("%w: format %q version %d; this build reads %s versions 1 to %d",
+			ErrInvalidInput, h.Format, h.Version, ExportFormat, ExportVersion)
+	}
+	return h, true, nil
 }

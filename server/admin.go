@@ -618,6 +618,14 @@ func (h *Handler) adminExport(w http.ResponseWriter, r *http.Request) error {
 	if q.Has("session") {
 		filter = memory.Eq(memory.FieldSession, q.Get("session"))
 	}
+	records := true // conversations and tasks go with a whole store's or session's export
+	if q.Has("where") {
+		f, err := memory.ParseFilter([]byte(q.Get("where")))
+		if err != nil {
+			return err
+		}
+		filter, records = andFilter(filter, f), false
+	}
 	w.Header().Set("Trailer", "Engram-Export-Count, Engram-Export-Conversations, Engram-Export-Tasks, Engram-Export-Error")
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.Header().Set("Content-Disposition", `attachment; filename="engram-export.jsonl"`)
@@ -627,7 +635,13 @@ func (h *Handler) adminExport(w http.ResponseWriter, r *http.Request) error {
 		v := q.Get("session")
 		only = &v
 	}
-	n, convs, tasks, err := WriteExport(r.Context(), h.store, bw, filter, only, vectors)
+	var n, convs, tasks int
+	var err error
+	if records {
+		n, convs, tasks, err = WriteExport(r.Context(), h.store, bw, filter, only, vectors)
+	} else { // a filter selects memories only
+		n, err = h.store.Export(r.Context(), bw, memory.ExportOptions{Filter: filter, Vectors: vectors})
+	}
 	if err == nil {
 		err = bw.Flush()
 	}

@@ -38,7 +38,7 @@ type adminOps interface {
 	restore(ctx context.Context, ids []string, prog func(done, total int64)) (int, error)
 	// export writes the memories, then the conversations and tasks, and
 	// returns how many of each.
-	export(ctx context.Context, w io.Writer, session *string, vectors bool) (memories, convs, tasks int, err error)
+	export(ctx context.Context, w io.Writer, session *string, filter *memory.Filter, vectors bool) (memories, convs, tasks int, err error)
 	// importMemories writes the memories, then the conversation and task lines.
 	importMemories(ctx context.Context, ms []memory.Memory, recs []recordLine, prog func(done, total int64)) error
 	backup(ctx context.Context, dir string, prog func(done, total int64)) error
@@ -142,7 +142,7 @@ func (l *localOps) compact(ctx context.Context, prog func(done, total int64)) (s
 
 func (l *localOps) cleanup(ctx context.Context, p memory.CleanupPolicy, session *string) (server.CleanupResult, error) {
 	if session != nil {
-		p.Filter = memory.Eq(memory.FieldSession, *session)
+		p.Filter = and(p.Filter, memory.Eq(memory.FieldSession, *session))
 	}
 	res, err := l.s.Cleanup(ctx, p)
 	if err != nil {
@@ -163,10 +163,14 @@ func (l *localOps) restore(ctx context.Context, ids []string, _ func(done, total
 	return l.s.Restore(ctx, ids...)
 }
 
-func (l *localOps) export(ctx context.Context, w io.Writer, session *string, vectors bool) (int, int, int, error) {
-	var filter *memory.Filter
+func (l *localOps) export(ctx context.Context, w io.Writer, session *string, filter *memory.Filter, vectors bool) (int, int, int, error) {
+	records := filter == nil // conversations and tasks go with a whole store's or session's export
 	if session != nil {
-		filter = memory.Eq(memory.FieldSession, *session)
+		filter = and(filter, memory.Eq(memory.FieldSession, *session))
+	}
+	if !records { // a filter selects memories only
+		n, err := l.s.Export(ctx, w, memory.ExportOptions{Filter: filter, Vectors: vectors})
+		return n, 0, 0, err
 	}
 	return server.WriteExport(ctx, l.s, w, filter, session, vectors)
 }
@@ -241,7 +245,7 @@ func (r *remoteOps) compact(ctx context.Context, prog func(done, total int64)) (
 }
 
 func (r *remoteOps) cleanup(ctx context.Context, p memory.CleanupPolicy, session *string) (server.CleanupResult, error) {
-	req := server.CleanupRequest{DryRun: p.DryRun, IncludeRecalled: p.IncludeRecalled, Session: session}
+	req := server.CleanupRequest{DryRun: p.DryRun, IncludeRecalled: p.IncludeRecalled, Session: session, Filter: p.Filter}
 	if p.OlderThan > 0 {
 		req.OlderThan = p.OlderThan.String()
 	}
@@ -270,8 +274,15 @@ func (r *remoteOps) restore(ctx context.Context, ids []string, prog func(done, t
 	return res["restored"], err
 }
 
-func (r *remoteOps) export(ctx context.Context, w io.Writer, session *string, vectors bool) (int, int, int, error) {
+func (r *remoteOps) export(ctx context.Context, w io.Writer, session *string, filter *memory.Filter, vectors bool) (int, int, int, error) {
 	q := url.Values{}
+	if filter != nil {
+		b, err := filter.MarshalJSON()
+		if err != nil {
+			return 0, 0, 0, err
+		}
+		q.Set("where", string(b))
+	}
 	if session != nil {
 		q.Set("session", *session)
 	}

@@ -19,7 +19,8 @@ import (
 type app struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
-	rawStdout      io.Writer // stdout before afterConfig wrapped it, or nil
+	rawStdout      io.Writer      // stdout before afterConfig wrapped it, or nil
+	cmd            *cobra.Command // the command running (checkStoreDir)
 
 	dir        string
 	configPath string
@@ -49,6 +50,7 @@ func (a *app) rootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			a.cmd = cmd
 			if err := a.resolveConfig(cmd); err != nil {
 				return err
 			}
@@ -78,6 +80,7 @@ func (a *app) rootCommand() *cobra.Command {
 		a.forgetCommand(),
 		a.tasksCommand(),
 		a.contextCommand(),
+		a.getCommand(), a.listCommand(), a.updateCommand(), a.historyCommand(), // cmd_get.go
 	)
 	root.AddCommand(a.adminCommands()...)
 	root.AddCommand(a.serviceCommands()...)
@@ -211,6 +214,9 @@ func (a *app) openStoreWith(opts memory.Options) (*memory.Store, error) {
 			return given, nil
 		}
 		return a.newEmbedder(used)
+	}
+	if err := a.checkStoreDir(); err != nil {
+		return nil, err
 	}
 	var s *memory.Store
 	if isRemote(a.dir) {

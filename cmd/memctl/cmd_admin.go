@@ -106,6 +106,13 @@ func (a *app) checkCommand() *cobra.Command {
 			default:
 				return fmt.Errorf("check failed: %s (try `memctl repair` after a backup)", res.Error)
 			}
+			if a.jsonOut {
+				unknown := res.Unknown
+				if unknown == nil {
+					unknown = []string{}
+				}
+				return a.printJSON(map[string]any{"ok": true, "unknown_files": unknown})
+			}
 			for _, name := range res.Unknown {
 				fmt.Fprintf(a.stdout, "unknown %s: not written by engram; ignored, never removed\n", name)
 			}
@@ -205,13 +212,18 @@ func (a *app) cleanupCommand() *cobra.Command {
 		dryRun, includeRecalled bool
 		olderThan               string
 		session                 string
+		ff                      filterFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "cleanup",
 		Short: "Move stale memories (default: older than 180 days, never recalled) to the cold archive",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			p := memory.CleanupPolicy{DryRun: dryRun, IncludeRecalled: includeRecalled}
+			filter, err := ff.filter(cmd, time.Now())
+			if err != nil {
+				return err
+			}
+			p := memory.CleanupPolicy{DryRun: dryRun, IncludeRecalled: includeRecalled, Filter: filter}
 			if olderThan != "" {
 				d, err := parseAge(olderThan)
 				if err != nil {
@@ -250,6 +262,7 @@ func (a *app) cleanupCommand() *cobra.Command {
 	f.BoolVar(&includeRecalled, "include-recalled", false, "also move memories that were recalled")
 	f.StringVar(&olderThan, "older-than", "", "age threshold, e.g. 180d, 12h (default 180d)")
 	f.StringVarP(&session, "session", "s", "", "only this session")
+	ff.add(f)
 	return cmd
 }
 
@@ -297,11 +310,33 @@ func (a *app) archiveCommand() *cobra.Command {
 			}
 			if all {
 				args = nil
+			} else {
+				// Unknown IDs fail the command, naming them, before anything is restored.
+				arch, err := ops.archived(cmd.Context())
+				if err != nil {
+					return err
+				}
+				in := map[string]bool{}
+				for _, m := range arch {
+					in[m.ID] = true
+				}
+				var missing []string
+				for _, id := range dedupe(args) {
+					if !in[id] {
+						missing = append(missing, id)
+					}
+				}
+				if len(missing) > 0 {
+					return &memory.NotFoundError{Kind: "archived memory", IDs: missing}
+				}
 			}
 			bar := a.lazyProgress("restoring")
 			n, err := ops.restore(cmd.Context(), args, bar.set)
 			if err != nil {
 				return err
+			}
+			if a.jsonOut {
+				return a.printJSON(map[string]int{"restored": n})
 			}
 			fmt.Fprintf(a.stdout, "restored %d memories\n", n)
 			return nil
@@ -326,9 +361,14 @@ func toMemoryJSON(ms []memory.Memory) []memoryJSON {
 func (a *app) exportCommand() *cobra.Command {
 	var vectors bool
 	var out, session string
+	var ff filterFlags
 	cmd := &cobra.Command{
-		Use: "export", Short: "Write every memory, conversation and task as JSON Lines (stdout or --out)", Args: noArgs,
+		Use: "export", Short: "Write every memory, conversation and task as JSON Lines (stdout or --out; docs/format/export.md)", Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			filter, err := ff.filter(cmd, time.Now())
+			if err != nil {
+				return err
+			}
 			ops, err := a.adminOps(cmd.Context())
 			if err != nil {
 				return err
@@ -346,7 +386,7 @@ func (a *app) exportCommand() *cobra.Command {
 			if cmd.Flags().Changed("session") {
 				sess = &session
 			}
-			n, convs, tasks, err := ops.export(cmd.Context(), bw, sess, vectors)
+			n, convs, tasks, err := ops.export(cmd.Context(), bw, sess, filter, vectors)
 			if err == nil {
 				err = bw.Flush()
 			}
@@ -370,6 +410,7 @@ func (a *app) exportCommand() *cobra.Command {
 	cmd.Flags().BoolVar(&vectors, "vectors", false, "include the embedding vectors")
 	cmd.Flags().StringVarP(&out, "out", "o", "", "write to this new file (0600) instead of stdout")
 	cmd.Flags().StringVarP(&session, "session", "s", "", "only this session")
+	ff.add(cmd.Flags()) // with a filter, only the memories it selects (no conversations or tasks)
 	return cmd
 }
 
@@ -435,12 +476,18 @@ func (a *app) backupCommand() *cobra.Command {
 				if err != nil {
 					return err
 				}
+				if a.jsonOut {
+					return a.printJSON(map[string]any{"backup": dir, "server_side": true})
+				}
 				fmt.Fprintf(a.stdout, "backed up to %s on the server\n", dir)
 				return nil
 			}
 			bar := a.lazyBytes("backing up")
 			if err := ops.backup(cmd.Context(), args[0], bar.set); err != nil {
 				return err
+			}
+			if a.jsonOut {
+				return a.printJSON(map[string]any{"backup": args[0], "server_side": false})
 			}
 			fmt.Fprintf(a.stdout, "backed up to %s\n", args[0])
 			return nil
@@ -472,6 +519,9 @@ func (a *app) reembedCommand() *cobra.Command {
 			fp, err := ops.reembed(cmd.Context(), to, bar.set)
 			if err != nil {
 				return err
+			}
+			if a.jsonOut {
+				return a.printJSON(map[string]string{"embedder": to, "fingerprint": fp})
 			}
 			fmt.Fprintf(a.stdout, "re-embedded with %s (%s); later commands use it without --embedder\n", to, fp)
 			return nil

@@ -11,6 +11,7 @@ import (
 func TestContextCommands(t *testing.T) {
 	isolate(t)
 	dir := filepath.Join(t.TempDir(), "store")
+	mustRun(t, dir, "", "init")
 	if out := mustRun(t, dir, "", "context", "--session", "alice"); !strings.Contains(out, "(no conversation in session alice)") {
 		t.Fatalf("empty context: %q", out)
 	}

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
+	"time"
 	"unicode/utf8"
 
 	"github.com/spf13/cobra"
@@ -35,6 +38,7 @@ func (a *app) initCommand() *cobra.Command {
 func (a *app) rememberCommand() *cobra.Command {
 	var (
 		session, source string
+		metadata        string
 		tags, files     []string
 		importance      float64
 	)
@@ -45,6 +49,15 @@ func (a *app) rememberCommand() *cobra.Command {
   memctl remember --session docs --source handbook --file handbook.md
   echo "我下个月去北京出差" | memctl remember --session alice -`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if session == "" && !cmd.Flags().Changed("session") {
+				return usagef("remember needs --session (or a default: ENGRAM_SESSION, or \"session\" in the config file); --session \"\" writes to the default session")
+			}
+			var md map[string]any
+			if metadata != "" {
+				if err := json.Unmarshal([]byte(metadata), &md); err != nil || md == nil {
+					return usagef("--metadata must be a JSON object of strings, numbers and booleans: %v", err)
+				}
+			}
 			texts, err := a.gatherTexts(args, files)
 			if err != nil {
 				return err
@@ -53,7 +66,7 @@ func (a *app) rememberCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			opts := memory.RememberOptions{Source: source, Tags: tags, Importance: importance}
+			opts := memory.RememberOptions{Source: source, Tags: tags, Importance: importance, Metadata: md}
 			var all []rememberOutput
 			for _, t := range texts {
 				res, err := s.Remember(cmd.Context(), session, t.text, opts)
@@ -61,7 +74,7 @@ func (a *app) rememberCommand() *cobra.Command {
 					return fmt.Errorf("remembering %s: %w", t.origin, err)
 				}
 				for i, id := range res.IDs {
-					all = append(all, rememberOutput{ID: id, Merged: res.Merged[i], Origin: t.origin})
+					all = append(all, rememberOutput{ID: id, Merged: res.Merged[i], Superseded: res.Superseded[i], Older: res.Older[i], Origin: t.origin})
 				}
 			}
 			if a.jsonOut {
@@ -69,7 +82,12 @@ func (a *app) rememberCommand() *cobra.Command {
 			}
 			for _, o := range all {
 				verb := "remembered"
-				if o.Merged {
+				switch {
+				case o.Older:
+					verb = "older than, kept in the history of"
+				case o.Superseded:
+					verb = "superseded (old version in history)"
+				case o.Merged:
 					verb = "merged into"
 				}
 				fmt.Fprintf(a.stdout, "%s %s\n", verb, o.ID)
@@ -83,13 +101,16 @@ func (a *app) rememberCommand() *cobra.Command {
 	f.StringSliceVar(&tags, "tag", nil, "tags (repeatable)")
 	f.Float64Var(&importance, "importance", 0, "importance in (0, 1]; 0 means the default")
 	f.StringSliceVarP(&files, "file", "f", nil, "read text from files (repeatable)")
+	f.StringVar(&metadata, "metadata", "", `your own attributes as a JSON object, e.g. '{"project": "apollo", "confidence": 0.9}'`)
 	return cmd
 }
 
 type rememberOutput struct {
-	ID     string `json:"id"`
-	Merged bool   `json:"merged"`
-	Origin string `json:"origin"`
+	ID         string `json:"id"`
+	Merged     bool   `json:"merged"`
+	Superseded bool   `json:"superseded"`
+	Older      bool   `json:"older"`
+	Origin     string `json:"origin"`
 }
 
 type sourcedText struct{ origin, text string }
@@ -135,6 +156,7 @@ func (a *app) recallCommand() *cobra.Command {
 		prompt           bool
 		promptTokens     int
 		turns            []string
+		ff               filterFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "recall [QUERY]",
@@ -165,6 +187,9 @@ func (a *app) recallCommand() *cobra.Command {
 				return err
 			}
 			ro.NoTouch = noTouch
+			if ro.Filter, err = ff.filter(cmd, time.Now()); err != nil {
+				return err
+			}
 			s, err := a.openStore()
 			if err != nil {
 				return err
@@ -172,6 +197,15 @@ func (a *app) recallCommand() *cobra.Command {
 			results, err := s.Recall(cmd.Context(), query, ro)
 			if err != nil {
 				return err
+			}
+			// An empty answer from a session without memories says so (nothing about others).
+			sessionEmpty := false
+			if len(results) == 0 && !ro.AllSessions {
+				n, err := s.Count(cmd.Context(), memory.Eq(memory.FieldSession, ro.Session))
+				if err != nil {
+					return err
+				}
+				sessionEmpty = n == 0
 			}
 			if prompt {
 				p, err := memory.BuildPrompt(query, results, memory.PromptOptions{TokenBudget: promptTokens})
@@ -185,7 +219,11 @@ func (a *app) recallCommand() *cobra.Command {
 				return nil
 			}
 			if a.jsonOut {
-				return a.printJSON(toRecallJSON(results))
+				return a.printJSON(recallOutput{Results: toRecallJSON(results), SessionEmpty: sessionEmpty})
+			}
+			if sessionEmpty {
+				fmt.Fprintf(a.stdout, "(no memories: session %q holds none)\n", sanitize(ro.Session))
+				return nil
 			}
 			printResults(a.stdout, results, explain)
 			return nil
@@ -203,6 +241,7 @@ func (a *app) recallCommand() *cobra.Command {
 	f.StringArrayVar(&turns, "turn", nil, "a turn of the recent conversation, oldest first (repeat); the latest weigh most")
 	f.BoolVar(&prompt, "prompt", false, "print the memory block to paste into a model prompt")
 	f.IntVar(&promptTokens, "prompt-tokens", memory.DefaultPromptTokens, "token budget of --prompt")
+	ff.add(f)
 	return cmd
 }
 
@@ -228,28 +267,20 @@ func parseFusion(s string) (memory.Fusion, error) {
 	return 0, usagef("unknown --fusion %q (want weighted or rrf)", s)
 }
 
-// recallJSON is the stable JSON shape of one recall result.
-type recallJSON struct {
-	ID          string       `json:"id"`
-	Session     string       `json:"session"`
-	Text        string       `json:"text"`
-	Source      string       `json:"source,omitempty"`
-	Tags        []string     `json:"tags,omitempty"`
-	Importance  float64      `json:"importance"`
-	Created     string       `json:"created"`
-	Updated     string       `json:"updated"`
-	AccessCount uint64       `json:"access_count"`
-	Score       memory.Score `json:"score"`
+// recallJSON is a recall result in the one JSON form of a memory, with its score.
+type recallJSON = memory.ResultJSON
+
+// recallOutput is what recall --json prints, as POST /v1/recall answers.
+type recallOutput struct {
+	Results []recallJSON `json:"results"`
+	// SessionEmpty: the session recalled from holds no memories at all.
+	SessionEmpty bool `json:"session_empty,omitempty"`
 }
 
 func toRecallJSON(rs []memory.Result) []recallJSON {
 	out := make([]recallJSON, 0, len(rs))
-	for _, r := range rs {
-		out = append(out, recallJSON{
-			ID: r.ID, Session: r.Session, Text: r.Text, Source: r.Source, Tags: r.Tags,
-			Importance: r.Importance, Created: r.Created.UTC().Format(timeLayout),
-			Updated: r.Updated.UTC().Format(timeLayout), AccessCount: r.AccessCount, Score: r.Score,
-		})
+	for i := range rs {
+		out = append(out, memory.ResultToJSON(&rs[i]))
 	}
 	return out
 }
@@ -293,29 +324,50 @@ func oneLine(s string, n int) string {
 
 func (a *app) forgetCommand() *cobra.Command {
 	var session string
-	var allOfSession bool
+	var allOfSession, allSessions bool
+	var ff filterFlags
 	cmd := &cobra.Command{
 		Use:   "forget [ID...]",
-		Short: "Delete memories by ID, or every memory of a session with --session S --all",
+		Short: "Delete memories by ID (all must exist), every memory of a session (--session S --all), or those a filter selects",
+		Example: `  memctl forget 3f9c... 81ab...
+  memctl forget --session alice --all
+  memctl forget --session alice --tag scratch --until 30d`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 0 && !allOfSession {
-				return usagef("forget needs memory IDs, or --session S --all")
+			f, err := ff.filter(cmd, time.Now())
+			if err != nil {
+				return err
 			}
-			if len(args) > 0 && allOfSession {
-				return usagef("give either IDs or --all, not both")
-			}
-			if allOfSession && !cmd.Flags().Changed("session") {
+			hasSession := cmd.Flags().Changed("session")
+			switch {
+			case len(args) > 0 && (allOfSession || f != nil || allSessions):
+				return usagef("give either IDs, or --all / filter flags, not both")
+			case len(args) == 0 && !allOfSession && f == nil:
+				return usagef("forget needs memory IDs, --session S --all, or filter flags (--tag, --source, --since, --until, --where) with --session S or --all-sessions")
+			case allOfSession && f != nil:
+				return usagef("--all forgets the whole session; drop it to forget what the filter selects")
+			case allOfSession && !hasSession:
 				return usagef("--all needs --session (use --session \"\" for the default session)")
+			case f != nil && hasSession == allSessions:
+				return usagef("a filter needs --session S or --all-sessions")
 			}
 			s, err := a.openStore()
 			if err != nil {
 				return err
 			}
 			var n int
-			if allOfSession {
+			switch {
+			case len(args) > 0:
+				// All or nothing: an unknown ID fails the command, naming it, and deletes nothing.
+				if err = s.Delete(cmd.Context(), args...); err == nil {
+					n = len(dedupe(args))
+				}
+			case allOfSession:
 				n, err = s.ForgetWhere(cmd.Context(), memory.Eq(memory.FieldSession, session))
-			} else {
-				n, err = s.Forget(cmd.Context(), args...)
+			default:
+				if hasSession {
+					f = and(memory.Eq(memory.FieldSession, session), f)
+				}
+				n, err = s.ForgetWhere(cmd.Context(), f)
 			}
 			if err != nil {
 				return err
@@ -327,9 +379,21 @@ func (a *app) forgetCommand() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVarP(&session, "session", "s", "", "session whose memories --all deletes")
+	cmd.Flags().StringVarP(&session, "session", "s", "", "session whose memories --all or the filter deletes")
 	cmd.Flags().BoolVar(&allOfSession, "all", false, "forget every memory of --session")
+	cmd.Flags().BoolVar(&allSessions, "all-sessions", false, "apply the filter to every session")
+	ff.add(cmd.Flags())
 	return cmd
+}
+
+func dedupe(ids []string) []string {
+	var out []string
+	for _, id := range ids {
+		if !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 func noArgs(_ *cobra.Command, args []string) error {

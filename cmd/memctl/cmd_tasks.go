@@ -74,6 +74,9 @@ func (a *app) tasksCommand() *cobra.Command {
 			if err := s.DeleteTask(cmd.Context(), args[0]); err != nil {
 				return err
 			}
+			if a.jsonOut {
+				return a.printJSON(map[string]string{"deleted": args[0]})
+			}
 			fmt.Fprintf(a.stdout, "deleted task %s\n", sanitize(args[0]))
 			return nil
 		}}

@@ -115,10 +115,11 @@ func TestJSONStaysExact(t *testing.T) {
 	isolate(t)
 	dir := filepath.Join(t.TempDir(), "store")
 	seedEvil(t, dir)
-	var results []recallJSON
-	if err := json.Unmarshal([]byte(mustRun(t, dir, "", "recall", "--json", "--session", evilSession, "alert")), &results); err != nil {
+	var rec recallOutput
+	if err := json.Unmarshal([]byte(mustRun(t, dir, "", "recall", "--json", "--session", evilSession, "alert")), &rec); err != nil {
 		t.Fatal(err)
 	}
+	results := rec.Results
 	if len(results) == 0 || results[0].Session != evilSession || results[0].Text != evil {
 		t.Fatalf("recall --json = %+v", results)
 	}
@@ -209,10 +210,11 @@ func TestRememberEdgeFiles(t *testing.T) {
 		if len(query) > 1000 {
 			query = query[:1000]
 		}
-		var results []recallJSON
-		if err := json.Unmarshal([]byte(mustRun(t, dir, "", "recall", "--json", "--session", "edge", "--", query)), &results); err != nil {
+		var rec recallOutput
+		if err := json.Unmarshal([]byte(mustRun(t, dir, "", "recall", "--json", "--session", "edge", "--", query)), &rec); err != nil {
 			t.Fatal(err)
 		}
+		results := rec.Results
 		if len(results) == 0 || !strings.HasPrefix(results[0].Text, text[:min(len(text), 100)]) {
 			t.Errorf("recall %.10q: %d results", text, len(results))
 		}
