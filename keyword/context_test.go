@@ -128,3 +128,17 @@ func TestQueryStopwords(t *testing.T) {
 		t.Fatalf("a query of stopwords only found %+v", hits)
 	}
 }
+
+// TestChineseQueryStopwords: 什么, 哪里 and the like leave Chinese queries.
+func TestChineseQueryStopwords(t *testing.T) {
+	x := NewIndex()
+	for i, d := range []string{"你喜欢什么？你去哪里？", "熊猫吃竹子"} {
+		if err := x.Add(uint32(i), d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hits, err := x.Search("熊猫吃什么", 10, nil)
+	if err != nil || len(hits) != 1 || hits[0].Doc != 1 {
+		t.Fatalf("hits %+v %v", hits, err)
+	}
+}

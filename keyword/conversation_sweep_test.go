@@ -368,3 +368,39 @@ func TestConversationSweep(t *testing.T) {
 		t.Log(line)
 	}
 }
+
+// TestChineseQueryStopSweep measures dropping Chinese question words from queries on rgb zh_.
+func TestChineseQueryStopSweep(t *testing.T) {
+	if !*sweep {
+		t.Skip("measurement only; pass -sweep")
+	}
+	root, ok := beir.FindDatasets()
+	if !ok {
+		t.Skip("shared/datasets not found")
+	}
+	ds, err := beir.Load(filepath.Join(root, "text", "rgb"), "zh_")
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := &swSet{name: "zh_rgb", ds: ds}
+	for _, d := range ds.Docs {
+		set.base = append(set.base, Tokens(d.Content()))
+	}
+	saved := swQueryStop
+	defer func() { swQueryStop = saved }()
+	t.Logf("none %.4f", swEval(set, swCfg{k1: 1.2, b: 0.75}, nil))
+	for _, list := range []string{
+		"什么 谁 哪 哪里 哪个 怎么 怎样 如何 为什么 吗 呢 多少 几",
+		"什么 谁 哪 哪里 哪个 怎么 怎样 如何 为什么 吗 呢 多少 几 是 的 了 在 有",
+	} {
+		swQueryStop = map[string]bool{}
+		for _, w := range strings.Fields(list) {
+			swQueryStop[w] = true
+			// a question word's characters and bigrams
+			for _, tk := range Tokens(w) {
+				swQueryStop[tk] = true
+			}
+		}
+		t.Logf("%q %.4f", list, swEval(set, swCfg{k1: 1.2, b: 0.75, qstop: true}, nil))
+	}
+}

@@ -170,10 +170,10 @@ func TestFusionSweep(t *testing.T) {
 			line := fmt.Sprintf("%s%s ctxW=%.2f", s.prefix, s.dir, w)
 			line += " bm25=" + eval(func(kw, _, _, _ float64) float64 { return kw })
 			line += " vec=" + eval(func(_, _, cos, _ float64) float64 { return cos })
-			for _, wv := range []float64{0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5} {
+			for _, wv := range []float64{0.1, 0.3, 0.5} {
 				line += fmt.Sprintf(" w%.2f=", wv) + eval(func(kw, _, cos, _ float64) float64 { return wv*cos + (1-wv)*kw })
 			}
-			for _, wv := range []float64{0.2, 0.3, 0.5} {
+			for _, wv := range []float64{} {
 				line += fmt.Sprintf(" wmax%.1f=", wv) + eval(func(kw, _, cos, maxCos float64) float64 {
 					if maxCos > 0 {
 						cos /= maxCos
@@ -181,9 +181,56 @@ func TestFusionSweep(t *testing.T) {
 					return wv*cos + (1-wv)*kw
 				})
 			}
+			evalL := func(f func(l lists) float64) string {
+				run := map[string][]string{}
+				for id, l := range got {
+					wv := f(l)
+					run[id] = fuseRank(l, func(kw, _, cos, _ float64) float64 { return wv*cos + (1-wv)*kw })
+				}
+				return fmt.Sprintf("%.4f", beir.Evaluate(run, ds.Qrels).NDCG10)
+			}
+			topN := func(m map[string]float64, n int) []string {
+				ids := make([]string, 0, len(m))
+				for id := range m {
+					ids = append(ids, id)
+				}
+				sort.Slice(ids, func(a, b int) bool {
+					if m[ids[a]] != m[ids[b]] {
+						return m[ids[a]] > m[ids[b]]
+					}
+					return ids[a] < ids[b]
+				})
+				return ids[:min(n, len(ids))]
+			}
 			for _, wv := range []float64{0.3, 0.5} {
-				line += fmt.Sprintf(" gap%.1f=", wv) + eval(func(kw, _, cos, maxCos float64) float64 {
-					return wv*cos*maxCos + (1-wv)*kw
+				line += fmt.Sprintf(" agree%.1f=", wv) + evalL(func(l lists) float64 {
+					a, b := topN(l.kw, 10), topN(l.vec, 10)
+					n := 0
+					for _, x := range a {
+						if slices.Contains(b, x) {
+							n++
+						}
+					}
+					return wv * float64(n) / 10
+				})
+				line += fmt.Sprintf(" peak%.1f=", wv) + evalL(func(l lists) float64 {
+					a, b := topN(l.kw, 10), topN(l.vec, 10)
+					if len(a) < 2 || len(b) < 2 {
+						return wv
+					}
+					sk := 1 - l.kw[a[len(a)-1]]/l.kw[a[0]]
+					sv := 1 - l.vec[b[len(b)-1]]/l.vec[b[0]]
+					if sk+sv == 0 {
+						return wv
+					}
+					return wv * sv / (wv*sv + (1-wv)*sk)
+				})
+				line += fmt.Sprintf(" topcos%.1f=", wv) + evalL(func(l lists) float64 {
+					a, b := topN(l.kw, 1), topN(l.vec, 1)
+					if len(a) == 0 || len(b) == 0 || l.vec[b[0]] <= 0 {
+						return wv
+					}
+					return wv * l.vec[a[0]] / l.vec[b[0]]
 				})
 			}
 			_ = math.Abs
