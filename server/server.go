@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	_ "embed"
 	"encoding/json"
 	"errors"
@@ -44,6 +45,12 @@ type Options struct {
 	// KeyReloadInterval. With neither Token nor KeysFile the service is
 	// open (LocalCaller), which ListenAndServe allows on loopback only.
 	KeysFile string
+	// TLS, when set, makes ListenAndServe speak HTTPS only (LoadTLS,
+	// SelfSignedTLS; TLS 1.2 or later).
+	TLS *tls.Config
+	// InsecureHTTP lets ListenAndServe bind a non-loopback address without
+	// TLS, sending bearer keys in clear. Dangerous; say so explicitly.
+	InsecureHTTP bool
 	// AllowedHosts are extra names (besides loopback names and the bound
 	// address) that clients may use in the Host and Origin headers, such as
 	// the server's LAN DNS name.
@@ -205,12 +212,12 @@ func (h *Handler) mcpRoute(pattern string, s *mcp.Server) {
 	inner := withCaller(streamable)
 	h.mux.Handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		// The key was checked in ServeHTTP; the SDK's middleware only wants
-		// to see a bearer header, which the open loopback mode lacks.
-		if r.Header.Get("Authorization") == "" {
-			r = r.Clone(r.Context())
-			r.Header.Set("Authorization", "Bearer local")
-		}
+		// The key was checked in ServeHTTP. The SDK's middleware wants a
+		// bearer header (which the open loopback mode lacks) and hands the
+		// request's headers to the tools, so it gets a stand-in, never the
+		// secret.
+		r = r.Clone(r.Context())
+		r.Header.Set("Authorization", "Bearer checked")
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 		inner.ServeHTTP(rec, r)
 		h.metrics.observe(pattern, CallerFrom(r.Context()).Name, rec.status, time.Since(start))
@@ -330,23 +337,43 @@ func IsLoopback(addr string) bool {
 // without a token.
 var ErrTokenRequired = errors.New("server: binding a non-loopback address requires keys (--keys FILE) or a token (--token-file FILE)")
 
+// ErrWeakToken is returned by ListenAndServe for a non-loopback address
+// guarded by a token weaker than MinRemoteSecretBits.
+var ErrWeakToken = fmt.Errorf("server: the token is too weak for a non-loopback bind (need %d bits: use `memctl keys add` or `openssl rand -hex 32`)", MinRemoteSecretBits)
+
 // ListenAndServe serves h on addr until ctx is cancelled, then shuts down
 // gracefully, giving in-flight requests up to grace to finish. ready, if not
 // nil, receives the bound address once listening.
 func ListenAndServe(ctx context.Context, addr string, h *Handler, grace time.Duration, ready func(net.Addr)) error {
-	if !IsLoopback(addr) && h.keys.empty() {
-		return ErrTokenRequired
+	if !IsLoopback(addr) {
+		switch {
+		case h.keys.empty():
+			return ErrTokenRequired
+		case h.opts.Token != "" && SecretBits(h.opts.Token) < MinRemoteSecretBits:
+			return ErrWeakToken
+		case h.opts.TLS == nil && !h.opts.InsecureHTTP:
+			return ErrTLSRequired
+		}
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
 	}
 	h.guard.setBound(ln.Addr().String())
+	if h.opts.TLS != nil {
+		cfg := h.opts.TLS.Clone()
+		if cfg.MinVersion < tls.VersionTLS12 {
+			cfg.MinVersion = tls.VersionTLS12
+		}
+		ln = tls.NewListener(ln, cfg)
+	}
 	srv := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       h.opts.RequestTimeout + 10*time.Second,
 		IdleTimeout:       2 * time.Minute,
+		// TLS handshake failures and the like go to the service's log.
+		ErrorLog: slog.NewLogLogger(h.opts.Logger.Handler(), slog.LevelWarn),
 	}
 	if ready != nil {
 		ready(ln.Addr())

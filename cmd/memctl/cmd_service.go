@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
 	"strings"
 	"time"
 
@@ -24,13 +23,12 @@ func (a *app) serviceCommands() []*cobra.Command {
 
 func (a *app) serveCommand() *cobra.Command {
 	var (
-		addr, token string
-		tokenFile   string
-		keysFile    string
-		backupRoot  string
-		allowHosts  []string
-		maxBody     int64
-		timeout     time.Duration
+		addr       string
+		sa         serveAuth
+		backupRoot string
+		allowHosts []string
+		maxBody    int64
+		timeout    time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -38,50 +36,36 @@ func (a *app) serveCommand() *cobra.Command {
 		Long: "serve binds 127.0.0.1:7077 by default, open to the local user. With keys (--keys FILE, managed by\n" +
 			"`memctl keys`; used by default when " + defaultKeysPath() + " exists) or an admin token\n" +
 			"(--token-file FILE or ENGRAM_TOKEN) every request needs `Authorization: Bearer KEY`, and a key reaches\n" +
-			"only its sessions with its rights. Binding any other address requires keys or a token." +
+			"only its sessions with its rights. Binding any other address requires keys or a token, and TLS\n" +
+			"(--tls-cert/--tls-key, or --tls-self-signed) unless --insecure-http." +
 			"\nWhile it runs, the store's LOCK file names its address, and memctl admin commands on the same --dir\n" +
 			"(stats, check, compact, cleanup, archive, export, import, backup, reembed) run through its API.",
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			logger := slog.New(slog.NewTextHandler(a.stderr, nil))
-			if tokenFile != "" {
-				if token != "" {
-					return usagef("give --token or --token-file, not both")
-				}
-				t, err := readSecretFile(tokenFile)
-				if err != nil {
-					return err
-				}
-				token = t
-			}
-			if keysFile == defaultKeysPath() {
-				if _, err := os.Stat(keysFile); os.IsNotExist(err) {
-					keysFile = "" // the default file does not exist: no keys
-				}
-			}
-			if !server.IsLoopback(addr) && token == "" && keysFile == "" {
-				return usagef("refusing to serve on %s without keys: create some with `memctl keys add` (or set --token-file / ENGRAM_TOKEN), or bind 127.0.0.1", addr)
-			}
-			if !server.IsLoopback(addr) && token != "" && server.SecretBits(token) < server.MinRemoteSecretBits {
-				return usagef("the token is too weak for a non-loopback bind (about %.0f bits, need %d): use `memctl keys add` or e.g. `openssl rand -base64 32`", server.SecretBits(token), server.MinRemoteSecretBits)
+			opts := server.Options{AllowedHosts: allowHosts, MaxBodyBytes: maxBody, RequestTimeout: timeout, Logger: logger}
+			scheme, err := sa.resolve(addr, &opts, logger)
+			if err != nil {
+				return err
 			}
 			s, err := a.openStore()
 			if err != nil {
 				return err
 			}
-			admin := server.AdminOptions{StoreDir: a.dir, BackupRoot: backupRoot, NewEmbedder: a.newEmbedder,
+			opts.Store = s
+			opts.Admin = server.AdminOptions{StoreDir: a.dir, BackupRoot: backupRoot, NewEmbedder: a.newEmbedder,
 				Reembedded: func(spec string) { a.recordEmbedder(s, spec) }}
-			h, err := server.New(server.Options{Store: s, Token: token, KeysFile: keysFile, AllowedHosts: allowHosts, MaxBodyBytes: maxBody, RequestTimeout: timeout, Logger: logger, Admin: admin})
+			h, err := server.New(opts)
 			if err != nil {
 				return err
 			}
 			err = server.ListenAndServe(cmd.Context(), addr, h, 10*time.Second, func(bound net.Addr) {
-				url := serveURL(bound)
+				url := serveURL(scheme, bound)
 				// memctl commands that find the store locked come here.
 				if err := s.SetLockNote(lockNotePrefix + url); err != nil && !errors.Is(err, memory.ErrUnsupported) {
 					logger.Warn("recording the address in LOCK", "err", err)
 				}
-				logger.Info("serving", "addr", url, "dashboard", url+"/", "store", a.dir, "auth", authMode(token, keysFile))
+				logger.Info("serving", "addr", url, "dashboard", url+"/", "store", a.dir, "auth", sa.mode())
 			})
 			_ = s.SetLockNote("")
 			if err != nil {
@@ -97,9 +81,7 @@ func (a *app) serveCommand() *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&addr, "addr", "127.0.0.1:7077", "listen address")
-	f.StringVar(&token, "token", "", "admin bearer token (visible in ps: prefer --token-file or ENGRAM_TOKEN)")
-	f.StringVar(&tokenFile, "token-file", "", "file holding the admin bearer token")
-	f.StringVar(&keysFile, "keys", defaultKeysPath(), "key file (see `memctl keys`)")
+	sa.addFlags(f)
 	f.StringVar(&backupRoot, "backup-root", "", "directory under which POST /v1/admin/backup (memctl backup --server-side) may write backups")
 	f.StringSliceVar(&allowHosts, "allow-host", nil, "extra host names clients may use in Host/Origin (loopback names and the bound address are always allowed)")
 	f.Int64Var(&maxBody, "max-body", server.DefaultMaxBodyBytes, "largest request body in bytes")
@@ -109,10 +91,10 @@ func (a *app) serveCommand() *cobra.Command {
 
 // serveURL is the URL clients on this machine reach a listener on: an
 // unspecified address (0.0.0.0, ::) is reached through loopback.
-func serveURL(bound net.Addr) string {
+func serveURL(scheme string, bound net.Addr) string {
 	host, port, err := net.SplitHostPort(bound.String())
 	if err != nil {
-		return "http://" + bound.String()
+		return scheme + "://" + bound.String()
 	}
 	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
 		if ip.To4() != nil {
@@ -121,7 +103,7 @@ func serveURL(bound net.Addr) string {
 			host = "::1"
 		}
 	}
-	return "http://" + net.JoinHostPort(host, port)
+	return scheme + "://" + net.JoinHostPort(host, port)
 }
 
 func (a *app) mcpCommand() *cobra.Command {
@@ -189,40 +171,4 @@ func (a *app) chatCommand() *cobra.Command {
 	f.IntVarP(&k, "k", "k", memory.DefaultK, "memories recalled per message")
 	f.BoolVar(&extract, "extract", false, "ask the model which facts to remember instead of storing whole turns")
 	return cmd
-}
-
-// authMode says how serve authenticates, for its start-up line (never the
-// secrets themselves).
-func authMode(token, keysFile string) string {
-	switch {
-	case keysFile != "" && token != "":
-		return "keys from " + keysFile + " and an admin token"
-	case keysFile != "":
-		return "keys from " + keysFile
-	case token != "":
-		return "admin token"
-	}
-	return "none (loopback only)"
-}
-
-// readSecretFile reads a secret from a file: the first line, trimmed. A file
-// other users can read is refused.
-func readSecretFile(path string) (string, error) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return "", err
-	}
-	if st.Mode().Perm()&0o077 != 0 {
-		return "", fmt.Errorf("%s has mode %v; other users must not read a secret (chmod 600 %s)", path, st.Mode().Perm(), path)
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return "", err
-	}
-	line, _, _ := strings.Cut(string(data), "\n")
-	secret := strings.TrimSpace(line)
-	if secret == "" {
-		return "", fmt.Errorf("%s holds no secret", path)
-	}
-	return secret, nil
 }
