@@ -113,13 +113,16 @@ var routeProbes = map[string][]probe{
 	"GET /v1/admin/backup.tar":  {{method: "GET", path: "/v1/admin/backup.tar", ok: 200, listing: true, disk: true}},
 	"GET /v1/admin/export":      {{method: "GET", path: "/v1/admin/export", ok: 200, listing: true}},
 	"POST /v1/admin/import":     {{method: "POST", path: "/v1/admin/import", body: `{"id":"imported1","session":"carol","text":"imported text"}`, ok: 202, listing: true}},
-	// The dashboard's files hold no data; it reads the JSON API with the
-	// user's key.
-	"GET /{$}": {{method: "GET", path: "/", ok: 200, foreign: 200, listing: true, public: true}},
-	"GET /ui/": {{method: "GET", path: "/ui/app.js", ok: 200, foreign: 200, listing: true, public: true}},
 	// /mcp is probed through its tools (mcpProbes); this checks the route
 	// itself answers an authenticated initialize.
 	"/mcp": {{method: "POST", path: "/mcp", body: `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"probe","version":"1"}}}`, ok: 200, foreign: 200, listing: true}},
+}
+
+// publicProbes are requests answered without a key outside the route
+// table: the dashboard's static files (registered on the mux directly).
+var publicProbes = []probe{
+	{method: "GET", path: "/", ok: 200},
+	{method: "GET", path: "/ui/app.js", ok: 200},
 }
 
 // mcpProbe is one call of an MCP tool, with the right it needs.
@@ -476,6 +479,25 @@ func TestRouteMatrix(t *testing.T) {
 					}
 				}
 			}
+		}
+	}
+}
+
+// TestPublicFiles: the files served without a key hold no stored data.
+func TestPublicFiles(t *testing.T) {
+	keysFile := filepath.Join(t.TempDir(), "keys.json")
+	if _, err := AddKey(keysFile, "alice", Scope{"alice"}, RightRead); err != nil {
+		t.Fatal(err)
+	}
+	s := newSuiteServer(t, keysFile, nil)
+	seed(t, s.store, []string{"alice"})
+	if code, _ := s.send(t, probe{method: "GET", path: "/v1/sessions"}, target{}, ""); code != 401 {
+		t.Fatalf("the API without a key: %d", code)
+	}
+	for _, p := range publicProbes {
+		code, body := s.send(t, p, target{}, "")
+		if code != p.ok || strings.Contains(body, "SECRET") {
+			t.Errorf("%s %s without a key: %d, %.200s", p.method, p.path, code, body)
 		}
 	}
 }
