@@ -7,6 +7,21 @@
 // finish_task, delete_task). NewMCP builds the same MCP tools for other
 // transports (memctl mcp serves them over stdio).
 //
+// # Administration and the dashboard
+//
+// The admin routes (admin.go, admin right) run the store's maintenance on a
+// live store: stats and flush at once; check, compact, cleanup, archive
+// restore, backup under AdminOptions.BackupRoot, import and reembed as jobs
+// (jobs.go), one at a time per store, cancellable, running under the
+// server's context rather than the request's so that they outlive a client
+// that goes away, with progress at GET /v1/jobs/{id}; export and backup.tar
+// stream. Export files are written and read by WriteExport and
+// ReadExportFile (records.go), the same code `memctl export` and `import`
+// run. A small in-memory time series (series.go) of memory count and recall
+// latency feeds the dashboard's plots. The dashboard (package dashboard) is
+// served at / and /ui/ without a key and past the guard only; it calls the
+// API with the user's key like any client.
+//
 // # Memories
 //
 // Single memories have routes of their own (memories.go): GET, PATCH and DELETE

@@ -5,10 +5,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"image"
+	"image/color"
+	"image/draw"
+	"image/png"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -127,6 +132,9 @@ func recallIDs(t *testing.T, url, session, query string) []string {
 // a real headless Chromium: open it, search a session, open a memory,
 // forget it, restore it; stored markup must show as text.
 func TestDashboardInBrowser(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the browser test runs in the full suite, not with -short")
+	}
 	isolate(t)
 	ctx := browser(t)
 	shots := artifactDir(t)
@@ -269,4 +277,93 @@ func TestDashboardInBrowser(t *testing.T) {
 		}),
 	)
 	screenshot(t, ctx, shots, "health.png")
+}
+
+// TestDashboardScreenshot writes the README's screenshot of the dashboard
+// to $ENGRAM_DASHBOARD_SHOT (skipped without it):
+//
+//	ENGRAM_DASHBOARD_SHOT=/tmp/dash.png go test ./cmd/memctl -run TestDashboardScreenshot
+func TestDashboardScreenshot(t *testing.T) {
+	out := os.Getenv("ENGRAM_DASHBOARD_SHOT")
+	if out == "" {
+		t.Skip("set ENGRAM_DASHBOARD_SHOT=FILE.png to write the README's screenshot")
+	}
+	isolate(t)
+	ctx := browser(t)
+	dir := filepath.Join(t.TempDir(), "store")
+	for _, m := range []struct{ session, source, tag, text string }{
+		{"alice", "chat", "drinks", "Alice prefers green tea in the morning, never coffee."},
+		{"alice", "chat", "travel", "Alice's flight to Porto leaves on Friday at 7:40 from gate B12."},
+		{"alice", "chat", "health", "Alice is allergic to peanuts and carries an EpiPen."},
+		{"alice", "email", "work", "Alice leads the Q3 launch review with the design team on Tuesdays."},
+		{"alice", "chat", "drinks", "Alice likes her tea with a slice of lemon, no sugar."},
+		{"bob", "chat", "drinks", "Bob drinks pour-over coffee and grinds the beans himself."},
+		{"bob", "chat", "work", "Bob is on call for the payments service this week."},
+		{"handbook", "doc:handbook.md", "policy", "Expense reports are due by the fifth working day of the month."},
+		{"handbook", "doc:handbook.md", "policy", "Remote days need a note in the team calendar the week before."},
+	} {
+		mustRun(t, dir, "", "remember", "--session", m.session, "--source", m.source, "--tag", m.tag, m.text)
+	}
+	url, _ := startServe(t, dir)
+	c := func(sel string) chromedp.CSS { return chromedp.CSS(sel) }
+	err := chromedp.Do(ctx,
+		chromedp.Navigate(url+"/"),
+		chromedp.WaitVisible(c(`#sessions tbody tr[data-session="alice"]`)),
+		chromedp.Click(c(`#sessions tbody tr[data-session="alice"]`)),
+		chromedp.WaitVisible(c(`#results tbody tr`)),
+		chromedp.SetValue(c(`#search-query`), "what tea does alice drink"),
+		chromedp.Click(c(`#search-go`)),
+		chromedp.WaitVisible(c(`#results tbody tr td.score:not(:empty)`)),
+		chromedp.Click(c(`#results tbody tr:first-child`)),
+		chromedp.WaitVisible(c(`#score-bars`)),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shot, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	small, err := paletted(shot, 128)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(out, small, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot: %s (%d bytes, %d before the palette)", out, len(small), len(shot))
+}
+
+// paletted re-encodes a screenshot with its n most frequent colours (each
+// pixel takes the nearest), which keeps a page of flat colours and text
+// legible at a fraction of the size.
+func paletted(data []byte, n int) ([]byte, error) {
+	img, err := png.Decode(bytes.NewReader(data))
+	if err != nil {
+		return nil, err
+	}
+	b := img.Bounds()
+	freq := map[color.RGBA]int{}
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			freq[color.RGBAModel.Convert(img.At(x, y)).(color.RGBA)]++
+		}
+	}
+	cs := make([]color.RGBA, 0, len(freq))
+	for c := range freq {
+		cs = append(cs, c)
+	}
+	slices.SortFunc(cs, func(a, b color.RGBA) int { return freq[b] - freq[a] })
+	pal := make(color.Palette, 0, n)
+	for _, c := range cs[:min(n, len(cs))] {
+		pal = append(pal, c)
+	}
+	out := image.NewPaletted(b, pal)
+	draw.Draw(out, b, img, b.Min, draw.Src)
+	var buf bytes.Buffer
+	enc := png.Encoder{CompressionLevel: png.BestCompression}
+	if err := enc.Encode(&buf, out); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }
