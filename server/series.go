@@ -23,7 +23,8 @@ type SeriesPoint struct {
 }
 
 // maxPending bounds the recall latencies kept between two samples; past it,
-// every other one is dropped (the quantiles stay representative).
+// the older half is dropped (the quantiles then describe the later recalls;
+// the count stays exact).
 const maxPending = 1 << 14
 
 // series keeps a small in-memory time series for the dashboard's plots:
@@ -37,7 +38,7 @@ type series struct {
 	mu      sync.Mutex
 	points  []SeriesPoint
 	pending []time.Duration
-	skip    bool
+	recalls int // since the last point
 }
 
 func newSeries(store *memory.Store, every time.Duration, keep int) *series {
@@ -54,11 +55,8 @@ func newSeries(store *memory.Store, every time.Duration, keep int) *series {
 func (s *series) observeRecall(d time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.recalls++
 	if len(s.pending) >= maxPending {
-		s.skip = !s.skip
-		if s.skip {
-			return
-		}
 		s.pending = s.pending[:copy(s.pending, s.pending[len(s.pending)/2:])]
 	}
 	s.pending = append(s.pending, d)
@@ -84,7 +82,8 @@ func (s *series) sample(ctx context.Context) {
 	cancel()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	p := SeriesPoint{T: time.Now().UTC(), Memories: n, Recalls: len(s.pending)}
+	p := SeriesPoint{T: time.Now().UTC(), Memories: n, Recalls: s.recalls}
+	s.recalls = 0
 	if err != nil && len(s.points) > 0 {
 		p.Memories = s.points[len(s.points)-1].Memories
 	}
