@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -143,7 +144,12 @@ func FuzzSegment(f *testing.F) {
 	f.Add(good)
 	v1, _, _ := segmentBytesVersion(f, segVersionV1) // the row layout still opens
 	f.Add(v1)
+	v2, _, _ := segmentBytesVersion(f, segVersionV2) // no sums, the short info section
+	f.Add(v2)
 	f.Fuzz(func(t *testing.T, b []byte) {
+		if h, err := parseInfo(b, segVersion); err == nil && len(h.dead) > int(h.count) {
+			t.Fatalf("info with %d dead of %d nodes", len(h.dead), h.count)
+		}
 		secs, entries, err := parseSegment(b)
 		if err != nil {
 			return
@@ -416,6 +422,29 @@ func FuzzSalvage(f *testing.F) {
 		sv := salvageBytes(b, "fuzz", cfg, manifestSeg{count: uint32(n), deleted: []uint32{3}})
 		if got := len(sv.intact) + len(sv.lost) + sv.unknown; got > n-1 {
 			t.Fatalf("salvage counted %d records of %d live", got, n-1)
+		}
+	})
+}
+
+// FuzzSegInfo: the info section decoder (what readSegHeader and a
+// manifest rebuild trust) never panics and never returns more dead nodes
+// than nodes, unsorted dead nodes or unsorted replaced files.
+func FuzzSegInfo(f *testing.F) {
+	cfg := CollectionConfig{Name: "c", Dim: 4, Metric: quant.L2, Fingerprint: "f"}
+	f.Add(encodeInfo(cfg, 10, []uint32{1, 5}, segWrite{file: 7, lsn: 1<<32 | 99, replaces: []uint64{2, 3}}))
+	f.Add(encodeInfo(cfg, 0, nil, segWrite{}))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		h, err := parseInfo(b, segVersion)
+		if err != nil {
+			return
+		}
+		if len(h.dead) > int(h.count) || !slices.IsSorted(h.dead) || !slices.IsSorted(h.replaces) {
+			t.Fatalf("header %+v", h)
+		}
+		for _, d := range h.dead {
+			if d >= h.count {
+				t.Fatalf("dead node %d of %d", d, h.count)
+			}
 		}
 	})
 }
