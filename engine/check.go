@@ -31,6 +31,12 @@ func (d *DB) Check() error {
 	if err := d.checkManifests(); err != nil {
 		return err
 	}
+	// Every WAL segment, those only a fallback manifest needs included.
+	walDir := filepath.Join(d.dir, "wal")
+	for _, seg := range walDamaged(walDir) {
+		path := filepath.Join(walDir, fmt.Sprintf("%08d", seg))
+		return &CorruptionError{File: path, Err: walSegmentDamage(path, seg)}
+	}
 	var unreachable error // reported after every other check passed
 	for _, name := range sortedKeys(d.colls) {
 		c := d.colls[name]

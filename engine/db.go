@@ -278,7 +278,12 @@ func (d *DB) open(fresh bool) error {
 	if d.opts.UnsafeNoSync {
 		syncMode = wal.UnsafeNoSync
 	}
-	d.log, err = wal.Open(filepath.Join(d.dir, "wal"), wal.Options{FS: fsys, Sync: syncMode, SegmentSize: walSegmentSize})
+	walDir := filepath.Join(d.dir, "wal")
+	if err := checkWALReaches(fsys, walDir, m); err != nil {
+		return err
+	}
+	d.log, err = wal.Open(walDir, wal.Options{FS: fsys, Sync: syncMode, SegmentSize: walSegmentSize,
+		IgnoreBefore: walIgnoreBefore(m), OwnDir: true})
 	if err != nil {
 		return fmt.Errorf("engine: open WAL: %w", walCorruption(d.dir, err))
 	}
@@ -308,6 +313,47 @@ func (d *DB) open(fresh bool) error {
 	}
 	d.lenient = false
 	return nil
+}
+
+// walIgnoreBefore is the first WAL segment that may hold a record after
+// m's checkpoint: the ones before it are only a fallback manifest's, so
+// damage there must not block opening.
+func walIgnoreBefore(m *manifest) uint32 {
+	if m.rebuilt {
+		return 0 // the whole log is replayed
+	}
+	if m.walSeg != 0 {
+		return m.walSeg
+	}
+	return wal.LSN(m.checkpoint).Segment()
+}
+
+// checkWALReaches refuses a WAL that ends before the segment m says exists
+// (the one after its checkpoint, or the checkpoint's own for manifests
+// that do not name it): the segments holding the acknowledged writes after
+// the checkpoint are missing, which is corruption, not a clean end (and an
+// empty log would start over at segment 1, below the checkpoint). It reads
+// the directory only.
+func checkWALReaches(fsys FS, dir string, m *manifest) error {
+	need := max(m.walSeg, wal.LSN(m.checkpoint).Segment())
+	if need == 0 || m.rebuilt {
+		return nil
+	}
+	names, err := fsys.ReadDir(dir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("engine: %w", err)
+	}
+	newest := uint32(0)
+	for _, n := range names {
+		if seg, ok := wal.ParseSegmentName(n); ok {
+			newest = max(newest, seg)
+		}
+	}
+	if newest >= need {
+		return nil
+	}
+	return &CorruptionError{File: filepath.Join(dir, fmt.Sprintf("%08d", need)),
+		Err: fmt.Errorf("missing: the manifest says the WAL reaches it (the writes after its checkpoint %v); run `memctl repair`", wal.LSN(m.checkpoint))}
 }
 
 // walCorruption wraps a *wal.CorruptionError in a *CorruptionError (so it
@@ -553,6 +599,13 @@ func (d *DB) flushLocked(reps []*replacement) (err error) {
 		}
 	}
 	m := d.manifestLocked(fresh, reps)
+	// Every record so far is durable and the next goes to a new segment,
+	// created durably before the manifest names it (see checkWALReaches).
+	walSeg, err := d.log.Roll()
+	if err != nil {
+		return fmt.Errorf("engine: write-ahead log: %w", err)
+	}
+	m.walSeg, m.durable = walSeg, uint64(d.lastLSN)
 	if err := d.writeManifestLocked(m); err != nil {
 		return err
 	}

@@ -129,10 +129,23 @@
 //	    older than the WAL's first record
 //	WAL record after the checkpoint damaged -> Open -> Repair cuts the log
 //	    there -> that record and every later one
+//	WAL segment after the checkpoint deleted -> Open (the manifest names
+//	    it) -> Repair continues the log after it -> what it held
+//	WAL segment wholly before the checkpoint damaged -> Check -> Repair
+//	    deletes it -> nothing
 //	LOCK, unknown files -> nothing to repair (UnknownFiles reports foreign
 //	    files) -> nothing
 //
 // # What survives what
+//
+// A flush rolls the WAL to a new segment, durably, before its manifest
+// names it (with the LSN durable then): a WAL that ends before that
+// segment lost the writes after the checkpoint, and Open refuses it as
+// corruption (Repair says so and continues the log above every LSN it
+// handed out) instead of starting over as if it were clean. WAL segments
+// wholly before the checkpoint are not read at Open, so damage there
+// blocks nothing; Check reports it and Repair deletes them (their records
+// are in segment files).
 //
 // Any single damaged or missing manifest or CURRENT costs nothing: Open
 // uses the previous manifest and replays the WAL from its checkpoint,

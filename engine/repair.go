@@ -6,7 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
+	"slices"
 	"strings"
 
 	"github.com/engramdb/engram/wal"
@@ -48,6 +48,15 @@ type RepairReport struct {
 	// whole WAL over them. Deletes and access counts older than the WAL's
 	// first record are lost; so is the KV namespace older than it.
 	RebuiltManifest bool `json:"rebuilt_manifest"`
+	// MissingWAL are WAL segments the manifest says exist (they hold the
+	// writes after its checkpoint) that were gone; Repair created the
+	// newest of them empty so the log goes on above every LSN it handed
+	// out. What they held is lost.
+	MissingWAL []string `json:"missing_wal"`
+	// ObsoleteWALRemoved are damaged WAL segments wholly before the
+	// checkpoint (their records are all in segment files): Repair deleted
+	// them, and every segment before the checkpoint, losing nothing.
+	ObsoleteWALRemoved []string `json:"obsolete_wal_removed"`
 	// SkippedOps counts WAL records a rebuilt manifest could not apply: ops
 	// on a collection whose creation and segments are both gone.
 	SkippedOps int `json:"skipped_ops"`
@@ -234,10 +243,39 @@ func repair(dir string, opts Options) (rep RepairReport, rebuilt bool, err error
 		}
 	}
 	walDir := filepath.Join(dir, "wal")
-	if walIntact(walDir) {
+	wopts := wal.Options{FS: opts.FS, SegmentSize: walSegmentSize, IgnoreBefore: walIgnoreBefore(m), OwnDir: true}
+	if err := checkWALReaches(opts.FS, walDir, m); err != nil {
+		// The segments after the checkpoint are gone, and with them what
+		// they held. The log must go on above every LSN handed out.
+		need := max(m.walSeg, wal.LSN(m.checkpoint).Segment())
+		if err := wal.CreateSegment(walDir, wopts, need); err != nil {
+			return rep, false, fmt.Errorf("engine: repair: WAL: %w", err)
+		}
+		rep.MissingWAL = append(rep.MissingWAL, filepath.Join(walDir, fmt.Sprintf("%08d", need)))
+	}
+	if damaged := walDamaged(walDir); len(damaged) > 0 && damaged[0] < wopts.IgnoreBefore {
+		// Damage in segments wholly before the checkpoint: their records
+		// are all in segment files. They only served the previous
+		// manifest as a fallback, which goes with them.
+		if err := removeWALBefore(opts.FS, walDir, wopts.IgnoreBefore); err != nil {
+			return rep, false, fmt.Errorf("engine: repair: WAL: %w", err)
+		}
+		for _, seg := range damaged {
+			if seg < wopts.IgnoreBefore {
+				rep.ObsoleteWALRemoved = append(rep.ObsoleteWALRemoved, filepath.Join(walDir, fmt.Sprintf("%08d", seg)))
+			}
+		}
+		cur := st.maxNum + 1
+		if !changed {
+			cur = st.num
+		}
+		if err := removeManifests(opts.FS, dir, cur); err != nil {
+			return rep, false, fmt.Errorf("engine: repair: %w", err)
+		}
+	}
+	if len(walDamaged(walDir)) == 0 {
 		return rep, rebuilt, nil // opening the log could still start a segment: leave it alone
 	}
-	wopts := wal.Options{FS: opts.FS, SegmentSize: walSegmentSize}
 	for range 3 {
 		l, err := wal.Open(walDir, wopts)
 		if err == nil {
@@ -259,34 +297,67 @@ func repair(dir string, opts Options) (rep RepairReport, rebuilt bool, err error
 	return rep, false, errors.New("engine: repair: the WAL is still damaged after three repairs")
 }
 
-// walIntact reads every WAL segment without changing anything and reports
-// whether every record checksums (a missing or empty log is intact).
-func walIntact(dir string) bool {
+// removeWALBefore deletes the WAL segments numbered below seg, oldest
+// first (a crash midway leaves no gap above the ones removed).
+func removeWALBefore(fsys FS, dir string, seg uint32) error {
+	names, err := fsys.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	var segs []uint32
+	for _, n := range names {
+		if s, ok := wal.ParseSegmentName(n); ok && s < seg {
+			segs = append(segs, s)
+		}
+	}
+	slices.Sort(segs)
+	for _, s := range segs {
+		if err := fsys.Remove(filepath.Join(dir, fmt.Sprintf("%08d", s))); err != nil {
+			return err
+		}
+	}
+	if len(segs) > 0 {
+		return fsys.SyncDir(dir)
+	}
+	return nil
+}
+
+// walDamaged reads every WAL segment without changing anything and
+// returns, ascending, the numbers of those holding a record that does not
+// checksum (a missing or empty log has none).
+func walDamaged(dir string) []uint32 {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return errors.Is(err, fs.ErrNotExist)
+		return nil
 	}
+	var bad []uint32
 	for _, e := range entries {
-		seg, err := strconv.ParseUint(e.Name(), 10, 32)
-		if err != nil || len(e.Name()) != 8 {
+		seg, ok := wal.ParseSegmentName(e.Name())
+		if !ok || !e.Type().IsRegular() {
 			continue // not a segment: the log ignores it
 		}
-		f, err := os.Open(filepath.Join(dir, e.Name()))
-		if err != nil {
-			return false
-		}
-		st, err := f.Stat()
-		ok := err == nil
-		if ok {
-			r := wal.NewReader(f, st.Size(), uint32(seg))
-			for r.Next() {
-			}
-			ok = r.Err() == nil
-		}
-		f.Close()
-		if !ok {
-			return false
+		if walSegmentDamage(filepath.Join(dir, e.Name()), seg) != nil {
+			bad = append(bad, seg)
 		}
 	}
-	return true
+	slices.Sort(bad)
+	return bad
+}
+
+// walSegmentDamage reads one WAL segment through and returns its first
+// damage, nil when every record checksums.
+func walSegmentDamage(path string, seg uint32) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	r := wal.NewReader(f, st.Size(), seg)
+	for r.Next() {
+	}
+	return r.Err()
 }

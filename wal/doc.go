@@ -30,8 +30,13 @@
 // dir holds only segments, named with 8-digit zero-padded numbers
 // (00000001, 00000002, ...) so they sort in log order. Open ignores (and
 // never removes) files with other names, refuses a directory holding such
-// files but no segment (ErrNotWAL), and reports a gap in the
-// numbers as a *CorruptionError. A segment starts with a 16-byte header
+// files but no segment (ErrNotWAL, unless Options.OwnDir), and reports a
+// gap in the numbers as a *CorruptionError. Options.IgnoreBefore names the
+// first segment the caller still needs: older ones are neither verified
+// nor checked for gaps, so damage there (records a checkpoint already
+// covers) blocks nothing. Roll starts a new segment durably, so a
+// checkpoint can name the segment that must follow it: one missing is
+// then loss, not a clean end. A segment starts with a 16-byte header
 // (magic, format version, its own number, checksum) and is cut into 32 KiB
 // pages. A record is a sequence of fragments (full, or first/middle.../last)
 // that never crosses a page boundary; each fragment carries a type byte, a

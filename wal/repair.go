@@ -27,7 +27,7 @@ func Repair(dir string, opts Options, cause error) error {
 		return err
 	}
 	fs := opts.FS
-	segs, err := listSegments(fs, dir)
+	segs, err := listSegments(fs, dir, 0, opts.OwnDir)
 	var gap *CorruptionError
 	if err != nil && !errors.As(err, &gap) {
 		return err
@@ -101,3 +101,30 @@ func checkOffset(fs FS, dir string, ce *CorruptionError, exists bool) error {
 	}
 	return nil
 }
+
+// CreateSegment durably creates segment seg in dir holding only its
+// header, for a caller that knows the log must reach seg (a checkpoint
+// names it) while the directory ends before it: appends then continue
+// above every LSN a checkpoint may name. It refuses an existing segment.
+// The log must not be open.
+func CreateSegment(dir string, opts Options, seg uint32) error {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return err
+	}
+	if seg == 0 {
+		return fmt.Errorf("wal: CreateSegment: segment numbers start at 1")
+	}
+	if err := opts.FS.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("wal: %w", err)
+	}
+	f, err := createSegment(opts.FS, dir, seg)
+	if err != nil {
+		return err
+	}
+	opts.Logger.Warn("wal: created missing segment", "segment", segmentName(seg))
+	return f.Close()
+}
+
+// ParseSegmentName returns the number of a segment file name.
+func ParseSegmentName(name string) (uint32, bool) { return parseSegmentName(name) }

@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	iofs "io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"sync"
 	"time"
 
@@ -78,6 +80,16 @@ type Options struct {
 	// Logger receives a warning for every torn tail Open truncates and for
 	// what Repair drops; nil discards them.
 	Logger *slog.Logger
+	// IgnoreBefore: segments numbered below it are neither verified by
+	// Open nor checked for gaps, because the caller holds their records
+	// elsewhere (a checkpoint covers them): damage there blocks nothing.
+	// Replay from an LSN in them is the caller's mistake (it reads them
+	// anyway). Zero verifies every segment.
+	IgnoreBefore uint32
+	// OwnDir says the directory belongs to the log: Open ignores foreign
+	// files even when no segment is left, instead of refusing the
+	// directory with ErrNotWAL.
+	OwnDir bool
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -167,7 +179,7 @@ func Open(dir string, opts Options) (*Log, error) {
 	if err := fs.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("wal: %w", err)
 	}
-	segs, err := listSegments(fs, dir)
+	segs, err := listSegments(fs, dir, opts.IgnoreBefore, opts.OwnDir)
 	if err != nil {
 		return nil, err
 	}
@@ -196,9 +208,9 @@ func Open(dir string, opts Options) (*Log, error) {
 	return l, nil
 }
 
-// listSegments returns the segment numbers in dir, refusing foreign files
-// and gaps.
-func listSegments(fs FS, dir string) ([]uint32, error) {
+// listSegments returns the segment numbers in dir, refusing gaps at or
+// after ignoreBefore and, unless own, a directory of foreign files only.
+func listSegments(fs FS, dir string, ignoreBefore uint32, own bool) ([]uint32, error) {
 	names, err := fs.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("wal: %w", err)
@@ -214,11 +226,12 @@ func listSegments(fs FS, dir string) ([]uint32, error) {
 		}
 		segs = append(segs, seg)
 	}
-	if len(segs) == 0 && foreign != "" {
+	if len(segs) == 0 && foreign != "" && !own {
 		return nil, fmt.Errorf("%w: %s holds %q and no segment", ErrNotWAL, dir, foreign)
 	}
+	sort.Slice(segs, func(i, j int) bool { return segs[i] < segs[j] })
 	for i := 1; i < len(segs); i++ {
-		if segs[i] != segs[i-1]+1 {
+		if segs[i] != segs[i-1]+1 && segs[i] > ignoreBefore {
 			return segs, &CorruptionError{Segment: segs[i-1] + 1, Err: ErrMissingSegment}
 		}
 	}
@@ -270,6 +283,9 @@ func (l *Log) recover(segs []uint32) error {
 	var end int64
 	for i, seg := range segs {
 		newest := i == len(segs)-1
+		if !newest && seg < l.opts.IgnoreBefore {
+			continue // covered by the caller's checkpoint: not read
+		}
 		e, last, err := l.scan(seg, newest)
 		if err != nil {
 			return err
@@ -642,6 +658,43 @@ func (l *Log) Sync() error {
 	return l.waitDurableLocked(l.last)
 }
 
+// Roll makes every record appended so far durable and starts a new
+// segment now, durably (created, header synced, directory synced), unless
+// the current one holds no record yet; it returns the number of the
+// segment the next record goes to. A checkpoint names it: every segment
+// from there on must exist, so losing one is corruption, not a clean end.
+func (l *Log) Roll() (uint32, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.usableLocked(); err != nil {
+		return 0, err
+	}
+	if err := l.waitDurableLocked(l.last); err != nil {
+		return 0, err
+	}
+	for l.flushing {
+		l.cond.Wait()
+	}
+	if err := l.usableLocked(); err != nil {
+		return 0, err
+	}
+	if !l.rollNext && l.segOff <= segHeaderSize && len(l.pending) == 0 {
+		return l.seg, nil
+	}
+	if l.seg >= maxSegment {
+		return 0, fmt.Errorf("wal: segment numbers exhausted")
+	}
+	l.rollNext = false
+	l.seg++
+	l.segOff = segHeaderSize
+	l.pending = append(l.pending, chunk{seg: l.seg, create: true, data: append(l.buf(), segmentHeader(l.seg)...)})
+	l.flushLocked(true)
+	if l.err != nil {
+		return 0, l.err
+	}
+	return l.seg, nil
+}
+
 // LastLSN returns the LSN of the last record appended (acknowledged or
 // not), or 0 if the log holds none.
 func (l *Log) LastLSN() LSN {
@@ -671,8 +724,8 @@ func (l *Log) TruncateBefore(lsn LSN) error {
 	removed := false
 	for l.first < limit {
 		// Oldest first, so a failure or crash midway leaves no gap.
-		if err := l.opts.FS.Remove(l.path(l.first)); err != nil {
-			return fmt.Errorf("wal: %w", err)
+		if err := l.opts.FS.Remove(l.path(l.first)); err != nil && !errors.Is(err, iofs.ErrNotExist) {
+			return fmt.Errorf("wal: %w", err) // (a gap below IgnoreBefore is not an error)
 		}
 		l.first++
 		removed = true

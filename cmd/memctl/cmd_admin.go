@@ -142,7 +142,8 @@ func (a *app) repairCommand() *cobra.Command {
 				return a.printJSON(rep)
 			}
 			if rep.WALTruncatedAt == 0 && len(rep.RebuiltSegments) == 0 && len(rep.MissingSegments) == 0 &&
-				len(rep.QuarantinedSegments) == 0 && len(rep.DamagedManifests) == 0 && !rep.RebuiltManifest {
+				len(rep.QuarantinedSegments) == 0 && len(rep.DamagedManifests) == 0 && !rep.RebuiltManifest &&
+				len(rep.MissingWAL) == 0 && len(rep.ObsoleteWALRemoved) == 0 {
 				fmt.Fprintln(a.stdout, "store is healthy; nothing changed")
 				return nil
 			}
@@ -151,6 +152,12 @@ func (a *app) repairCommand() *cobra.Command {
 			}
 			if rep.RebuiltManifest {
 				fmt.Fprintln(a.stdout, "no manifest was readable: rebuilt from seg/ and wal/ (deletes and access counts older than the WAL are lost)")
+			}
+			for _, f := range rep.MissingWAL {
+				fmt.Fprintf(a.stdout, "WAL segment %s was missing: the writes it held after the last flush are lost; the log goes on after it\n", f)
+			}
+			for _, f := range rep.ObsoleteWALRemoved {
+				fmt.Fprintf(a.stdout, "WAL segment %s was damaged but wholly flushed: removed, nothing lost\n", f)
 			}
 			if rep.SkippedOps > 0 {
 				fmt.Fprintf(a.stdout, "%d WAL records named a collection that is gone and were skipped\n", rep.SkippedOps)
