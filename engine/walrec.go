@@ -7,7 +7,8 @@ import (
 	"github.com/engramdb/engram/quant"
 )
 
-// WAL payloads: one op byte, then the op's fields (codec.go encoding).
+// WAL payloads: one op byte, then the op's fields (codec.go encoding;
+// docs/format/walrecords.md is the specification, with the KV key map).
 // Every op is applied by the same code live and at replay, and carries
 // resolved values (absolute access counts, the ids a filter matched), so
 // replay reproduces exactly what was acknowledged.
