@@ -232,10 +232,13 @@ func (a *app) openStoreWith(opts memory.Options) (*memory.Store, error) {
 	return s, nil
 }
 
-func (a *app) close() {
+// close closes the store; its error (a final flush that failed) makes the
+// command fail: what it wrote is in the WAL, but the user must hear of it.
+func (a *app) close() error {
+	var err error
 	if a.store != nil {
-		if err := a.store.Close(); err != nil {
-			fmt.Fprintln(a.stderr, "memctl: closing store:", err)
+		if err = a.store.Close(); err != nil {
+			err = fmt.Errorf("closing store: %w", err)
 		}
 		a.store = nil
 	}
@@ -243,6 +246,7 @@ func (a *app) close() {
 		a.closeBackend()
 		a.closeBackend = nil
 	}
+	return err
 }
 
 // printJSON writes v as indented JSON to stdout.

@@ -45,7 +45,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	root.SetErr(stderr)
 	err := root.ExecuteContext(ctx)
 	app.flushStdout()
-	app.close()
+	if cerr := app.close(); err == nil {
+		err = cerr
+	}
 	if err == nil {
 		return exitOK
 	}

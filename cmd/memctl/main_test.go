@@ -401,3 +401,30 @@ func withoutHeader(t *testing.T, export string) string {
 	}
 	return rest
 }
+
+// TestCloseErrorFails: a command whose final flush fails (seg/ replaced by
+// a file, so no segment can be written) exits non-zero; before, remember
+// printed the flush error and exited 0.
+func TestCloseErrorFails(t *testing.T) {
+	isolate(t)
+	dir := filepath.Join(t.TempDir(), "store")
+	mustRun(t, dir, "", "init")
+	a := &app{stdin: strings.NewReader(""), stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}, dir: dir, embedder: "lexical"}
+	s, err := a.openStore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Remember(context.Background(), "s", "a memory that cannot be flushed", memory.RememberOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	seg := filepath.Join(dir, "seg")
+	if err := os.RemoveAll(seg); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(seg, []byte("not a directory"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.close(); err == nil {
+		t.Fatal("close after a failed final flush returned nil")
+	}
+}
