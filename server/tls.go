@@ -126,7 +126,8 @@ func SelfSignedTLS(dir string, hosts []string) (cfg *tls.Config, fingerprint str
 }
 
 // writeFileSync writes data to a new 0600 file at path through a synced
-// temporary file and a rename.
+// temporary file, a rename and a sync of the directory, so a crash leaves
+// the old file or the new one, never a torn one.
 func writeFileSync(path string, data []byte) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
 	if err != nil {
@@ -148,5 +149,12 @@ func writeFileSync(path string, data []byte) error {
 	if err := tmp.Close(); err != nil {
 		return err
 	}
-	return os.Rename(tmp.Name(), path)
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return err
+	}
+	if d, err := os.Open(filepath.Dir(path)); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	return nil
 }
