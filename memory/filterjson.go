@@ -179,10 +179,7 @@ func filterFrom(v any, at string, depth int) (*Filter, error) {
 		}
 		kids = append(kids, f)
 	}
-	if len(kids) == 1 {
-		return kids[0], nil
-	}
-	return And(kids...), nil
+	return AllOf(kids...), nil
 }
 
 func fieldFilter(field Field, v any, at string) (*Filter, error) {
@@ -253,10 +250,7 @@ func fieldFilter(field Field, v any, at string) (*Filter, error) {
 		}
 		kids = append(kids, f)
 	}
-	if len(kids) == 1 {
-		return kids[0], nil
-	}
-	return And(kids...), nil
+	return AllOf(kids...), nil
 }
 
 // eqFilter is field = v.

@@ -131,6 +131,24 @@ func Exists(f Field) *Filter { return &Filter{Op: OpExists, Field: f} }
 // And matches when every operand matches.
 func And(fs ...*Filter) *Filter { return &Filter{Op: OpAnd, Kids: fs} }
 
+// AllOf is the AND of the non-nil filters: nil (no condition) when there are
+// none, the filter itself when there is one, And of them otherwise.
+func AllOf(fs ...*Filter) *Filter {
+	var kept []*Filter
+	for _, f := range fs {
+		if f != nil {
+			kept = append(kept, f)
+		}
+	}
+	switch len(kept) {
+	case 0:
+		return nil
+	case 1:
+		return kept[0]
+	}
+	return And(kept...)
+}
+
 // Or matches when any operand matches.
 func Or(fs ...*Filter) *Filter { return &Filter{Op: OpOr, Kids: fs} }
 

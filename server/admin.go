@@ -297,20 +297,9 @@ func (req *CleanupRequest) policy() (memory.CleanupPolicy, error) {
 		p.OlderThan = d
 	}
 	if req.Session != nil {
-		p.Filter = andFilter(p.Filter, memory.Eq(memory.FieldSession, *req.Session))
+		p.Filter = memory.AllOf(p.Filter, memory.Eq(memory.FieldSession, *req.Session))
 	}
 	return p, nil
-}
-
-// andFilter is f AND g, either of which may be nil.
-func andFilter(f, g *memory.Filter) *memory.Filter {
-	switch {
-	case f == nil:
-		return g
-	case g == nil:
-		return f
-	}
-	return memory.And(f, g)
 }
 
 // CleanupResult is the result of a cleanup job.
@@ -624,7 +613,7 @@ func (h *Handler) adminExport(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		filter, records = andFilter(filter, f), false
+		filter, records = memory.AllOf(filter, f), false
 	}
 	w.Header().Set("Trailer", "Engram-Export-Count, Engram-Export-Conversations, Engram-Export-Tasks, Engram-Export-Error")
 	w.Header().Set("Content-Type", "application/x-ndjson")

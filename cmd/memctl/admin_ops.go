@@ -142,7 +142,7 @@ func (l *localOps) compact(ctx context.Context, prog func(done, total int64)) (s
 
 func (l *localOps) cleanup(ctx context.Context, p memory.CleanupPolicy, session *string) (server.CleanupResult, error) {
 	if session != nil {
-		p.Filter = and(p.Filter, memory.Eq(memory.FieldSession, *session))
+		p.Filter = memory.AllOf(p.Filter, memory.Eq(memory.FieldSession, *session))
 	}
 	res, err := l.s.Cleanup(ctx, p)
 	if err != nil {
@@ -166,7 +166,7 @@ func (l *localOps) restore(ctx context.Context, ids []string, _ func(done, total
 func (l *localOps) export(ctx context.Context, w io.Writer, session *string, filter *memory.Filter, vectors bool) (int, int, int, error) {
 	records := filter == nil // conversations and tasks go with a whole store's or session's export
 	if session != nil {
-		filter = and(filter, memory.Eq(memory.FieldSession, *session))
+		filter = memory.AllOf(filter, memory.Eq(memory.FieldSession, *session))
 	}
 	if !records { // a filter selects memories only
 		n, err := l.s.Export(ctx, w, memory.ExportOptions{Filter: filter, Vectors: vectors})

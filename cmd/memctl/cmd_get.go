@@ -106,17 +106,6 @@ func parseWhen(s string, now time.Time, endOfDay bool) (time.Time, error) {
 	return time.Time{}, fmt.Errorf("%q is not a time (RFC 3339, YYYY-MM-DD, or an age such as 7d or 12h)", s)
 }
 
-// and ANDs f and g, either of which may be nil.
-func and(f, g *memory.Filter) *memory.Filter {
-	switch {
-	case f == nil:
-		return g
-	case g == nil:
-		return f
-	}
-	return memory.And(f, g)
-}
-
 // storeCreators are the commands that may create a store in a directory that holds none.
 // Writes of short-term and working memory ("context add", "tasks start") create one too.
 var storeCreators = map[string]bool{"init": true, "remember": true, "import": true, "quickstart": true, "serve": true, "mcp": true,
@@ -243,7 +232,7 @@ func (a *app) listCommand() *cobra.Command {
 				return err
 			}
 			if !allSessions {
-				f = and(memory.Eq(memory.FieldSession, session), f)
+				f = memory.AllOf(memory.Eq(memory.FieldSession, session), f)
 			}
 			s, err := a.openStore()
 			if err != nil {

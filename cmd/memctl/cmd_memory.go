@@ -365,7 +365,7 @@ func (a *app) forgetCommand() *cobra.Command {
 				n, err = s.ForgetWhere(cmd.Context(), memory.Eq(memory.FieldSession, session))
 			default:
 				if hasSession {
-					f = and(memory.Eq(memory.FieldSession, session), f)
+					f = memory.AllOf(memory.Eq(memory.FieldSession, session), f)
 				}
 				n, err = s.ForgetWhere(cmd.Context(), f)
 			}
