@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"hash/crc32"
 	"io"
 	"os"
+	"slices"
 
 	"github.com/edsrzf/mmap-go"
 )
@@ -269,14 +271,58 @@ func (s *segFile) verifySection(k sectionKind) error {
 	return nil
 }
 
-// verify checks every section's CRC32C (a full read of the file).
+// verify checks every section's CRC32C and that every byte outside the
+// sections, the table and the trailer is zero: a full read of the file, so
+// a change to any byte of it is found (the header and the trailer are
+// validated by parse, the table by its checksum).
 func (s *segFile) verify() error {
 	for _, e := range s.entries {
 		if err := s.verifySection(e.kind); err != nil {
 			return err
 		}
 	}
+	if err := checkGaps(s.data, s.entries); err != nil {
+		return &CorruptionError{File: s.path, Err: err}
+	}
 	return nil
+}
+
+// checkGaps reports the first non-zero byte of b outside the header's
+// magic and version, the sections and the table (the header's rest and
+// the alignment padding, which no checksum covers in versions 1 to 3), and
+// sections that overlap (a writer never lays them out so).
+func checkGaps(b []byte, entries []sectionEntry) error {
+	if len(b) < 12+segTrailer {
+		return errors.New("file too short")
+	}
+	byOff := slices.Clone(entries)
+	slices.SortFunc(byOff, func(x, y sectionEntry) int { return cmp.Compare(x.off, y.off) })
+	tableOff := binary.LittleEndian.Uint64(b[len(b)-segTrailer:])
+	if tableOff > uint64(len(b)) {
+		return fmt.Errorf("section table at %d out of range", tableOff)
+	}
+	zero := func(from, to uint64) error {
+		for i := from; i < to; i++ {
+			if b[i] != 0 {
+				return fmt.Errorf("byte %d of the padding is %#x, not 0", i, b[i])
+			}
+		}
+		return nil
+	}
+	pos := uint64(12)
+	for _, e := range byOff {
+		if e.off < pos {
+			return fmt.Errorf("section %s at %d overlaps the bytes before %d", e.kind, e.off, pos)
+		}
+		if err := zero(pos, e.off); err != nil {
+			return err
+		}
+		pos = e.off + e.len
+	}
+	if tableOff < pos {
+		return fmt.Errorf("section table at %d overlaps the sections ending at %d", tableOff, pos)
+	}
+	return zero(pos, tableOff)
 }
 
 func (s *segFile) close() error {
