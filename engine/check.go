@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/engramdb/engram/internal/vfs"
 	"github.com/engramdb/engram/wal"
 )
 
@@ -33,9 +34,9 @@ func (d *DB) Check() error {
 	}
 	// Every WAL segment, those only a fallback manifest needs included.
 	walDir := filepath.Join(d.dir, "wal")
-	for _, seg := range walDamaged(walDir) {
+	for _, seg := range walDamaged(d.opts.FS, walDir) {
 		path := filepath.Join(walDir, fmt.Sprintf("%08d", seg))
-		return &CorruptionError{File: path, Err: walSegmentDamage(path, seg)}
+		return &CorruptionError{File: path, Err: walSegmentDamage(d.opts.FS, path, seg)}
 	}
 	var unreachable error // reported after every other check passed
 	for _, name := range sortedKeys(d.colls) {
@@ -73,7 +74,7 @@ func (d *DB) checkManifests() error {
 		for _, mc := range st.readable[num].colls {
 			for _, ms := range mc.segs {
 				path := d.segPath(ms.file)
-				fi, err := os.Stat(path)
+				fi, err := d.opts.FS.Stat(path)
 				if err != nil {
 					return &CorruptionError{File: path, Err: fmt.Errorf("named by %s: %w", manifestFileName(num), err)}
 				}
@@ -140,12 +141,12 @@ func (d *DB) Backup(dir string) error {
 	} else if inside {
 		return fmt.Errorf("%w: backup target %s is inside the store %s", ErrInvalid, dir, d.dir)
 	}
-	if fresh, err := inspectDir(dir); err != nil {
+	if fresh, err := inspectDir(d.opts.FS, dir); err != nil {
 		return err
 	} else if !fresh {
 		return fmt.Errorf("%w: backup target %s already holds a store", ErrExists, dir)
 	}
-	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
+	if entries, err := d.opts.FS.ReadDir(dir); err == nil && len(entries) > 0 {
 		return fmt.Errorf("%w: backup target %s is not empty", ErrExists, dir)
 	}
 	d.writeMu.Lock()
@@ -176,13 +177,17 @@ func (d *DB) Backup(dir string) error {
 }
 
 func copyFile(fsys FS, src, dir, name string) error {
-	in, err := os.Open(src)
+	f, err := fsys.OpenFile(src, os.O_RDONLY, 0)
 	if err != nil {
 		return err
 	}
-	defer in.Close()
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
 	return writeAtomic(fsys, dir, name, func(w io.Writer) error {
-		_, err := io.Copy(w, in)
+		_, err := io.Copy(w, io.NewSectionReader(f, 0, st.Size()))
 		return err
 	})
 }
@@ -235,9 +240,10 @@ func (d *DB) Stats() Stats {
 		c.mu.RUnlock()
 		st.Collections = append(st.Collections, cs)
 	}
-	if names, err := os.ReadDir(filepath.Join(d.dir, "wal")); err == nil {
-		for _, e := range names {
-			if info, err := e.Info(); err == nil {
+	walDir := filepath.Join(d.dir, "wal")
+	if names, err := d.opts.FS.ReadDir(walDir); err == nil {
+		for _, n := range names {
+			if info, err := d.opts.FS.Stat(filepath.Join(walDir, n)); err == nil && !info.IsDir() {
 				st.WALBytes += info.Size()
 			}
 		}
@@ -292,44 +298,52 @@ func resolve(path string) (string, error) {
 // UnknownFiles lists the entries of the store directory dir, seg/ and wal/
 // that the engine does not write, relative to dir and sorted. Open and
 // Repair ignore them and never remove them; `memctl check` reports them.
-func UnknownFiles(dir string) ([]string, error) {
+// It reads the OS file system (a store path, open or not, like ReadLock).
+func UnknownFiles(dir string) ([]string, error) { return unknownFiles(vfs.OS, dir) }
+
+// unknownFiles is UnknownFiles on fsys.
+func unknownFiles(fsys FS, dir string) ([]string, error) {
 	var out []string
 	for _, sub := range []string{"", "seg", "wal"} {
-		entries, err := os.ReadDir(filepath.Join(dir, sub))
+		names, err := fsys.ReadDir(filepath.Join(dir, sub))
 		if errors.Is(err, fs.ErrNotExist) && sub != "" {
 			continue
 		}
 		if err != nil {
 			return nil, fmt.Errorf("engine: %w", err)
 		}
-		for _, e := range entries {
-			if !knownName(sub, e) {
-				out = append(out, filepath.Join(sub, e.Name()))
+		for _, name := range names {
+			fi, err := fsys.Stat(filepath.Join(dir, sub, name))
+			if err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return nil, fmt.Errorf("engine: %w", err)
+			}
+			// A dangling link counts as a file.
+			if isDir := err == nil && fi.IsDir(); !knownName(sub, name, isDir) {
+				out = append(out, filepath.Join(sub, name))
 			}
 		}
 	}
 	return out, nil
 }
 
-// knownName reports whether the entry e of the store subdirectory sub
-// ("" for the root) is one the engine writes.
-func knownName(sub string, e fs.DirEntry) bool {
-	name := e.Name()
+// knownName reports whether the entry name (a directory if isDir) of the
+// store subdirectory sub ("" for the root) is one the engine writes.
+func knownName(sub, name string, isDir bool) bool {
 	switch sub {
 	case "":
 		switch name {
 		case "seg", "wal":
-			return e.IsDir()
+			return isDir
 		case "LOCK":
-			return !e.IsDir()
+			return !isDir
 		}
 		base := strings.TrimSuffix(name, ".tmp")
 		_, isManifest := parseManifestName(base)
-		return !e.IsDir() && (isManifest || base == currentName)
+		return !isDir && (isManifest || base == currentName)
 	case "seg":
 		base := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(name, ".tmp"), quarantineSuffix), lostSuffix)
-		return !e.IsDir() && isSegName(base)
+		return !isDir && isSegName(base)
 	default: // wal
-		return !e.IsDir() && wal.IsSegmentName(name)
+		return !isDir && wal.IsSegmentName(name)
 	}
 }

@@ -196,7 +196,7 @@ func (d *DB) buildReplacement(c *Collection, all bool) (rep *replacement, err er
 		_ = d.opts.FS.Remove(path)
 		return nil, err
 	}
-	r.seg, err = openSegment(path, file, c.cfg, uint32(len(mem.recs)), false)
+	r.seg, err = openSegment(d.opts.FS, path, file, c.cfg, uint32(len(mem.recs)), false)
 	if err != nil {
 		_ = d.opts.FS.Remove(path)
 		return nil, err

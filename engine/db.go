@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -143,14 +142,14 @@ func Open(dir string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	dir = filepath.Clean(dir)
-	fresh, err := inspectDir(dir)
+	fresh, err := inspectDir(opts.FS, dir)
 	if err != nil {
 		return nil, err
 	}
 	if err := opts.FS.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("engine: create %s: %w", dir, err)
 	}
-	lock, err := lockDir(filepath.Join(dir, "LOCK"))
+	lock, err := lockDir(opts.FS, filepath.Join(dir, "LOCK"))
 	if err != nil {
 		return nil, err
 	}
@@ -167,8 +166,8 @@ func Open(dir string, opts Options) (*DB, error) {
 
 // inspectDir reports whether dir is a new store (absent, empty, or holding
 // only what a crashed creation leaves) and refuses foreign directories.
-func inspectDir(dir string) (fresh bool, err error) {
-	st, err := os.Stat(dir)
+func inspectDir(fsys FS, dir string) (fresh bool, err error) {
+	st, err := fsys.Stat(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return true, nil
 	}
@@ -178,22 +177,22 @@ func inspectDir(dir string) (fresh bool, err error) {
 	if !st.IsDir() {
 		return false, fmt.Errorf("%w: %s is not a directory", ErrNotStore, dir)
 	}
-	entries, err := os.ReadDir(dir)
+	entries, err := fsys.ReadDir(dir)
 	if err != nil {
 		return false, fmt.Errorf("engine: %w", err)
 	}
 	hasManifest := false
 	var foreign []string
 	for _, e := range entries {
-		name := strings.TrimSuffix(e.Name(), ".tmp")
+		name := strings.TrimSuffix(e, ".tmp")
 		if _, ok := parseManifestName(name); ok || name == currentName {
-			hasManifest = hasManifest || name == e.Name()
+			hasManifest = hasManifest || name == e
 			continue
 		}
-		switch e.Name() {
+		switch e {
 		case "LOCK", "seg", "wal":
 		default:
-			foreign = append(foreign, e.Name())
+			foreign = append(foreign, e)
 		}
 	}
 	if !hasManifest && len(foreign) > 0 {
@@ -205,7 +204,7 @@ func inspectDir(dir string) (fresh bool, err error) {
 		// made. Data there without a manifest is a store that lost it,
 		// never a new one.
 		for _, sub := range []string{"seg", "wal"} {
-			if names, err := os.ReadDir(filepath.Join(dir, sub)); err == nil && len(names) > 0 {
+			if names, err := fsys.ReadDir(filepath.Join(dir, sub)); err == nil && len(names) > 0 {
 				return false, &CorruptionError{File: filepath.Join(dir, manifestFileName(1)),
 					Err: fmt.Errorf("no manifest, but %s/ holds data: run `memctl repair`", sub)}
 			}
@@ -253,7 +252,7 @@ func (d *DB) open(fresh bool) error {
 		}
 		c.overrides = mc.overrides
 		for _, ms := range mc.segs {
-			s, err := openSegment(d.segPath(ms.file), ms.file, mc.cfg, ms.count, d.opts.VerifyOnOpen)
+			s, err := openSegment(d.opts.FS, d.segPath(ms.file), ms.file, mc.cfg, ms.count, d.opts.VerifyOnOpen)
 			if err != nil {
 				c.broken = err
 				break
@@ -568,7 +567,7 @@ func (d *DB) flushLocked(reps []*replacement) (err error) {
 			_ = d.opts.FS.Remove(path)
 			return fmt.Errorf("engine: flush %q: %w", name, err)
 		}
-		s, err := openSegment(path, file, c.cfg, uint32(len(c.mem.recs)), false)
+		s, err := openSegment(d.opts.FS, path, file, c.cfg, uint32(len(c.mem.recs)), false)
 		if err != nil {
 			_ = d.opts.FS.Remove(path)
 			return fmt.Errorf("engine: flush %q: reopen: %w", name, err)

@@ -7,11 +7,13 @@ import (
 	"github.com/engramdb/engram/internal/vfs"
 )
 
-// FS is the file system the engine writes through (segment files, the
-// manifest, backups, the WAL); tests substitute one that fails with ENOSPC.
-// Segment files are read by mmap and the manifest with os.ReadFile, so the
-// FS must be backed by the operating system's files (vfs.OS or a wrapper
-// around it).
+// FS is the file system the engine does all its store I/O through: segment
+// files (mapped with vfs.Map: mmap on the OS), the manifests and CURRENT,
+// backups, the WAL, directory listings and stats. Tests substitute one
+// that fails with ENOSPC, or a vfs.MemFS that loses what was not synced.
+// The one exception is the LOCK file on the OS (see dirLock): an FS that
+// is a vfs.Locker is locked through it instead. ReadLock and UnknownFiles,
+// which take a path and no Options, read the OS.
 type FS = vfs.FS
 
 const createFlags = os.O_WRONLY | os.O_CREATE | os.O_TRUNC

@@ -40,8 +40,9 @@ func (d *DB) SetLockNote(note string) error {
 	return nil
 }
 
-// ReadLock reads the LOCK file of the store in dir without taking the lock.
-// A missing file gives a zero LockInfo and no error.
+// ReadLock reads the LOCK file of the store in dir, on the OS file system,
+// without taking the lock. A missing file gives a zero LockInfo and no
+// error.
 func ReadLock(dir string) (LockInfo, error) {
 	b, err := os.ReadFile(filepath.Join(dir, "LOCK"))
 	if errors.Is(err, os.ErrNotExist) {

@@ -38,7 +38,7 @@ func (d *DB) rebuildManifest(rep *RepairReport) (*manifest, error) {
 		}
 		m.nextFile = max(m.nextFile, file+1)
 		path := filepath.Join(d.segDir(), n)
-		h, err := readSegHeader(path)
+		h, err := readSegHeaderFS(d.opts.FS, path)
 		var ce *CorruptionError
 		if errors.As(err, &ce) || errors.Is(err, ErrVersion) {
 			if rerr := d.opts.FS.Rename(path, path+quarantineSuffix); rerr != nil {
@@ -75,7 +75,7 @@ func (d *DB) rebuildManifest(rep *RepairReport) (*manifest, error) {
 			continue
 		}
 		ms := manifestSeg{file: h.file, count: h.count, size: h.size, deleted: slices.Clone(h.dead)}
-		s, err := openSegment(h.path, h.file, h.cfg, h.count, false)
+		s, err := openSegment(d.opts.FS, h.path, h.file, h.cfg, h.count, false)
 		if err == nil {
 			if err = s.need(secIDs); err != nil {
 				s.close()

@@ -96,12 +96,12 @@ func repair(dir string, opts Options) (rep RepairReport, rebuilt bool, err error
 	opts = opts.withDefaults()
 	dir = filepath.Clean(dir)
 	var ce *CorruptionError
-	if fresh, err := inspectDir(dir); err != nil && !errors.As(err, &ce) {
+	if fresh, err := inspectDir(opts.FS, dir); err != nil && !errors.As(err, &ce) {
 		return rep, false, err
 	} else if fresh {
 		return rep, false, fmt.Errorf("%w: %s has no manifest and no data", ErrNotStore, dir)
 	}
-	lock, err := lockDir(filepath.Join(dir, "LOCK"))
+	lock, err := lockDir(opts.FS, filepath.Join(dir, "LOCK"))
 	if err != nil {
 		return rep, false, err
 	}
@@ -147,14 +147,14 @@ func repair(dir string, opts Options) (rep RepairReport, rebuilt bool, err error
 		kept := mc.segs[:0:0]
 		for _, ms := range mc.segs {
 			path := d.segPath(ms.file)
-			if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+			if _, err := opts.FS.Stat(path); errors.Is(err, fs.ErrNotExist) {
 				// Lost: drop it from the manifest so the rest opens.
 				rep.MissingSegments = append(rep.MissingSegments, path)
 				rep.DroppedRecords += int(ms.count) - len(ms.deleted)
 				changed, segsChanged = true, true
 				continue
 			}
-			s, err := openSegment(path, ms.file, mc.cfg, ms.count, true)
+			s, err := openSegment(opts.FS, path, ms.file, mc.cfg, ms.count, true)
 			if err == nil {
 				for _, node := range ms.deleted {
 					s.markDeleted(node)
@@ -176,12 +176,12 @@ func repair(dir string, opts Options) (rep RepairReport, rebuilt bool, err error
 				kept = append(kept, ms)
 				continue
 			}
-			if errors.Is(err, ErrVersion) && !knownSectionSet(path) {
+			if errors.Is(err, ErrVersion) && !knownSectionSet(opts.FS, path) {
 				return rep, false, fmt.Errorf("engine: repair: %s: %w (open it with the build that wrote it)", path, err)
 			}
 			// Damaged: keep every record whose primary data is intact, in
 			// a new file with everything derived rebuilt.
-			sv, err := salvageSegment(path, mc.cfg, ms)
+			sv, err := salvageSegment(opts.FS, path, mc.cfg, ms)
 			if err != nil {
 				return rep, false, err
 			}
@@ -253,7 +253,7 @@ func repair(dir string, opts Options) (rep RepairReport, rebuilt bool, err error
 		}
 		rep.MissingWAL = append(rep.MissingWAL, filepath.Join(walDir, fmt.Sprintf("%08d", need)))
 	}
-	if damaged := walDamaged(walDir); len(damaged) > 0 && damaged[0] < wopts.IgnoreBefore {
+	if damaged := walDamaged(opts.FS, walDir); len(damaged) > 0 && damaged[0] < wopts.IgnoreBefore {
 		// Damage in segments wholly before the checkpoint: their records
 		// are all in segment files. They only served the previous
 		// manifest as a fallback, which goes with them.
@@ -273,7 +273,7 @@ func repair(dir string, opts Options) (rep RepairReport, rebuilt bool, err error
 			return rep, false, fmt.Errorf("engine: repair: %w", err)
 		}
 	}
-	if len(walDamaged(walDir)) == 0 {
+	if len(walDamaged(opts.FS, walDir)) == 0 {
 		return rep, rebuilt, nil // opening the log could still start a segment: leave it alone
 	}
 	for range 3 {
@@ -325,18 +325,21 @@ func removeWALBefore(fsys FS, dir string, seg uint32) error {
 // walDamaged reads every WAL segment without changing anything and
 // returns, ascending, the numbers of those holding a record that does not
 // checksum (a missing or empty log has none).
-func walDamaged(dir string) []uint32 {
-	entries, err := os.ReadDir(dir)
+func walDamaged(fsys FS, dir string) []uint32 {
+	names, err := fsys.ReadDir(dir)
 	if err != nil {
 		return nil
 	}
 	var bad []uint32
-	for _, e := range entries {
-		seg, ok := wal.ParseSegmentName(e.Name())
-		if !ok || !e.Type().IsRegular() {
+	for _, name := range names {
+		seg, ok := wal.ParseSegmentName(name)
+		if !ok {
 			continue // not a segment: the log ignores it
 		}
-		if walSegmentDamage(filepath.Join(dir, e.Name()), seg) != nil {
+		if fi, err := fsys.Stat(filepath.Join(dir, name)); err != nil || !fi.Mode().IsRegular() {
+			continue
+		}
+		if walSegmentDamage(fsys, filepath.Join(dir, name), seg) != nil {
 			bad = append(bad, seg)
 		}
 	}
@@ -346,8 +349,8 @@ func walDamaged(dir string) []uint32 {
 
 // walSegmentDamage reads one WAL segment through and returns its first
 // damage, nil when every record checksums.
-func walSegmentDamage(path string, seg uint32) error {
-	f, err := os.Open(path)
+func walSegmentDamage(fsys FS, path string, seg uint32) error {
+	f, err := fsys.OpenFile(path, os.O_RDONLY, 0)
 	if err != nil {
 		return err
 	}

@@ -12,8 +12,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/edsrzf/mmap-go"
 	"github.com/engramdb/engram/hnsw"
+	"github.com/engramdb/engram/internal/vfs"
 	"github.com/engramdb/engram/wal"
 )
 
@@ -86,8 +86,8 @@ func findContainer(b []byte) (map[sectionKind][]byte, []sectionEntry, error) {
 // salvageSegment reads the segment file of ms (a collection cfg) and
 // sorts its live records into intact and lost. An error is returned only
 // for I/O failures: damage of any extent is an outcome.
-func salvageSegment(path string, cfg CollectionConfig, ms manifestSeg) (*salvaged, error) {
-	f, err := os.Open(path)
+func salvageSegment(fsys FS, path string, cfg CollectionConfig, ms manifestSeg) (*salvaged, error) {
+	f, err := fsys.OpenFile(path, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, fmt.Errorf("engine: repair: %w", err)
 	}
@@ -99,11 +99,11 @@ func salvageSegment(path string, cfg CollectionConfig, ms manifestSeg) (*salvage
 	if st.Size() == 0 {
 		return salvageBytes(nil, path, cfg, ms), nil
 	}
-	m, err := mmap.Map(f, mmap.RDONLY, 0)
+	m, unmap, err := vfs.Map(f)
 	if err != nil {
 		return nil, fmt.Errorf("engine: repair: map %s: %w", path, err)
 	}
-	defer m.Unmap()
+	defer unmap()
 	// Everything salvaged is copied out of the mapping (colMeta and the
 	// text decoder copy; vectors are cloned).
 	return salvageBytes(m, path, cfg, ms), nil
@@ -414,8 +414,8 @@ func rebuildSegment(opts *Options, segDir string, cfg CollectionConfig, sv *salv
 // knownSectionSet reports whether the file at path holds exactly the
 // sections of a version this build knows (whatever its version field
 // says): a damaged version field, not a file of a newer build.
-func knownSectionSet(path string) bool {
-	sf, err := openSegFileAnyVersion(path)
+func knownSectionSet(fsys FS, path string) bool {
+	sf, err := openSegFileAnyVersion(fsys, path)
 	if err != nil {
 		return false
 	}
@@ -437,11 +437,17 @@ func knownSectionSet(path string) bool {
 
 // openSegFileAnyVersion returns the section kinds of the file at path,
 // ignoring its version field.
-func openSegFileAnyVersion(path string) ([]sectionKind, error) {
-	b, err := os.ReadFile(path)
+func openSegFileAnyVersion(fsys FS, path string) ([]sectionKind, error) {
+	f, err := fsys.OpenFile(path, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, err
 	}
+	defer f.Close()
+	b, unmap, err := vfs.Map(f)
+	if err != nil {
+		return nil, err
+	}
+	defer unmap()
 	_, entries, err := parseContainer(b)
 	if err != nil {
 		return nil, err

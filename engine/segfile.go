@@ -12,7 +12,7 @@ import (
 	"os"
 	"slices"
 
-	"github.com/edsrzf/mmap-go"
+	"github.com/engramdb/engram/internal/vfs"
 )
 
 // The segment container: a fixed header, sections at 64-byte aligned
@@ -144,13 +144,16 @@ func streamSegment(f io.Writer, sections []section) (int64, error) {
 // verify (Check, or Options.VerifyOnOpen).
 type segFile struct {
 	path     string
-	data     mmap.MMap
+	data     []byte       // the mapping (vfs.Map): read-only
+	unmap    func() error // releases data
 	sections map[sectionKind][]byte
 	entries  []sectionEntry
 }
 
-func openSegFile(path string) (*segFile, error) {
-	f, err := os.Open(path)
+// mapSegFile maps the segment file at path through fsys and parses its
+// table.
+func mapSegFile(fsys FS, path string) (*segFile, error) {
+	f, err := fsys.OpenFile(path, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -162,13 +165,13 @@ func openSegFile(path string) (*segFile, error) {
 	if st.Size() < 12+segTrailer+4 {
 		return nil, &CorruptionError{File: path, Err: fmt.Errorf("file of %d bytes is too short", st.Size())}
 	}
-	m, err := mmap.Map(f, mmap.RDONLY, 0)
+	m, unmap, err := vfs.Map(f)
 	if err != nil {
 		return nil, fmt.Errorf("engine: map %s: %w", path, err)
 	}
-	sf := &segFile{path: path, data: m}
+	sf := &segFile{path: path, data: m, unmap: unmap}
 	if err := sf.parse(); err != nil {
-		_ = m.Unmap()
+		_ = unmap()
 		return nil, &CorruptionError{File: path, Err: err}
 	}
 	return sf, nil
@@ -329,7 +332,7 @@ func (s *segFile) close() error {
 	if s.data == nil {
 		return nil
 	}
-	err := s.data.Unmap()
-	s.data = nil
+	err := s.unmap()
+	s.data, s.unmap = nil, nil
 	return err
 }

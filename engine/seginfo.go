@@ -182,14 +182,14 @@ func segFileNumber(name string) (uint64, bool) {
 	return n, err == nil
 }
 
-// readSegHeader reads what the segment file at path says about itself,
+// readSegHeaderFS reads what the segment file at path says about itself,
 // verifying the trailer, the section table and the checksum of the info
 // section (and of the id section for files older than version 3, whose
 // dead nodes are those missing from its sorted id table). It reads a few
 // hundred bytes plus those sections. Damage is a *CorruptionError naming
 // the file; a file of a newer format matches ErrVersion.
-func readSegHeader(path string) (segHeader, error) {
-	sf, err := openSegFile(path)
+func readSegHeaderFS(fsys FS, path string) (segHeader, error) {
+	sf, err := mapSegFile(fsys, path)
 	if err != nil {
 		return segHeader{}, err
 	}

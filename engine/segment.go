@@ -297,8 +297,8 @@ func writeTexts(w io.Writer, m *memtable) error {
 
 // openSegment maps a segment file and checks the sizes of its sections
 // against the record count (no full read unless verify).
-func openSegment(path string, file uint64, cfg CollectionConfig, count uint32, verify bool) (*segment, error) {
-	sf, err := openSegFile(path)
+func openSegment(fsys FS, path string, file uint64, cfg CollectionConfig, count uint32, verify bool) (*segment, error) {
+	sf, err := mapSegFile(fsys, path)
 	if err != nil {
 		return nil, err
 	}

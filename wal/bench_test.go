@@ -140,6 +140,7 @@ func (sleepFS) Rename(string, string) error                           { return n
 func (sleepFS) ReadDir(string) ([]string, error)                      { return nil, nil }
 func (sleepFS) MkdirAll(string, os.FileMode) error                    { return nil }
 func (sleepFS) SyncDir(string) error                                  { return nil }
+func (sleepFS) Stat(string) (os.FileInfo, error)                      { return nil, errors.New("not kept") }
 
 type sleepFile struct {
 	d    time.Duration

@@ -3,13 +3,17 @@
 // simulate crashes.
 //
 // FS has the operations a crash-safe store needs and no more: OpenFile,
-// Remove, Rename, ReadDir, MkdirAll and SyncDir (fsync of a directory, which
-// makes creations, removals and renames durable). File adds Sync, which is a
+// Remove, Rename, ReadDir, MkdirAll, Stat and SyncDir (fsync of a directory,
+// which makes creations, removals and renames durable). File adds Sync, which is a
 // data sync (fdatasync on Linux: it persists the data and the size, not the
 // mtime), ReadAt, Write, Truncate and Stat.
 //
-// OS is the real file system. Its files also have Fd() uintptr, for callers
-// that mmap.
+// Map gives a file's whole contents read-only: an mmap for OS files (they
+// implement Mapper), a snapshot copy for MemFS files, a ReadAt copy for any
+// other File. Locker is the optional interface of a file system that
+// excludes concurrent users itself (MemFS); on the OS, callers flock.
+//
+// OS is the real file system. Its files also have Fd() uintptr.
 //
 // MemFS is an in-memory FS for tests. It keeps two views: what the running
 // process sees (the page cache) and what a power loss would leave (data

@@ -38,6 +38,7 @@ type MemFS struct {
 	live   map[string]*memNode // path -> file, as the running program sees it
 	stable map[string]*memNode // path -> file, as the disk has it after SyncDir
 	faults []*fault
+	locks  map[string]bool // held Lock names
 }
 
 type memNode struct {
@@ -54,7 +55,7 @@ type fault struct {
 
 // NewMem returns an empty MemFS.
 func NewMem() *MemFS {
-	return &MemFS{dirs: map[string]bool{"/": true, ".": true}, live: map[string]*memNode{}, stable: map[string]*memNode{}}
+	return &MemFS{dirs: map[string]bool{"/": true, ".": true}, live: map[string]*memNode{}, stable: map[string]*memNode{}, locks: map[string]bool{}}
 }
 
 // InjectError makes the operation op on a path containing pathSubstr fail
@@ -236,6 +237,50 @@ func (m *MemFS) MkdirAll(dir string, perm fs.FileMode) error {
 	return nil
 }
 
+// Stat implements FS.
+func (m *MemFS) Stat(name string) (fs.FileInfo, error) {
+	name = filepath.Clean(name)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.dirs[name] {
+		return memInfo{name: filepath.Base(name), dir: true}, nil
+	}
+	n, ok := m.live[name]
+	if !ok {
+		return nil, &os.PathError{Op: "stat", Path: name, Err: fs.ErrNotExist}
+	}
+	return memInfo{name: filepath.Base(name), size: int64(len(n.data))}, nil
+}
+
+// Lock implements Locker, in process: a second Lock of name fails until
+// the first is released. A crash (Crash) starts with no lock held, as a
+// reboot does.
+func (m *MemFS) Lock(name string) (io.Closer, error) {
+	name = filepath.Clean(name)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.locks[name] {
+		return nil, &os.PathError{Op: "lock", Path: name, Err: ErrLocked}
+	}
+	m.locks[name] = true
+	return &memLock{fs: m, name: name}, nil
+}
+
+type memLock struct {
+	fs   *MemFS
+	name string
+	once sync.Once
+}
+
+func (l *memLock) Close() error {
+	l.once.Do(func() {
+		l.fs.mu.Lock()
+		delete(l.fs.locks, l.name)
+		l.fs.mu.Unlock()
+	})
+	return nil
+}
+
 // SyncDir implements FS: the entries of dir become what a crash keeps.
 func (m *MemFS) SyncDir(dir string) error {
 	dir = filepath.Clean(dir)
@@ -332,6 +377,18 @@ func (f *memFile) Sync() error {
 	return nil
 }
 
+// Map implements Mapper with a copy of the contents (what the page cache
+// holds now): later writes to the file do not show through it, so it reads
+// like a mapping of a file nobody writes, which is how callers use one.
+func (f *memFile) Map() ([]byte, func() error, error) {
+	f.fs.mu.Lock()
+	defer f.fs.mu.Unlock()
+	if f.closed {
+		return nil, nil, &os.PathError{Op: "mmap", Path: f.name, Err: errClosed}
+	}
+	return append([]byte{}, f.node.data...), func() error { return nil }, nil
+}
+
 func (f *memFile) Truncate(size int64) error {
 	f.fs.mu.Lock()
 	defer f.fs.mu.Unlock()
@@ -371,13 +428,19 @@ func (f *memFile) Close() error {
 type memInfo struct {
 	name string
 	size int64
+	dir  bool
 }
 
-func (i memInfo) Name() string       { return i.name }
-func (i memInfo) Size() int64        { return i.size }
-func (i memInfo) Mode() fs.FileMode  { return 0o600 }
+func (i memInfo) Name() string { return i.name }
+func (i memInfo) Size() int64  { return i.size }
+func (i memInfo) Mode() fs.FileMode {
+	if i.dir {
+		return fs.ModeDir | 0o700
+	}
+	return 0o600
+}
 func (i memInfo) ModTime() time.Time { return time.Time{} }
-func (i memInfo) IsDir() bool        { return false }
+func (i memInfo) IsDir() bool        { return i.dir }
 func (i memInfo) Sys() any           { return nil }
 
 func (i memInfo) String() string { return fmt.Sprintf("%s (%d bytes)", i.name, i.size) }

@@ -74,7 +74,32 @@ func exercise(t *testing.T, fsys FS, dir string) {
 	if _, err := r.Write([]byte("x")); err == nil {
 		t.Fatal("write to a read-only file succeeded")
 	}
+	data, unmap, err := Map(r)
+	if err != nil || string(data) != "hello!" {
+		t.Fatalf("Map: %q %v", data, err)
+	}
+	if err := unmap(); err != nil {
+		t.Fatal(err)
+	}
 	r.Close()
+	if fi, err := fsys.Stat(filepath.Join(dir, "a", "g")); err != nil || fi.IsDir() || fi.Size() != 6 || !fi.Mode().IsRegular() {
+		t.Fatalf("Stat file: %v %v", fi, err)
+	}
+	if fi, err := fsys.Stat(filepath.Join(dir, "a", "b")); err != nil || !fi.IsDir() {
+		t.Fatalf("Stat dir: %v %v", fi, err)
+	}
+	if _, err := fsys.Stat(filepath.Join(dir, "a", "none")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("Stat missing: %v", err)
+	}
+	e, err := fsys.OpenFile(filepath.Join(dir, "a", "empty"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if data, unmap, err := Map(e); err != nil || len(data) != 0 || unmap() != nil {
+		t.Fatalf("Map of an empty file: %q %v", data, err)
+	}
+	e.Close()
+	fsys.Remove(filepath.Join(dir, "a", "empty"))
 	if err := fsys.Remove(filepath.Join(dir, "a", "g")); err != nil {
 		t.Fatal(err)
 	}
@@ -97,6 +122,48 @@ func TestOS(t *testing.T) {
 }
 
 func TestMem(t *testing.T) { exercise(t, NewMem(), "/root") }
+
+// TestMapIsASnapshot: a MemFS mapping does not change under later writes
+// (callers map files nobody writes; a view that moved would hide bugs).
+func TestMapIsASnapshot(t *testing.T) {
+	m := NewMem()
+	f, _ := m.OpenFile("/f", os.O_CREATE|os.O_RDWR, 0o600)
+	f.Write([]byte("abc"))
+	data, _, err := Map(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write([]byte("def"))
+	if string(data) != "abc" {
+		t.Fatalf("mapping changed: %q", data)
+	}
+	// A File that is not a Mapper is read into a copy.
+	data, _, err = Map(struct{ File }{f})
+	if err != nil || string(data) != "abcdef" {
+		t.Fatalf("fallback Map: %q %v", data, err)
+	}
+}
+
+func TestMemLock(t *testing.T) {
+	m := NewMem()
+	l, err := m.Lock("/d/LOCK")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Lock("/d/LOCK"); !errors.Is(err, ErrLocked) {
+		t.Fatalf("second lock: %v", err)
+	}
+	if _, err := m.Crash().Lock("/d/LOCK"); err != nil {
+		t.Fatalf("a crash kept the lock: %v", err)
+	}
+	l.Close()
+	l.Close() // idempotent
+	l2, err := m.Lock("/d/LOCK")
+	if err != nil {
+		t.Fatalf("lock after release: %v", err)
+	}
+	l2.Close()
+}
 
 func TestMemCrash(t *testing.T) {
 	m := NewMem()

@@ -1,0 +1,86 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"testing"
+
+	"github.com/engramdb/engram/internal/vfs"
+)
+
+// TestMemFSStore runs a store wholly on a vfs.MemFS: every file the engine
+// reads, maps, lists or locks goes through Options.FS, so nothing reaches
+// the OS, and a second handle on the same MemFS is refused.
+func TestMemFSStore(t *testing.T) {
+	const dir = "/engram-memfs-test/store" // must never appear on the OS
+	mem := vfs.NewMem()
+	opts := Options{FS: mem, FlushBytes: -1, CompactInterval: -1}
+	db, err := Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(dir, opts); !errors.Is(err, ErrLocked) {
+		t.Fatalf("second Open on the same MemFS: %v", err)
+	}
+	c, err := db.CreateCollection(crashCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := map[string]int{}
+	for i := range 3 {
+		var recs []Record
+		for j := range 20 {
+			id := fmt.Sprintf("r%d", (i*20+j)%45)
+			recs = append(recs, Record{ID: id, Vector: crashVec(id, i), Text: fmt.Sprintf("%s v%d", id, i)})
+			model[id] = i
+		}
+		if err := c.Upsert(ctx, recs); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.Delete("r1", "r2"); err != nil {
+		t.Fatal(err)
+	}
+	delete(model, "r1")
+	delete(model, "r2")
+	if err := db.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.KV().Put("k", []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the store reached the OS: %v", err)
+	}
+	db, err = Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Check(); err != nil {
+		t.Fatal(err)
+	}
+	if err := crashStateMatches(db, model, map[string]string{"k": "v"}); err != nil {
+		t.Fatal(err)
+	}
+	if u, err := unknownFiles(mem, dir); err != nil || len(u) != 0 {
+		t.Fatalf("unknown files %v, %v", u, err)
+	}
+	if st := db.Stats(); st.WALBytes == 0 {
+		t.Fatalf("Stats: %+v", st)
+	}
+	if err := db.Backup("/engram-memfs-test/backup"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mem.Stat("/engram-memfs-test/backup/seg"); err != nil {
+		t.Fatalf("backup: %v", err)
+	}
+}
