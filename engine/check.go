@@ -198,7 +198,8 @@ type Stats struct {
 	WALBytes    int64
 	// MemBytes estimates the mutable parts' size (the flush threshold).
 	MemBytes int64
-	// BackgroundError is the last error of background flush/compaction.
+	// BackgroundError is the error of the last background flush or
+	// compaction; nil once one succeeds (after a full disk cleared, say).
 	BackgroundError error
 }
 

@@ -813,7 +813,10 @@ func (d *DB) background() {
 		tick = t.C
 	}
 	report := func(err error) {
-		if err != nil && !errors.Is(err, ErrClosed) && !errors.Is(err, errCompactionStale) && !errors.Is(err, errStopping) {
+		switch {
+		case err == nil:
+			d.bgErr.Store(nil) // a full disk that cleared is no longer news
+		case !errors.Is(err, ErrClosed) && !errors.Is(err, errCompactionStale) && !errors.Is(err, errStopping):
 			d.bgErr.Store(&err)
 		}
 	}

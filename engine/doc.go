@@ -135,6 +135,23 @@
 //	    deletes it -> nothing
 //	LOCK, unknown files -> nothing to repair (UnknownFiles reports foreign
 //	    files) -> nothing
+//	disk full (ENOSPC) or an I/O error on a WAL write or sync -> the write
+//	    returns it, nothing applied -> the WAL undoes the failed write
+//	    before returning (cut back to the last good record, synced); the
+//	    next write goes through once the cause clears, no reopen -> the
+//	    failed write only (its caller was told)
+//	disk full or an I/O error in a flush, compaction or manifest write ->
+//	    the call returns it (background: Stats.BackgroundError) -> its
+//	    files are removed; the store serves on from memory and the WAL,
+//	    and the next flush succeeds -> nothing
+//
+// A write that failed is never applied and never replays later: the WAL
+// cuts off what the failed append left in the file, even a whole record
+// whose sync failed, before the error reaches the caller. Only when that
+// undo fails too (the error wraps wal.ErrPoisoned; every later write
+// retries it and fails until it succeeds) can a crash before it succeeds
+// bring the failed write back at the next Open, like a write whose
+// acknowledgment was lost.
 //
 // # What survives what
 //

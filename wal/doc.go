@@ -59,10 +59,19 @@
 // synced after creating or deleting segments, so only the newest segment
 // can have a torn tail.
 //
-// After a failed write or sync the log is poisoned (ErrPoisoned): the
+// A failed write or sync (a full disk, an I/O error) fails every record of
+// its group and of the queue behind it, and is undone before the appenders
+// hear of it: segments the group started are removed and the one it wrote
+// into is cut back to where the last good flush ended, then synced; the
+// next record starts a new segment. The sync is never simply retried: the
 // kernel may already have dropped the dirty pages and marked them clean
-// ("fsyncgate"), so retrying the sync could falsely succeed. Every later
-// append fails until the log is reopened, which re-reads what is on disk.
+// ("fsyncgate"), so a retry could falsely succeed; cutting the bytes off
+// and syncing the cut does not depend on them. So a failed append is never
+// in the log, not even as a whole record whose sync failed, and the log
+// takes the next append as soon as the cause has cleared, without a
+// reopen. Only if the undo fails too (ErrPoisoned) may a crash before it
+// succeeds leave the failed records to replay at the next Open; every call
+// retries the undo until then. LSNs of undone records are handed out again.
 //
 // # Recovery
 //

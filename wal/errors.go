@@ -11,11 +11,11 @@ var (
 	// ErrRecordTooLarge is returned by Append for a payload over
 	// MaxRecordSize or one that cannot fit in an empty segment.
 	ErrRecordTooLarge = errors.New("wal: record too large")
-	// ErrPoisoned is returned by every append after a write or sync failed:
-	// the kernel may have dropped the unwritten pages, so nothing written
-	// since the last good sync can be trusted until the log is reopened,
-	// which re-reads what is really on disk.
-	ErrPoisoned = errors.New("wal: a write or sync failed; reopen the log")
+	// ErrPoisoned is returned while a failed write or sync could not be
+	// undone (see Log.Append): the failed records may still be in the
+	// segment, and would replay if the process died now. Every call retries
+	// the undo first and succeeds once it does.
+	ErrPoisoned = errors.New("wal: a failed write could not be undone")
 	// ErrNotWAL is returned by Open for a directory holding files that are
 	// not WAL segments, or segments of another format.
 	ErrNotWAL = errors.New("wal: not a write-ahead log directory")

@@ -14,9 +14,11 @@ import (
 )
 
 // TestInjectedFaults fails one operation while appending and checks that the
-// error reaches the caller, the log refuses further appends, and after a
-// reopen (of the running state, or of what a power loss would leave) every
-// acknowledged record is there and appends work again.
+// error reaches the caller, the failed record is undone at once (it is in
+// neither the running log nor what a power loss leaves), and the next
+// append succeeds without reopening the log: the cause cleared, the log
+// carries on. Every acknowledged record is there, before and after a
+// reopen.
 func TestInjectedFaults(t *testing.T) {
 	cases := []struct {
 		op    vfs.Op
@@ -39,89 +41,147 @@ func TestInjectedFaults(t *testing.T) {
 				mem.InjectError(tc.op, "/wal", tc.after, tc.err)
 				var acked []rec
 				var failed error
+				var failedP []byte
 				for i := 0; i < 40 && failed == nil; i++ {
 					p := payload(i, 7000)
 					lsn, err := l.Append(p)
 					if err != nil {
-						failed = err
+						failed, failedP = err, p
 						break
 					}
 					acked = append(acked, rec{lsn, p})
 				}
-				if !errors.Is(failed, tc.err) || !errors.Is(failed, ErrPoisoned) {
-					t.Fatalf("append error %v, want %v and ErrPoisoned", failed, tc.err)
+				if !errors.Is(failed, tc.err) || errors.Is(failed, ErrPoisoned) {
+					t.Fatalf("append error %v, want %v, undone (not ErrPoisoned)", failed, tc.err)
 				}
-				if _, err := l.Append([]byte("more")); !errors.Is(err, ErrPoisoned) {
-					t.Fatalf("append after failure: %v, want ErrPoisoned", err)
+				checkRecs(t, replayAll(t, l, 0), acked)
+				if s := l.Stats(); s.Failures != 1 || s.Rollbacks != 1 {
+					t.Fatalf("stats after one failure: %+v", s)
 				}
-				if err := l.Sync(); !errors.Is(err, ErrPoisoned) {
-					t.Fatalf("sync after failure: %v, want ErrPoisoned", err)
+				// The fault was one-shot: the cause is gone, the next
+				// append works on the same Log.
+				acked = appendAll(t, l, acked, []byte("after the fault"), payload(41, 9000))
+				if err := l.Sync(); err != nil {
+					t.Fatalf("sync after recovery: %v", err)
 				}
-				if err := l.Close(); !errors.Is(err, ErrPoisoned) {
-					t.Fatalf("close after failure: %v, want ErrPoisoned", err)
-				}
+				checkRecs(t, replayAll(t, l, 0), acked)
 				fs := mem
 				if crash {
 					fs = mem.Crash()
+				} else if err := l.Close(); err != nil {
+					t.Fatalf("close after recovery: %v", err)
 				}
 				opts.FS = fs
-				l = mustOpen(t, "/wal", opts)
-				got := replayAll(t, l, 0)
-				// The failed record may or may not be there; nothing else may.
-				if len(got) < len(acked) || len(got) > len(acked)+1 {
-					t.Fatalf("replayed %d records, %d acknowledged", len(got), len(acked))
+				l2 := mustOpen(t, "/wal", opts)
+				got := replayAll(t, l2, 0)
+				for _, r := range got {
+					if bytes.Equal(r.data, failedP) {
+						t.Fatalf("the failed record replays at %v after reopen", r.lsn)
+					}
 				}
-				checkRecs(t, got[:len(acked)], acked)
-				want := appendAll(t, l, got, payload(99, 10), payload(98, 20000))
-				checkRecs(t, replayAll(t, l, 0), want)
-				if err := l.Close(); err != nil {
+				checkRecs(t, got, acked)
+				want := appendAll(t, l2, got, payload(99, 10), payload(98, 20000))
+				checkRecs(t, replayAll(t, l2, 0), want)
+				if err := l2.Close(); err != nil {
 					t.Fatal(err)
+				}
+				if crash {
+					l.Close()
 				}
 			})
 		}
 	}
 }
 
+// TestUndoFails: when the undo of a failed write fails too (the truncate
+// or the removal of a half-created segment), the log is poisoned: appends
+// fail with ErrPoisoned, each retrying the undo, until it succeeds; then
+// appends work again without a reopen, and the failed record is gone.
+func TestUndoFails(t *testing.T) {
+	for _, undo := range []vfs.Op{vfs.OpTruncate, vfs.OpRemove, vfs.OpOpen} {
+		t.Run(string(undo), func(t *testing.T) {
+			mem := vfs.NewMem()
+			opts := Options{FS: mem, SegmentSize: MinSegmentSize}
+			l := mustOpen(t, "/wal", opts)
+			acked := appendAll(t, l, nil, payload(1, 100))
+			cause := vfs.OpWrite
+			if undo == vfs.OpRemove {
+				// The failed record starts segment 2: the undo removes it.
+				cause = vfs.OpSyncDir
+				acked = appendAll(t, l, acked, payload(5, 30000))
+			}
+			mem.InjectError(cause, "/wal", 0, syscall.ENOSPC)
+			mem.InjectError(undo, "/wal", 0, syscall.EIO)
+			mem.InjectError(undo, "/wal", 0, syscall.EIO)
+			failedP := payload(3, 40000)
+			if _, err := l.Append(failedP); !errors.Is(err, syscall.ENOSPC) || !errors.Is(err, ErrPoisoned) {
+				t.Fatalf("append whose undo failed: %v, want ENOSPC and ErrPoisoned", err)
+			}
+			if _, err := l.Append([]byte("x")); !errors.Is(err, ErrPoisoned) || !errors.Is(err, syscall.EIO) {
+				t.Fatalf("append while the undo still fails: %v, want ErrPoisoned with the undo's error", err)
+			}
+			acked = appendAll(t, l, acked, []byte("undone"))
+			for _, r := range replayAll(t, l, 0) {
+				if bytes.Equal(r.data, failedP) || bytes.Equal(r.data, []byte("x")) {
+					t.Fatalf("a failed record is in the log at %v", r.lsn)
+				}
+			}
+			checkRecs(t, replayAll(t, l, 0), acked)
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			l = mustOpen(t, "/wal", Options{FS: mem.Crash(), SegmentSize: MinSegmentSize})
+			defer l.Close()
+			checkRecs(t, replayAll(t, l, 0), acked)
+		})
+	}
+}
+
 // TestSyncFailureFailsWholeGroup: every writer waiting on a failed group
-// sync gets the error, and nothing any writer saw acknowledged is lost.
+// sync gets the error, nothing any writer saw acknowledged is lost, no
+// failed record replays, and the writers carry on after the failure.
 func TestSyncFailureFailsWholeGroup(t *testing.T) {
 	mem := vfs.NewMem()
 	l := mustOpen(t, "/wal", Options{FS: mem})
 	mem.InjectError(vfs.OpSync, "", 30, syscall.EIO)
 	var mu sync.Mutex
 	acked := map[LSN][]byte{}
+	failed := map[string]bool{}
 	var wg sync.WaitGroup
-	var failures int
 	for w := 0; w < 8; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := 0; i < 1000; i++ { // bounded in case the fault never fires
-				p := payload(w*100+i, 500)
+			for i := 0; i < 200; i++ {
+				p := payload(w*1000+i, 500)
 				lsn, err := l.Append(p)
 				mu.Lock()
 				if err != nil {
-					failures++
-					mu.Unlock()
-					if !errors.Is(err, ErrPoisoned) {
+					failed[string(p)] = true
+					if !errors.Is(err, syscall.EIO) {
 						t.Errorf("append: %v", err)
 					}
-					return
+				} else {
+					acked[lsn] = p
 				}
-				acked[lsn] = p
 				mu.Unlock()
 			}
 		}()
 	}
 	wg.Wait()
-	l.Close()
-	if failures != 8 {
-		t.Fatalf("%d writers failed, want all 8", failures)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if len(failed) == 0 || len(acked)+len(failed) != 8*200 {
+		t.Fatalf("%d failed, %d acknowledged of %d", len(failed), len(acked), 8*200)
 	}
 	l = mustOpen(t, "/wal", Options{FS: mem.Crash()})
 	defer l.Close()
 	found := 0
 	for _, r := range replayAll(t, l, 0) {
+		if failed[string(r.data)] {
+			t.Fatalf("a record whose append failed replays at %v", r.lsn)
+		}
 		if p, ok := acked[r.lsn]; ok {
 			if !bytes.Equal(p, r.data) {
 				t.Fatalf("record %v differs", r.lsn)

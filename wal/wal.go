@@ -119,6 +119,8 @@ type Stats struct {
 	Writes       int64         // write calls (one per group)
 	Syncs        int64         // fdatasync calls
 	SyncTime     time.Duration // spent in those calls
+	Failures     int64         // writes or syncs that failed (each fails its group)
+	Rollbacks    int64         // failed writes undone (see Append)
 }
 
 // Log is an open write-ahead log. Its methods are safe for concurrent use.
@@ -149,9 +151,16 @@ type Log struct {
 	durable    LSN    // last record made durable
 	dirty      bool   // written since the last sync
 	lastGroup  int    // records in the last flushed group
-	err        error  // sticky: a write or sync failed
-	closed     bool
-	stats      Stats
+	// gen counts failed flushes. LSNs of undone records are handed out
+	// again, so "durable >= lsn" holds for a waiter only within its
+	// generation: a failure settles every waiter there is (failLocked).
+	gen     uint64
+	waiters map[*waiter]struct{}
+	cause   error // what failed the last failed flush
+	failure error // the error its records get once it is undone
+	err     error // sticky while a failed flush is not undone (ErrPoisoned)
+	closed  bool
+	stats   Stats
 
 	f File // the segment being written; owned by the flushing goroutine
 
@@ -381,8 +390,17 @@ func writeAll(f File, b []byte) error {
 
 // Append adds a record and returns its LSN. In Always mode it returns once
 // the record is durable. The payload is copied; it may be empty and may be
-// at most MaxRecordSize bytes. After an error other than
-// ErrRecordTooLarge the record may or may not be in the log after reopening.
+// at most MaxRecordSize bytes.
+//
+// A failed write or sync fails every record of its group and is undone
+// before Append returns: the segments the group started are removed and
+// the one it wrote into is cut back to the last record written before it,
+// and synced. The failed records are then in neither the running log nor
+// what a crash leaves, and the next Append proceeds normally (once the
+// cause, a full disk say, has cleared). If the undo fails too, the error
+// wraps ErrPoisoned: the failed records may reappear if the process dies
+// now, and every call retries the undo first, failing with ErrPoisoned
+// until it succeeds.
 func (l *Log) Append(payload []byte) (LSN, error) {
 	if len(payload) > MaxRecordSize {
 		return 0, fmt.Errorf("%w: %d bytes, limit %d", ErrRecordTooLarge, len(payload), MaxRecordSize)
@@ -401,6 +419,7 @@ func (l *Log) Append(payload []byte) (LSN, error) {
 	}
 	l.stats.Appends++
 	l.stats.PayloadBytes += int64(len(payload))
+	gen := l.gen
 	if l.opts.Sync.kind == syncAlways {
 		if err := l.waitDurableLocked(lsn); err != nil {
 			return 0, err
@@ -408,8 +427,10 @@ func (l *Log) Append(payload []byte) (LSN, error) {
 		return lsn, nil
 	}
 	l.drainLocked()
-	if l.err != nil && l.written < lsn {
-		return 0, l.err
+	// (mu has been held since drainLocked's last flush: an undo keeps
+	// written, so written >= lsn means this record was written before it.)
+	if l.gen != gen && l.written < lsn {
+		return 0, l.failedErr()
 	}
 	return lsn, nil
 }
@@ -437,11 +458,34 @@ var compressBufs = sync.Pool{New: func() any { return new([]byte) }}
 // not pin its memory.
 const maxPooledBuf = 4 << 20
 
+// usableLocked refuses calls on a closed log and retries the undo of a
+// failed flush that could not be undone so far.
 func (l *Log) usableLocked() error {
 	if l.closed {
 		return ErrClosed
 	}
-	return l.err
+	if l.err == nil {
+		return nil
+	}
+	for l.flushing {
+		l.cond.Wait()
+	}
+	if l.err == nil {
+		return nil
+	}
+	if err := l.undoLocked(); err != nil {
+		l.err = fmt.Errorf("%w: %w; undoing it failed: %w", ErrPoisoned, l.cause, err)
+		return l.err
+	}
+	return nil
+}
+
+// failedErr is the error for a record its flush failed.
+func (l *Log) failedErr() error {
+	if l.err != nil {
+		return l.err
+	}
+	return l.failure
 }
 
 // encodeLocked frames a record into the pending chunks, starting a new
@@ -483,16 +527,29 @@ func (l *Log) buf() []byte {
 	return nil
 }
 
-// waitDurableLocked waits until lsn is durable, leading a group flush
-// whenever no other goroutine is flushing: records appended while a flush
-// is in progress queue up and share the next fdatasync.
+// waiter is a caller of waitDurableLocked.
+type waiter struct {
+	lsn             LSN
+	settled, failed bool // by a failed flush: failed unless lsn was durable then
+}
+
+// waitDurableLocked waits until lsn, encoded in the current generation
+// (mu has been held since), is durable, leading a group flush whenever no
+// other goroutine is flushing: records appended while a flush is in
+// progress queue up and share the next fdatasync.
 func (l *Log) waitDurableLocked(lsn LSN) error {
+	w := &waiter{lsn: lsn}
+	if l.waiters == nil {
+		l.waiters = map[*waiter]struct{}{}
+	}
+	l.waiters[w] = struct{}{}
+	defer delete(l.waiters, w)
 	for {
 		switch {
-		case l.durable >= lsn:
+		case w.settled && w.failed:
+			return l.failedErr()
+		case w.settled || l.durable >= lsn:
 			return nil
-		case l.err != nil:
-			return l.err
 		case !l.flushing:
 			l.gatherLocked()
 			l.flushLocked(true)
@@ -534,8 +591,9 @@ func (l *Log) drainLocked() {
 }
 
 // flushLocked writes the pending chunks, and syncs if sync is set, with mu
-// released during the I/O. A failure poisons the log.
-func (l *Log) flushLocked(sync bool) {
+// released during the I/O. A failure fails the records written and those
+// pending (see failLocked); the error is returned.
+func (l *Log) flushLocked(sync bool) error {
 	chunks, group := l.pending, l.pendN
 	l.pending, l.pendN = nil, 0
 	target, endSeg, endOff := l.last, l.seg, l.segOff
@@ -559,9 +617,7 @@ func (l *Log) flushLocked(sync bool) {
 		l.active = chunks[len(chunks)-1].seg
 	}
 	if err != nil {
-		if l.err == nil {
-			l.err = fmt.Errorf("%w: %w", ErrPoisoned, err)
-		}
+		err = l.failLocked(err)
 	} else {
 		l.written, l.writtenSeg, l.writtenOff = target, endSeg, endOff
 		if sync {
@@ -573,6 +629,80 @@ func (l *Log) flushLocked(sync bool) {
 		}
 	}
 	l.cond.Broadcast()
+	return err
+}
+
+// failLocked ends the generation after a failed flush: the records it
+// carried and those queued behind it (encoded at offsets after them) are
+// failed, and the log is undone to the last record written before them.
+// It returns the error their appenders get. Only the flushing goroutine,
+// with flushing cleared, calls it.
+func (l *Log) failLocked(cause error) error {
+	l.stats.Failures++
+	l.gen++
+	for w := range l.waiters {
+		if !w.settled {
+			w.settled, w.failed = true, w.lsn > l.durable
+		}
+	}
+	l.cause = cause
+	l.failure = fmt.Errorf("wal: write failed (the record is not in the log): %w", cause)
+	for _, c := range l.pending {
+		if cap(c.data) <= maxPooledBuf {
+			l.free = append(l.free, c.data)
+		}
+	}
+	l.pending, l.pendN = nil, 0
+	l.opts.Logger.Warn("wal: write failed; undoing it", "segment", segmentName(l.writtenSeg), "offset", l.writtenOff, "err", cause)
+	if err := l.undoLocked(); err != nil {
+		l.err = fmt.Errorf("%w: %w; undoing it failed: %w", ErrPoisoned, cause, err)
+		l.opts.Logger.Error("wal: undoing a failed write failed; every call retries it", "err", err)
+		return l.err
+	}
+	return l.failure
+}
+
+// undoLocked puts the files back as they were after the last successful
+// flush: it removes the segments started since (newest first, so no gap
+// ever shows), cuts the segment written then back to where that flush
+// ended, and syncs both; the next record starts a new segment. The undone
+// bytes may hold whole records (a write that landed before its sync
+// failed): cutting them is what keeps a failed append from replaying at
+// the next Open. It is retried until it succeeds, and clears l.err then.
+//
+// What stays is what earlier flushes wrote. In Always mode all of it was
+// synced before. In the other modes it may have been handed to the OS only:
+// a kernel that dropped those pages after a failed sync ("fsyncgate") makes
+// the sync here succeed without them, so they are lost on a power loss,
+// which those modes do not promise to survive anyway.
+func (l *Log) undoLocked() error {
+	if l.f != nil {
+		_ = l.f.Close() // its error is the failure being undone, or moot
+		l.f = nil
+	}
+	for ; l.seg > l.writtenSeg; l.seg-- {
+		if err := l.opts.FS.Remove(l.path(l.seg)); err != nil && !errors.Is(err, iofs.ErrNotExist) {
+			return fmt.Errorf("wal: %w", err)
+		}
+	}
+	if err := l.opts.FS.SyncDir(l.dir); err != nil {
+		return fmt.Errorf("wal: %w", err)
+	}
+	f, err := l.opts.FS.OpenFile(l.path(l.writtenSeg), os.O_RDWR|os.O_APPEND, 0)
+	if err != nil {
+		return fmt.Errorf("wal: %w", err)
+	}
+	if err := truncateSegment(f, l.writtenSeg, l.writtenOff); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("wal: %w", err)
+	}
+	l.f = f
+	l.seg, l.segOff, l.last, l.durable = l.writtenSeg, l.writtenOff, l.written, l.written
+	l.active, l.dirty, l.rollNext = l.writtenSeg, false, true
+	l.err = nil
+	l.stats.Rollbacks++
+	l.opts.Logger.Info("wal: failed write undone", "segment", segmentName(l.writtenSeg), "offset", l.writtenOff)
+	return nil
 }
 
 // write hands chunks to the OS and syncs if asked. Only the flushing
@@ -688,9 +818,8 @@ func (l *Log) Roll() (uint32, error) {
 	l.seg++
 	l.segOff = segHeaderSize
 	l.pending = append(l.pending, chunk{seg: l.seg, create: true, data: append(l.buf(), segmentHeader(l.seg)...)})
-	l.flushLocked(true)
-	if l.err != nil {
-		return 0, l.err
+	if err := l.flushLocked(true); err != nil {
+		return 0, err
 	}
 	return l.seg, nil
 }
@@ -811,10 +940,17 @@ func (l *Log) Close() error {
 	for l.flushing {
 		l.cond.Wait()
 	}
-	if l.err == nil {
-		l.flushLocked(true)
+	var err error
+	if l.err != nil {
+		// A last try at undoing a failed flush, so the files hold no
+		// record that was reported failed.
+		if uerr := l.undoLocked(); uerr != nil {
+			err = l.err
+		}
 	}
-	err := l.err
+	if err == nil {
+		err = l.flushLocked(true)
+	}
 	if l.f != nil {
 		err = errors.Join(err, l.f.Close())
 		l.f = nil
