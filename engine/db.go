@@ -225,6 +225,13 @@ func (d *DB) open(fresh bool) error {
 	if err != nil {
 		return err
 	}
+	if finished, err := d.finishCreation(st); err != nil {
+		return err
+	} else if finished {
+		if st, err = loadManifests(fsys, d.dir); err != nil {
+			return err
+		}
+	}
 	if st.m == nil {
 		return &CorruptionError{File: filepath.Join(d.dir, manifestFileName(max(st.maxNum, 1))), Err: errNoManifest}
 	}
@@ -364,6 +371,29 @@ func walCorruption(dir string, err error) error {
 		return &CorruptionError{File: filepath.Join(dir, "wal"), Err: err}
 	}
 	return err
+}
+
+// finishCreation writes the CURRENT that a power loss (or a failed write)
+// cut off while the store was created: the store's only manifest is the
+// first, empty one, and nothing names it. Every later manifest is written
+// once CURRENT names the first, so no other state looks like this, and the
+// pointer it restores is the one Open follows anyway: nothing is lost and
+// no damage is hidden. Without it Check would report a store that merely
+// crashed while being created as corrupt until the first flush.
+func (d *DB) finishCreation(st *manifestState) (bool, error) {
+	if st.num != 1 || st.maxNum != 1 || len(st.readable) != 1 || len(st.problems) != 1 {
+		return false, nil
+	}
+	if m := st.m; len(m.colls) > 0 || len(m.kv) > 0 || m.checkpoint != 0 || m.rebuilt {
+		return false, nil
+	}
+	if _, err := d.opts.FS.Stat(filepath.Join(d.dir, currentName)); !errors.Is(err, fs.ErrNotExist) {
+		return false, nil // present but damaged: Check reports it
+	}
+	if err := writeFileAtomic(d.opts.FS, d.dir, currentName, []byte(manifestFileName(1)+"\n")); err != nil {
+		return false, fmt.Errorf("engine: write CURRENT: %w", err)
+	}
+	return true, nil
 }
 
 // removeUnreferenced deletes segment files no readable manifest names:
