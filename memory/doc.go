@@ -69,7 +69,9 @@
 // that shares little with it (memorytest's OldExactMatchOutranksFreshUnrelated). Every Result
 // carries these parts in Score, so a caller can see why a
 // memory came back. Unless NoTouch is set, the returned memories' access counts and last-access
-// times are updated durably in one backend call (Collection.Touch: one WAL record in the engine).
+// times are updated durably in one backend call (Collection.Touch: one WAL record in the engine),
+// best effort: if that write fails (a full disk) the recall still answers; the failure is counted
+// (Store.TouchFailures) and logged once per burst (Options.Logger).
 // Time comes from Options.Clock, so tests inject a fixed clock instead of sleeping.
 //
 // Forget and ForgetWhere delete. Cleanup moves stale memories (default: not written for 180 days

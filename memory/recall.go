@@ -4,9 +4,12 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"log/slog"
 	"math"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 )
@@ -257,7 +260,9 @@ func (s *Store) plan(query string, o RecallOptions) (recallPlan, error) {
 // zero or less shares nothing with the query and is dropped from its list, so a memory matching
 // neither list never comes back), fused, multiplied by time decay and
 // source/importance weights, cut to K. Unless NoTouch, the returned memories' access counts and
-// last access times are updated durably in one batch. Invalid options give ErrInvalidInput.
+// last access times are updated durably in one batch, best effort: when that write fails (a full
+// disk) the recall still answers, and the failure is counted (TouchFailures) and logged once per
+// burst. Invalid options give ErrInvalidInput.
 func (s *Store) Recall(ctx context.Context, query string, opts RecallOptions) ([]Result, error) {
 	return s.recall(ctx, query, nil, opts)
 }
@@ -397,12 +402,49 @@ func (s *Store) recall(ctx context.Context, query string, vec []float32, opts Re
 		for i := range results {
 			ids[i] = results[i].ID
 		}
-		if err := coll.Touch(ctx, ids, p.now); err != nil {
-			return nil, fmt.Errorf("memory: recording access: %w", err)
-		}
+		s.touch.record(s.opts.Logger, coll.Touch(ctx, ids, p.now))
 	}
 	return results, nil
 }
+
+// touchStats counts the recalls whose access statistics could not be recorded. Those are best
+// effort: a recall has its answer before it records the access, and a full disk (or any other
+// write failure) must not turn a read into an error. A burst of failures is logged once, when
+// it starts, and once more when recording works again.
+type touchStats struct {
+	failures atomic.Int64
+	mu       sync.Mutex
+	burst    int64 // failures since the last success; 0 outside a burst
+}
+
+func (t *touchStats) record(log *slog.Logger, err error) {
+	if err == nil {
+		if t.failures.Load() == 0 {
+			return // the common case: never failed, no lock
+		}
+		t.mu.Lock()
+		n := t.burst
+		t.burst = 0
+		t.mu.Unlock()
+		if n > 0 {
+			log.Info("memory: recording recall access statistics works again", "failed_recalls", n)
+		}
+		return
+	}
+	t.failures.Add(1)
+	t.mu.Lock()
+	t.burst++
+	first := t.burst == 1
+	t.mu.Unlock()
+	if first {
+		log.Warn("memory: recording recall access statistics failed; recalls still answer, the access counts of "+
+			"the failed ones are lost (logged once until it works again)", "err", err)
+	}
+}
+
+// TouchFailures returns how many recalls since the Store was made could not record their access
+// statistics (access count, last access). Those recalls answered anyway.
+func (s *Store) TouchFailures() int64 { return s.touch.failures.Load() }
 
 // fillTexts reads the texts of results that came from a CandidateSearcher. A memory forgotten
 // since the search is dropped.

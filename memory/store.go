@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"strings"
 	"sync"
@@ -69,6 +70,9 @@ type Options struct {
 	// HistoryVersions is how many earlier versions of each memory History keeps
 	// (DefaultHistoryVersions, at most MaxHistoryVersions); negative keeps none.
 	HistoryVersions int
+	// Logger receives warnings the Store handles itself (a recall whose access statistics could
+	// not be recorded); nil means slog.Default().
+	Logger *slog.Logger
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -104,6 +108,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.HistoryVersions == 0 {
 		o.HistoryVersions = DefaultHistoryVersions
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
 	}
 	switch {
 	case o.Collection == RecordsCollection || o.Collection == historyCollection || strings.HasPrefix(o.Collection, "archive-"):
@@ -151,6 +158,8 @@ type Store struct {
 
 	histMu sync.Mutex
 	hist   Collection // the history collection, once opened (history.go)
+
+	touch touchStats // recall.go
 }
 
 // KV keys the memory layer uses; everything it keeps outside collections lives under "memory/".

@@ -120,7 +120,7 @@ func (h *Handler) streamRoute(pattern string, maxBody int64, fn func(http.Respon
 				h.opts.Logger.Error("request failed", "route", pattern, "err", err)
 			}
 			if !sw.wrote {
-				writeError(sw, status, err)
+				writeError(sw, status, explain(err))
 			}
 		}
 		if sw.wrote {

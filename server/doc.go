@@ -84,5 +84,10 @@
 // was written), 401 for a missing or wrong key, 403 for a foreign Origin or
 // a right or session the key lacks,
 // 404 for unknown tasks or routes, 413 for oversized bodies, 415 for a body
-// that is not JSON, 421 for a foreign Host, 500 otherwise.
+// that is not JSON, 421 for a foreign Host, 501 for an operation the backend
+// does not have, 507 Insufficient Storage when the disk holding the store is
+// full (the write failed; the next one succeeds once space is freed, with no
+// restart; MCP tools say the same as a tool error), 500 otherwise. A recall
+// never fails for a full disk: recording its access statistics is best
+// effort (engram_touch_failures_total counts those that could not be).
 package server

@@ -87,6 +87,15 @@ func mcpCaller(extra *mcp.RequestExtra, fallback *Caller) *Caller {
 	return nobody
 }
 
+// addTool is mcp.AddTool with the tool's error explained (see explain): a
+// full disk reads as such to the model and its user, as the 507 does over HTTP.
+func addTool[In, Out any](s *mcp.Server, t *mcp.Tool, h mcp.ToolHandlerFor[In, Out]) {
+	mcp.AddTool(s, t, func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
+		res, out, err := h(ctx, req, in)
+		return res, out, explain(err)
+	})
+}
+
 // newMCP builds the MCP server; each tool checks its caller's right and
 // session scope like the HTTP routes do.
 func newMCP(store *memory.Store, fallback *Caller) *mcp.Server {
@@ -94,7 +103,7 @@ func newMCP(store *memory.Store, fallback *Caller) *mcp.Server {
 		Instructions: "engram is the user's long-term memory. Call recall before answering questions that may depend on " +
 			"earlier conversations, and remember for facts worth keeping (preferences, plans, names, decisions).",
 	})
-	mcp.AddTool(s, &mcp.Tool{Name: "remember", Description: "Store a memory for a session."},
+	addTool(s, &mcp.Tool{Name: "remember", Description: "Store a memory for a session."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in MCPRememberInput) (*mcp.CallToolResult, MCPRememberOutput, error) {
 			if err := mcpCaller(req.Extra, fallback).Check(RightWrite, in.Session); err != nil {
 				return nil, MCPRememberOutput{}, err
@@ -105,7 +114,7 @@ func newMCP(store *memory.Store, fallback *Caller) *mcp.Server {
 			}
 			return nil, MCPRememberOutput{IDs: res.IDs, Merged: res.Merged, Superseded: res.Superseded}, nil
 		})
-	mcp.AddTool(s, &mcp.Tool{Name: "recall", Description: "Recall the memories of a session most relevant to a query."},
+	addTool(s, &mcp.Tool{Name: "recall", Description: "Recall the memories of a session most relevant to a query."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in MCPRecallInput) (*mcp.CallToolResult, MCPRecallOutput, error) {
 			if err := mcpCaller(req.Extra, fallback).Check(RightRead, in.Session); err != nil {
 				return nil, MCPRecallOutput{}, err
@@ -138,7 +147,7 @@ func newMCP(store *memory.Store, fallback *Caller) *mcp.Server {
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text.String()}}}, out, nil
 		})
-	mcp.AddTool(s, &mcp.Tool{Name: "forget", Description: "Delete memories by ID (all must exist, or nothing is deleted), or the memories of a session that match a filter."},
+	addTool(s, &mcp.Tool{Name: "forget", Description: "Delete memories by ID (all must exist, or nothing is deleted), or the memories of a session that match a filter."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in MCPForgetInput) (*mcp.CallToolResult, MCPForgetOutput, error) {
 			c := mcpCaller(req.Extra, fallback)
 			if err := c.Check(RightWrite); err != nil {

@@ -71,7 +71,7 @@ func addContextTools(s *mcp.Server, store *memory.Store, fallback *Caller) {
 		}
 		return t, nil
 	}
-	mcp.AddTool(s, &mcp.Tool{Name: "context", Description: "Read a session's short-term memory: a summary of older turns and the recent turns verbatim."},
+	addTool(s, &mcp.Tool{Name: "context", Description: "Read a session's short-term memory: a summary of older turns and the recent turns verbatim."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in MCPSessionInput) (*mcp.CallToolResult, any, error) {
 			if err := caller(req).Check(RightRead, in.Session); err != nil {
 				return nil, nil, err
@@ -79,7 +79,7 @@ func addContextTools(s *mcp.Server, store *memory.Store, fallback *Caller) {
 			c, err := store.Context(ctx, in.Session)
 			return nil, c, err
 		})
-	mcp.AddTool(s, &mcp.Tool{Name: "add_turn", Description: "Append a turn to a session's conversation buffer; older turns are summarized past its budget."},
+	addTool(s, &mcp.Tool{Name: "add_turn", Description: "Append a turn to a session's conversation buffer; older turns are summarized past its budget."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in MCPAddTurnInput) (*mcp.CallToolResult, any, error) {
 			if err := caller(req).Check(RightWrite, in.Session); err != nil {
 				return nil, nil, err
@@ -87,7 +87,7 @@ func addContextTools(s *mcp.Server, store *memory.Store, fallback *Caller) {
 			c, err := store.AddTurn(ctx, in.Session, memory.Turn{Role: in.Role, Text: in.Text})
 			return nil, c, err
 		})
-	mcp.AddTool(s, &mcp.Tool{Name: "clear_context", Description: "Delete a session's conversation buffer and summary."},
+	addTool(s, &mcp.Tool{Name: "clear_context", Description: "Delete a session's conversation buffer and summary."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in MCPSessionInput) (*mcp.CallToolResult, any, error) {
 			if err := caller(req).Check(RightWrite, in.Session); err != nil {
 				return nil, nil, err
@@ -97,7 +97,7 @@ func addContextTools(s *mcp.Server, store *memory.Store, fallback *Caller) {
 			}
 			return nil, map[string]bool{"cleared": true}, nil
 		})
-	mcp.AddTool(s, &mcp.Tool{Name: "tasks", Description: "List the tasks (working memory of multi-step jobs) the caller may see."},
+	addTool(s, &mcp.Tool{Name: "tasks", Description: "List the tasks (working memory of multi-step jobs) the caller may see."},
 		func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
 			c := caller(req)
 			if err := c.Check(RightRead); err != nil {
@@ -109,12 +109,12 @@ func addContextTools(s *mcp.Server, store *memory.Store, fallback *Caller) {
 			}
 			return nil, map[string]any{"tasks": VisibleBy(c, ts, func(t memory.Task) string { return t.Session })}, nil
 		})
-	mcp.AddTool(s, &mcp.Tool{Name: "task", Description: "Read a task: its steps with results, the next step, timestamps."},
+	addTool(s, &mcp.Tool{Name: "task", Description: "Read a task: its steps with results, the next step, timestamps."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in MCPTaskInput) (*mcp.CallToolResult, any, error) {
 			t, err := task(ctx, caller(req), RightRead, in.ID)
 			return nil, t, err
 		})
-	mcp.AddTool(s, &mcp.Tool{Name: "start_task", Description: "Start a task, so a multi-step job can resume after a crash."},
+	addTool(s, &mcp.Tool{Name: "start_task", Description: "Start a task, so a multi-step job can resume after a crash."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in MCPStartTaskInput) (*mcp.CallToolResult, any, error) {
 			if err := caller(req).Check(RightWrite, in.Session); err != nil {
 				return nil, nil, err
@@ -122,7 +122,7 @@ func addContextTools(s *mcp.Server, store *memory.Store, fallback *Caller) {
 			t, err := store.StartSessionTask(ctx, in.Session, in.ID, in.Goal)
 			return nil, t, err
 		})
-	mcp.AddTool(s, &mcp.Tool{Name: "update_step", Description: "Record a step of a task (status, result) and the next step."},
+	addTool(s, &mcp.Tool{Name: "update_step", Description: "Record a step of a task (status, result) and the next step."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in MCPStepInput) (*mcp.CallToolResult, any, error) {
 			if _, err := task(ctx, caller(req), RightWrite, in.ID); err != nil {
 				return nil, nil, err
@@ -138,7 +138,7 @@ func addContextTools(s *mcp.Server, store *memory.Store, fallback *Caller) {
 			t, err := store.UpdateStep(ctx, in.ID, st, in.Next)
 			return nil, t, err
 		})
-	mcp.AddTool(s, &mcp.Tool{Name: "finish_task", Description: "Mark a task done or failed."},
+	addTool(s, &mcp.Tool{Name: "finish_task", Description: "Mark a task done or failed."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in MCPFinishInput) (*mcp.CallToolResult, any, error) {
 			if _, err := task(ctx, caller(req), RightWrite, in.ID); err != nil {
 				return nil, nil, err
@@ -150,7 +150,7 @@ func addContextTools(s *mcp.Server, store *memory.Store, fallback *Caller) {
 			t, err := store.FinishTask(ctx, in.ID, status)
 			return nil, t, err
 		})
-	mcp.AddTool(s, &mcp.Tool{Name: "delete_task", Description: "Delete a task."},
+	addTool(s, &mcp.Tool{Name: "delete_task", Description: "Delete a task."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in MCPTaskInput) (*mcp.CallToolResult, any, error) {
 			if _, err := task(ctx, caller(req), RightWrite, in.ID); err != nil {
 				return nil, nil, err

@@ -85,7 +85,7 @@ func mcpMemory(ctx context.Context, store *memory.Store, c *Caller, id string, r
 }
 
 func addMemoryTools(s *mcp.Server, store *memory.Store, fallback *Caller) {
-	mcp.AddTool(s, &mcp.Tool{Name: "get", Description: "Get one memory by ID."},
+	addTool(s, &mcp.Tool{Name: "get", Description: "Get one memory by ID."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in MCPIDInput) (*mcp.CallToolResult, memory.MemoryJSON, error) {
 			m, err := mcpMemory(ctx, store, mcpCaller(req.Extra, fallback), in.ID, RightRead)
 			if err != nil {
@@ -93,7 +93,7 @@ func addMemoryTools(s *mcp.Server, store *memory.Store, fallback *Caller) {
 			}
 			return nil, memory.ToJSON(&m, false), nil
 		})
-	mcp.AddTool(s, &mcp.Tool{Name: "list", Description: "List a session's memories, newest first, optionally filtered."},
+	addTool(s, &mcp.Tool{Name: "list", Description: "List a session's memories, newest first, optionally filtered."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in MCPListInput) (*mcp.CallToolResult, MCPListOutput, error) {
 			if err := mcpCaller(req.Extra, fallback).Check(RightRead, in.Session); err != nil {
 				return nil, MCPListOutput{}, err
@@ -116,7 +116,7 @@ func addMemoryTools(s *mcp.Server, store *memory.Store, fallback *Caller) {
 			}
 			return nil, out, nil
 		})
-	mcp.AddTool(s, &mcp.Tool{Name: "update", Description: "Change a memory's text, source, tags, importance or metadata; the earlier version is kept in its history."},
+	addTool(s, &mcp.Tool{Name: "update", Description: "Change a memory's text, source, tags, importance or metadata; the earlier version is kept in its history."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in MCPUpdateInput) (*mcp.CallToolResult, memory.MemoryJSON, error) {
 			if _, err := mcpMemory(ctx, store, mcpCaller(req.Extra, fallback), in.ID, RightWrite); err != nil {
 				return nil, memory.MemoryJSON{}, err
@@ -131,7 +131,7 @@ func addMemoryTools(s *mcp.Server, store *memory.Store, fallback *Caller) {
 			}
 			return nil, memory.ToJSON(&m, false), nil
 		})
-	mcp.AddTool(s, &mcp.Tool{Name: "delete", Description: "Delete one memory by ID, with its history."},
+	addTool(s, &mcp.Tool{Name: "delete", Description: "Delete one memory by ID, with its history."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in MCPIDInput) (*mcp.CallToolResult, MCPDeleteOutput, error) {
 			if _, err := mcpMemory(ctx, store, mcpCaller(req.Extra, fallback), in.ID, RightWrite); err != nil {
 				return nil, MCPDeleteOutput{}, err
@@ -141,7 +141,7 @@ func addMemoryTools(s *mcp.Server, store *memory.Store, fallback *Caller) {
 			}
 			return nil, MCPDeleteOutput{Deleted: in.ID}, nil
 		})
-	mcp.AddTool(s, &mcp.Tool{Name: "history", Description: "The earlier versions of a memory (what merges, updates and superseding facts replaced), oldest first."},
+	addTool(s, &mcp.Tool{Name: "history", Description: "The earlier versions of a memory (what merges, updates and superseding facts replaced), oldest first."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in MCPIDInput) (*mcp.CallToolResult, MCPHistoryOutput, error) {
 			if _, err := mcpMemory(ctx, store, mcpCaller(req.Extra, fallback), in.ID, RightRead); err != nil {
 				return nil, MCPHistoryOutput{}, err

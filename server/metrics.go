@@ -63,13 +63,20 @@ var storeGauges = []struct {
 	{prometheus.NewDesc("engram_memory_bytes", "Bytes the store keeps in memory.", nil, nil), func(s memory.Stats) float64 { return float64(s.Backend.MemBytes) }},
 }
 
+// touchFailures is read without Stats (which scans the store), so it is
+// reported even while the store cannot be scanned.
+var touchFailures = prometheus.NewDesc("engram_touch_failures_total",
+	"Recalls that answered but could not record their access statistics (a full disk, say).", nil, nil)
+
 func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, g := range storeGauges {
 		ch <- g.desc
 	}
+	ch <- touchFailures
 }
 
 func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
+	ch <- prometheus.MustNewConstMetric(touchFailures, prometheus.CounterValue, float64(c.store.TouchFailures()))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	st, err := c.store.Stats(ctx)

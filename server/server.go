@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -181,7 +182,7 @@ func (h *Handler) route(pattern string, a Access, fn func(http.ResponseWriter, *
 				// The answer has begun; it cannot become an error any more.
 				h.opts.Logger.Error("request failed after its response began", "route", name, "err", err)
 			} else {
-				writeError(rec, status, err)
+				writeError(rec, status, explain(err))
 			}
 		}
 		if rec.encodeErr != nil {
@@ -259,6 +260,10 @@ func statusOf(err error) int {
 	switch {
 	case errors.As(err, &tooBig):
 		return http.StatusRequestEntityTooLarge
+	case errors.Is(err, syscall.ENOSPC):
+		return http.StatusInsufficientStorage
+	case errors.Is(err, memory.ErrUnsupported):
+		return http.StatusNotImplemented
 	case errors.Is(err, errBadRequest), errors.Is(err, memory.ErrInvalidInput), errors.Is(err, memory.ErrInvalidFilter):
 		return http.StatusBadRequest
 	case errors.Is(err, ErrForbidden):
@@ -273,6 +278,17 @@ func statusOf(err error) int {
 		return http.StatusGatewayTimeout
 	}
 	return http.StatusInternalServerError
+}
+
+// explain adds what a client should know to errors that need it: a full
+// disk failed the write, nothing is wrong with the request, and the server
+// takes writes again, without a restart, once space is freed.
+func explain(err error) error {
+	if err != nil && errors.Is(err, syscall.ENOSPC) {
+		return fmt.Errorf("insufficient storage: the disk holding the store is full and this write failed; "+
+			"free space and retry (the server needs no restart): %w", err)
+	}
+	return err
 }
 
 func writeError(w http.ResponseWriter, status int, err error) {

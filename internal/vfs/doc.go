@@ -22,6 +22,9 @@
 // matching operation fail once with a chosen error (ENOSPC, EIO, ...); a
 // failed write first writes half its bytes, as a short write would.
 //
+// FullFS wraps any FS as a disk that fills up and frees again (SetFull):
+// while full, every file write fails with ENOSPC after half its bytes.
+//
 // # Caveats
 //
 // MemFS directories are durable as soon as MkdirAll returns, a crash keeps a

@@ -242,3 +242,34 @@ func TestMemInjectError(t *testing.T) {
 		t.Fatal("write after close succeeded")
 	}
 }
+
+func TestFull(t *testing.T) {
+	mem := NewMem()
+	full := NewFull(mem)
+	f, err := full.OpenFile("/a", os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write([]byte("abcd")); err != nil {
+		t.Fatal(err)
+	}
+	full.SetFull(true)
+	if n, err := f.Write([]byte("efgh")); n != 2 || !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("write on a full disk: %d %v, want a short write and ENOSPC", n, err)
+	}
+	if err := f.Truncate(4); err != nil {
+		t.Fatalf("truncate on a full disk: %v", err)
+	}
+	full.SetFull(false)
+	if _, err := f.Write([]byte("ij")); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := mem.Bytes("/a"); string(b) != "abcdij" || full.Failed() != 1 {
+		t.Fatalf("contents %q, %d failed writes", b, full.Failed())
+	}
+	data, unmap, err := Map(f)
+	if err != nil || string(data) != "abcdij" {
+		t.Fatalf("Map through FullFS: %q %v", data, err)
+	}
+	unmap()
+}
