@@ -33,14 +33,16 @@ type BackendStats struct {
 
 // Stats describes a store.
 type Stats struct {
-	Collection  string       `json:"collection"`
-	Fingerprint string       `json:"fingerprint"`
-	Dim         int          `json:"dim"`
-	Memories    int          `json:"memories"`
-	Sessions    int          `json:"sessions"`
-	Archived    int          `json:"archived"`
-	Tasks       int          `json:"tasks"`
-	Backend     BackendStats `json:"backend"`
+	Collection  string `json:"collection"`
+	Fingerprint string `json:"fingerprint"`
+	Dim         int    `json:"dim"`
+	Memories    int    `json:"memories"`
+	Sessions    int    `json:"sessions"`
+	Archived    int    `json:"archived"`
+	// Forgotten counts the memories in the trash (Options.ForgetRetention).
+	Forgotten int          `json:"forgotten"`
+	Tasks     int          `json:"tasks"`
+	Backend   BackendStats `json:"backend"`
 }
 
 // SessionInfo summarizes one session's long-term memories.
@@ -182,6 +184,9 @@ func (s *Store) Stats(ctx context.Context) (Stats, error) {
 		st.Memories += si.Memories
 	}
 	if st.Archived, err = s.archivedCount(ctx); err != nil {
+		return Stats{}, err
+	}
+	if st.Forgotten, err = s.forgottenCount(ctx); err != nil {
 		return Stats{}, err
 	}
 	s.stmu.Lock()

@@ -203,6 +203,9 @@ func (s *Store) Cleanup(ctx context.Context, p CleanupPolicy) (CleanupResult, er
 	if err != nil {
 		return CleanupResult{}, err
 	}
+	if err := s.expireLocked(ctx); err != nil {
+		return CleanupResult{}, err
+	}
 	now := s.opts.Clock()
 	f := TimeRange(FieldUpdated, time.Time{}, now.Add(-p.OlderThan))
 	if !p.IncludeRecalled {
@@ -247,25 +250,31 @@ func archiveName(fingerprint string, dim int) string {
 	return "archive-" + hex.EncodeToString(h[:8])
 }
 
-// archiveNames reads the list of archive collections.
-func (s *Store) archiveNames() ([]string, error) {
-	v, ok, err := s.kv.Get(keyArchives)
+// sideNames reads a list of side collections (archives under keyArchives, trashes under
+// keyForgotten).
+func (s *Store) sideNames(key string) ([]string, error) {
+	v, ok, err := s.kv.Get(key)
 	if err != nil || !ok {
 		return nil, err
 	}
 	var names []string
 	if err := json.Unmarshal(v, &names); err != nil {
-		return nil, fmt.Errorf("memory: decoding %s: %w", keyArchives, err)
+		return nil, fmt.Errorf("memory: decoding %s: %w", key, err)
 	}
 	return names, nil
 }
 
 // archiveFor opens the archive collection of a model, registering and creating it when create is
-// set (nil, nil when it does not exist and create is not). The name is registered before the
-// collection is made, so a crash leaves at worst a listed name without a collection, which
-// readers skip.
+// set (nil, nil when it does not exist and create is not).
 func (s *Store) archiveFor(ctx context.Context, fingerprint string, dim int, create bool) (Collection, error) {
-	name := archiveName(fingerprint, dim)
+	return s.sideFor(ctx, keyArchives, archiveName(fingerprint, dim), fingerprint, dim, create)
+}
+
+// sideFor opens the side collection name of a model listed under key, registering and creating
+// it when create is set (nil, nil when it does not exist and create is not). The name is
+// registered before the collection is made, so a crash leaves at worst a listed name without a
+// collection, which readers skip.
+func (s *Store) sideFor(ctx context.Context, key, name, fingerprint string, dim int, create bool) (Collection, error) {
 	c, err := s.b.Collection(ctx, name)
 	if err == nil || !errors.Is(err, ErrNoCollection) || !create {
 		if errors.Is(err, ErrNoCollection) {
@@ -273,26 +282,31 @@ func (s *Store) archiveFor(ctx context.Context, fingerprint string, dim int, cre
 		}
 		return c, err
 	}
-	names, err := s.archiveNames()
+	names, err := s.sideNames(key)
 	if err != nil {
 		return nil, err
 	}
 	if !slices.Contains(names, name) {
 		b, _ := json.Marshal(append(names, name))
-		if err := s.kv.Put(keyArchives, b); err != nil {
-			return nil, fmt.Errorf("memory: registering archive %s: %w", name, err)
+		if err := s.kv.Put(key, b); err != nil {
+			return nil, fmt.Errorf("memory: registering %s: %w", name, err)
 		}
 	}
 	c, err = s.b.CreateCollection(ctx, CollectionSpec{Name: name, Dim: dim, Fingerprint: fingerprint})
 	if err != nil {
-		return nil, fmt.Errorf("memory: creating archive %s: %w", name, err)
+		return nil, fmt.Errorf("memory: creating %s: %w", name, err)
 	}
 	return c, nil
 }
 
 // archives returns the archive collections that exist.
 func (s *Store) archives(ctx context.Context) ([]Collection, error) {
-	names, err := s.archiveNames()
+	return s.sideColls(ctx, keyArchives)
+}
+
+// sideColls returns the side collections listed under key that exist.
+func (s *Store) sideColls(ctx context.Context, key string) ([]Collection, error) {
+	names, err := s.sideNames(key)
 	if err != nil {
 		return nil, err
 	}
@@ -303,7 +317,7 @@ func (s *Store) archives(ctx context.Context) ([]Collection, error) {
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("memory: opening archive %s: %w", n, err)
+			return nil, fmt.Errorf("memory: opening %s: %w", n, err)
 		}
 		out = append(out, c)
 	}

@@ -299,8 +299,9 @@ func (s *Store) Revert(ctx context.Context, id string, n int) (Memory, error) {
 	return s.update(ctx, id, UpdateOptions{Text: &v.Text, Source: &v.Source, Tags: &tags, Importance: &v.Importance, Metadata: &md}, ChangeRestore)
 }
 
-// Delete deletes the memories with the given IDs and their history. When any ID is unknown it
-// deletes nothing and returns a *NotFoundError naming those IDs.
+// Delete forgets the memories with the given IDs as Forget does (into the trash with
+// Options.ForgetRetention set, else for good with their history). When any ID is unknown it
+// forgets nothing and returns a *NotFoundError naming those IDs.
 func (s *Store) Delete(ctx context.Context, ids ...string) error {
 	if len(ids) == 0 {
 		return errorf(ErrInvalidInput, "no memory IDs")
@@ -312,7 +313,7 @@ func (s *Store) Delete(ctx context.Context, ids ...string) error {
 	}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	c, _, err := s.current()
+	c, emb, err := s.current()
 	if err != nil {
 		return err
 	}
@@ -333,8 +334,6 @@ func (s *Store) Delete(ctx context.Context, ids ...string) error {
 	if len(missing) > 0 {
 		return &NotFoundError{IDs: missing}
 	}
-	if _, err := c.Delete(ctx, ids); err != nil {
-		return fmt.Errorf("memory: deleting: %w", err)
-	}
-	return s.forgetHistory(ctx, ids)
+	_, err = s.removeLocked(ctx, c, emb, ids)
+	return err
 }

@@ -74,7 +74,12 @@
 // (Store.TouchFailures) and logged once per burst (Options.Logger).
 // Time comes from Options.Clock, so tests inject a fixed clock instead of sleeping.
 //
-// Forget and ForgetWhere delete. Cleanup moves stale memories (default: not written for 180 days
+// Delete, Forget and ForgetWhere delete for good, with the history, unless
+// Options.ForgetRetention is set: then they move the memories to a trash collection per model
+// ("forgotten-" and the archive's hash) for that long, history kept, and Unforget brings them back
+// under their IDs; Purge, PurgeWhere and PurgeForgotten always delete for good, from the trash and
+// the archive too, and expired trash is purged at Open and by the next forget, restore or cleanup
+// (docs/format/trash.md). Cleanup moves stale memories (default: not written for 180 days
 // and never recalled) into a cold archive: a collection of its own per embedding model
 // ("archive-" and a hash of the model's fingerprint and dimension, listed under the KV key
 // "memory/archives"), so archived memories sit in the backend's segments, compressed, read on

@@ -5,8 +5,10 @@ import (
 	"fmt"
 )
 
-// Forget deletes the memories with the given IDs and their history, and returns how many
-// existed (Delete fails on unknown IDs instead).
+// Forget forgets the memories with the given IDs and returns how many existed (Delete fails on
+// unknown IDs instead). With Options.ForgetRetention set they move to the trash, restorable with
+// Unforget until their retention ends; otherwise they and their history are deleted for good, as
+// Purge always does (see trash.go).
 func (s *Store) Forget(ctx context.Context, ids ...string) (int, error) {
 	for _, id := range ids {
 		if id == "" {
@@ -15,18 +17,14 @@ func (s *Store) Forget(ctx context.Context, ids ...string) (int, error) {
 	}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	c, _, err := s.current()
+	c, emb, err := s.current()
 	if err != nil {
 		return 0, err
 	}
-	n, err := c.Delete(ctx, ids)
-	if err != nil {
-		return 0, fmt.Errorf("memory: forgetting: %w", err)
-	}
-	return n, s.forgetHistory(ctx, ids)
+	return s.removeLocked(ctx, c, emb, ids)
 }
 
-// ForgetWhere deletes every memory the filter matches, and their history, and returns how many. A nil filter is
+// ForgetWhere forgets every memory the filter matches, as Forget does, and returns how many. A nil filter is
 // rejected, so that a missing argument cannot wipe the store; use Exists(FieldSession) to mean
 // "everything".
 func (s *Store) ForgetWhere(ctx context.Context, f *Filter) (int, error) {
@@ -38,10 +36,23 @@ func (s *Store) ForgetWhere(ctx context.Context, f *Filter) (int, error) {
 	}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	c, _, err := s.current()
+	c, emb, err := s.current()
 	if err != nil {
 		return 0, err
 	}
+	if s.keepsForgotten() {
+		var ids []string
+		if err := scanLight(ctx, c, f, func(m *Memory) { ids = append(ids, m.ID) }); err != nil {
+			return 0, err
+		}
+		return s.removeLocked(ctx, c, emb, ids)
+	}
+	return s.deleteWhereLocked(ctx, c, f)
+}
+
+// deleteWhereLocked deletes what f matches in c for good, with its history. The caller holds
+// s.wmu.
+func (s *Store) deleteWhereLocked(ctx context.Context, c Collection, f *Filter) (int, error) {
 	hc, err := s.historyColl(ctx, false)
 	if err != nil {
 		return 0, err

@@ -19,7 +19,7 @@ import (
 // ID, "#" and its version number; its session field holds the memory's ID (the engine serves an
 // equality on it from postings); its text is the version as JSON (historyDoc). Each memory keeps
 // at most Options.HistoryVersions earlier versions (DefaultHistoryVersions), the oldest dropped
-// first. Forgetting a memory forgets its history; archiving keeps it.
+// first. Forgetting a memory for good forgets its history; archiving and the trash keep it.
 
 // Change says what replaced a version of a memory.
 type Change string
@@ -239,9 +239,15 @@ func (s *Store) History(ctx context.Context, id string) ([]Version, error) {
 			return nil, err
 		}
 		if len(live) == 0 {
-			if archived, err := s.isArchived(ctx, id); err != nil {
+			archived, err := s.isArchived(ctx, id)
+			if err != nil {
 				return nil, err
-			} else if !archived {
+			}
+			forgotten, err := s.isForgotten(ctx, id)
+			if err != nil {
+				return nil, err
+			}
+			if !archived && !forgotten {
 				return nil, &NotFoundError{IDs: []string{id}}
 			}
 		}

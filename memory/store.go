@@ -73,6 +73,10 @@ type Options struct {
 	// Logger receives warnings the Store handles itself (a recall whose access statistics could
 	// not be recorded); nil means slog.Default().
 	Logger *slog.Logger
+	// ForgetRetention, when positive, makes forgetting undoable: Delete, Forget and ForgetWhere
+	// move memories to the trash for this long (Unforget brings them back; Purge deletes for
+	// good; see trash.go). 0 (the default) or negative: forgetting is final.
+	ForgetRetention time.Duration
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -113,7 +117,7 @@ func (o Options) withDefaults() (Options, error) {
 		o.Logger = slog.Default()
 	}
 	switch {
-	case o.Collection == RecordsCollection || o.Collection == historyCollection || strings.HasPrefix(o.Collection, "archive-"):
+	case o.Collection == RecordsCollection || o.Collection == historyCollection || strings.HasPrefix(o.Collection, "archive-") || strings.HasPrefix(o.Collection, trashPrefix):
 		return o, errorf(ErrInvalidInput, "collection name %q is reserved for the memory layer's own data", o.Collection)
 	case o.HistoryVersions > MaxHistoryVersions:
 		return o, errorf(ErrInvalidInput, "HistoryVersions %d above %d", o.HistoryVersions, MaxHistoryVersions)
@@ -202,6 +206,13 @@ func New(ctx context.Context, b Backend, opts Options) (*Store, error) {
 		return nil, err
 	}
 	if err := s.upgradeRecords(ctx); err != nil {
+		return nil, err
+	}
+	// Forgotten memories past their purge time go now, whatever this store's retention.
+	s.wmu.Lock()
+	err = s.expireLocked(ctx)
+	s.wmu.Unlock()
+	if err != nil {
 		return nil, err
 	}
 	return s, nil

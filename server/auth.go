@@ -177,14 +177,22 @@ type Access struct {
 	// handler runs. 0 admits any authenticated caller.
 	Right   Right
 	Session SessionFrom
+	// Public: served without a key to every request that passes the
+	// guard (the dashboard's files, which hold no data: a browser cannot
+	// send a key when it navigates). Only with Right 0 and SessionNone.
+	Public bool
 }
 
 // The accesses most routes declare.
 var (
 	// accessDoc: a document without data, for any authenticated caller.
 	accessDoc = Access{}
+	// accessPublic: a file without data, served without a key.
+	accessPublic = Access{Public: true}
 	// accessAdmin: a store-wide operation.
 	accessAdmin = Access{Right: RightAdmin}
+	// accessAdminWrite: a store-wide operation that deletes data for good.
+	accessAdminWrite = Access{Right: RightAdmin | RightWrite}
 	// accessRead / accessWrite: data of the session named in the path.
 	accessReadPath  = Access{Right: RightRead, Session: SessionPath}
 	accessWritePath = Access{Right: RightWrite, Session: SessionPath}
@@ -196,6 +204,9 @@ var (
 // validate refuses an access that would let a scoped key reach data
 // outside its scope without any check.
 func (a Access) validate(pattern string) error {
+	if a.Public && (a.Right != 0 || a.Session != SessionNone) {
+		return fmt.Errorf("server: route %s is public but declares a right or a session", pattern)
+	}
 	if a.Session == SessionNone && a.Right != 0 && !a.Right.Has(RightAdmin) {
 		return fmt.Errorf("server: route %s touches data of no declared session but needs only %s: declare SessionPath or SessionHandler, or RightAdmin", pattern, a.Right)
 	}

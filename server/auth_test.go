@@ -297,8 +297,8 @@ func TestKeysAndScopes(t *testing.T) {
 	if ms, _ := s.store.Get(context.Background(), ids["bob"], ids["alice"]); len(ms) != 2 {
 		t.Fatal("a refused forget deleted memories")
 	}
-	var forgot map[string]int
-	if code := alice.do("POST", "/v1/forget", ForgetRequest{IDs: []string{ids["alice"]}}, &forgot); code != 200 || forgot["forgotten"] != 1 {
+	var forgot ForgetResponse
+	if code := alice.do("POST", "/v1/forget", ForgetRequest{IDs: []string{ids["alice"]}}, &forgot); code != 200 || forgot.Forgotten != 1 {
 		t.Fatalf("alice forgets her own: %d %v", code, forgot)
 	}
 	if ms, _ := s.store.Get(context.Background(), ids["bob"]); len(ms) != 1 {

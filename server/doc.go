@@ -33,6 +33,10 @@
 // (mcp_memories.go) mirror them. Every memory is written in its one JSON form,
 // memory.MemoryJSON. Forgetting by ID is all or nothing: an unknown ID, or one
 // outside the caller's scope, is a 404 naming it, and nothing is deleted.
+// On a store with a forget retention (memctl's default), forgotten memories go
+// to the trash (trash.go): GET /v1/forgotten lists it in the caller's scope,
+// POST /v1/restore and the MCP tool restore bring memories back under their
+// IDs, and "purge": true on forget deletes for good.
 //
 // # Security
 //

@@ -166,12 +166,25 @@ func (h *Handler) recall(w http.ResponseWriter, r *http.Request) error {
 }
 
 // ForgetRequest is the body of POST /v1/forget: IDs (all must exist, or nothing is deleted),
-// a session with All set to forget every memory of it, or a filter.
+// a session with All set to forget every memory of it, or a filter. Forgotten memories stay
+// restorable (POST /v1/restore) for the store's retention; Purge deletes them for good instead,
+// with their copies in the trash and the archive and their history (then IDs may name memories
+// that are only forgotten or archived).
 type ForgetRequest struct {
 	IDs     []string       `json:"ids,omitempty"`
 	Session *string        `json:"session,omitempty"`
 	All     bool           `json:"all,omitempty"`
 	Filter  *memory.Filter `json:"filter,omitempty"`
+	Purge   bool           `json:"purge,omitempty"`
+}
+
+// ForgetResponse answers POST /v1/forget. Restorable says whether the forgotten memories can be
+// restored, until PurgeAfter.
+type ForgetResponse struct {
+	Forgotten  int       `json:"forgotten"`
+	Purged     bool      `json:"purged,omitempty"`
+	Restorable bool      `json:"restorable"`
+	PurgeAfter time.Time `json:"purge_after,omitzero"`
 }
 
 func (h *Handler) forget(w http.ResponseWriter, r *http.Request) error {
@@ -188,16 +201,22 @@ func (h *Handler) forget(w http.ResponseWriter, r *http.Request) error {
 			ways++
 		}
 	}
+	where := h.store.ForgetWhere
+	if req.Purge {
+		where = h.store.PurgeWhere
+	}
 	switch {
 	case ways > 1:
 		return fmt.Errorf("%w: give one of ids, session with all=true, or filter", errBadRequest)
+	case len(req.IDs) > 0 && req.Purge:
+		n, err = purgeIDsCtx(r.Context(), h.store, c, req.IDs)
 	case len(req.IDs) > 0:
 		n, err = h.forgetIDs(r, c, req.IDs)
 	case req.All && req.Session != nil:
 		if err := c.Check(RightWrite, *req.Session); err != nil {
 			return err
 		}
-		n, err = h.store.ForgetWhere(r.Context(), memory.Eq(memory.FieldSession, *req.Session))
+		n, err = where(r.Context(), memory.Eq(memory.FieldSession, *req.Session))
 	case req.Filter != nil:
 		f := req.Filter
 		if req.Session != nil {
@@ -208,7 +227,7 @@ func (h *Handler) forget(w http.ResponseWriter, r *http.Request) error {
 		}
 		var ok bool
 		if f, ok, err = h.scoped(r, f); err == nil && ok {
-			n, err = h.store.ForgetWhere(r.Context(), f)
+			n, err = where(r.Context(), f)
 		}
 	default:
 		return fmt.Errorf("%w: give ids, session with all=true, or filter", errBadRequest)
@@ -216,8 +235,16 @@ func (h *Handler) forget(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]int{"forgotten": n})
+	writeJSON(w, http.StatusOK, forgetResponse(h.store, n, req.Purge))
 	return nil
+}
+
+func forgetResponse(s *memory.Store, n int, purged bool) ForgetResponse {
+	resp := ForgetResponse{Forgotten: n, Purged: purged}
+	if ret := s.ForgetRetention(); ret > 0 && !purged {
+		resp.Restorable, resp.PurgeAfter = true, time.Now().UTC().Add(ret).Truncate(time.Second)
+	}
+	return resp
 }
 
 func (h *Handler) context(w http.ResponseWriter, r *http.Request) error {

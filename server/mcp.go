@@ -57,11 +57,20 @@ type MCPForgetInput struct {
 	IDs     []string  `json:"ids,omitempty" jsonschema:"IDs of the memories to delete, as returned by remember or recall"`
 	Session string    `json:"session,omitempty" jsonschema:"with filter: the session to delete from"`
 	Filter  MCPFilter `json:"filter,omitempty" jsonschema:"with session: delete the session's memories matching this filter"`
+	Purge   bool      `json:"purge,omitempty" jsonschema:"delete for good (also from the trash and the archive), instead of keeping the memories restorable"`
 }
 
-// MCPForgetOutput is the forget tool's output.
-type MCPForgetOutput struct {
-	Forgotten int `json:"forgotten"`
+// MCPForgetOutput is the forget tool's output (ForgetResponse).
+type MCPForgetOutput = ForgetResponse
+
+// MCPRestoreInput is the restore tool's input.
+type MCPRestoreInput struct {
+	IDs []string `json:"ids" jsonschema:"IDs of forgotten memories to bring back"`
+}
+
+// MCPRestoreOutput is the restore tool's output.
+type MCPRestoreOutput struct {
+	Restored int `json:"restored"`
 }
 
 // NewMCP returns an MCP server exposing store as remember, recall and forget
@@ -147,7 +156,8 @@ func newMCP(store *memory.Store, fallback *Caller) *mcp.Server {
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text.String()}}}, out, nil
 		})
-	addTool(s, &mcp.Tool{Name: "forget", Description: "Delete memories by ID (all must exist, or nothing is deleted), or the memories of a session that match a filter."},
+	addTool(s, &mcp.Tool{Name: "forget", Description: "Forget memories by ID (all must exist, or nothing is forgotten), or the memories of a session that match a filter. " +
+		"Forgotten memories stay restorable with the restore tool for the store's retention (the answer says until when); purge=true deletes them for good."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in MCPForgetInput) (*mcp.CallToolResult, MCPForgetOutput, error) {
 			c := mcpCaller(req.Extra, fallback)
 			if err := c.Check(RightWrite); err != nil {
@@ -156,11 +166,14 @@ func newMCP(store *memory.Store, fallback *Caller) *mcp.Server {
 			switch {
 			case len(in.IDs) > 0 && in.Filter != nil:
 				return nil, MCPForgetOutput{}, errors.New("forget: give ids, or session and filter, not both")
+			case len(in.IDs) > 0 && in.Purge:
+				n, err := purgeIDsCtx(ctx, store, c, in.IDs)
+				return nil, forgetResponse(store, n, true), err
 			case len(in.IDs) > 0:
 				n, err := forgetIDsCtx(ctx, store, c, in.IDs, func(ctx context.Context, c *Caller, ids []string) ([]string, error) {
 					return scopeIDs(ctx, store, c, ids)
 				})
-				return nil, MCPForgetOutput{Forgotten: n}, err
+				return nil, forgetResponse(store, n, false), err
 			case in.Filter == nil:
 				return nil, MCPForgetOutput{}, errors.New("forget: give ids, or session and filter")
 			}
@@ -171,11 +184,24 @@ func newMCP(store *memory.Store, fallback *Caller) *mcp.Server {
 			if err != nil {
 				return nil, MCPForgetOutput{}, err
 			}
-			n, err := store.ForgetWhere(ctx, memory.And(f, memory.Eq(memory.FieldSession, in.Session)))
+			where := store.ForgetWhere
+			if in.Purge {
+				where = store.PurgeWhere
+			}
+			n, err := where(ctx, memory.And(f, memory.Eq(memory.FieldSession, in.Session)))
 			if err != nil {
 				return nil, MCPForgetOutput{}, err
 			}
-			return nil, MCPForgetOutput{Forgotten: n}, nil
+			return nil, forgetResponse(store, n, in.Purge), nil
+		})
+	addTool(s, &mcp.Tool{Name: "restore", Description: "Bring forgotten memories back by ID, with their text, metadata and history (all must be in the trash, or nothing is restored)."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in MCPRestoreInput) (*mcp.CallToolResult, MCPRestoreOutput, error) {
+			c := mcpCaller(req.Extra, fallback)
+			if err := c.Check(RightWrite); err != nil {
+				return nil, MCPRestoreOutput{}, err
+			}
+			n, err := restoreForgottenCtx(ctx, store, c, in.IDs)
+			return nil, MCPRestoreOutput{Restored: n}, err
 		})
 	addMemoryTools(s, store, fallback)  // mcp_memories.go
 	addContextTools(s, store, fallback) // mcp_context.go

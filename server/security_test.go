@@ -55,7 +55,11 @@ type probe struct {
 // new route: what an in-scope request answers, and what a request naming
 // another key's session answers.
 var routeProbes = map[string][]probe{
-	"GET /healthz":      {{method: "GET", path: "/healthz", ok: 200, foreign: 200, listing: true, public: true}},
+	"GET /healthz": {{method: "GET", path: "/healthz", ok: 200, foreign: 200, listing: true, public: true}},
+	// The dashboard's files, served without a key (accessPublic).
+	"GET /{$}": {{method: "GET", path: "/", ok: 200, foreign: 200, listing: true, public: true}},
+	"GET /ui/": {{method: "GET", path: "/ui/app.js", ok: 200, foreign: 200, listing: true, public: true},
+		{method: "GET", path: "/ui/style.css", ok: 200, foreign: 200, listing: true, public: true}},
 	"GET /openapi.json": {{method: "GET", path: "/openapi.json", ok: 200, foreign: 200, listing: true}},
 	"GET /metrics":      {{method: "GET", path: "/metrics", ok: 200, foreign: 200, listing: true}},
 	"POST /v1/remember": {{method: "POST", path: "/v1/remember", body: `{"session":$session,"text":"a new fact about tea"}`, ok: 200, foreign: 403}},
@@ -68,7 +72,13 @@ var routeProbes = map[string][]probe{
 		// IDs outside the scope are unknown IDs: all or nothing, 404.
 		{method: "POST", path: "/v1/forget", body: `{"ids":$ids}`, ok: 200, foreign: 404},
 		{method: "POST", path: "/v1/forget", body: `{"session":$session,"all":true}`, ok: 200, foreign: 403},
+		// Purging reaches the trash: a forgotten memory outside the scope is unknown.
+		{method: "POST", path: "/v1/forget", body: `{"ids":$forgotten,"purge":true}`, ok: 200, foreign: 404},
+		{method: "POST", path: "/v1/forget", body: `{"session":$session,"all":true,"purge":true}`, ok: 200, foreign: 403},
 	},
+	"GET /v1/forgotten":                     {{method: "GET", path: "/v1/forgotten", ok: 200, foreign: 200, listing: true}, {method: "GET", path: "/v1/forgotten?session=$session", ok: 200, foreign: 403}},
+	"POST /v1/restore":                      {{method: "POST", path: "/v1/restore", body: `{"ids":$forgotten}`, ok: 200, foreign: 404}},
+	"POST /v1/admin/forgotten/purge":        {{method: "POST", path: "/v1/admin/forgotten/purge", body: `{}`, ok: 200, listing: true}},
 	"GET /v1/sessions":                      {{method: "GET", path: "/v1/sessions", ok: 200, foreign: 200, listing: true}},
 	"GET /v1/sessions/{session}/context":    {{method: "GET", path: "/v1/sessions/$session/context", ok: 200, foreign: 403}},
 	"POST /v1/sessions/{session}/turns":     {{method: "POST", path: "/v1/sessions/$session/turns", body: `{"role":"user","text":"hello"}`, ok: 200, foreign: 403}},
@@ -118,13 +128,6 @@ var routeProbes = map[string][]probe{
 	"/mcp": {{method: "POST", path: "/mcp", body: `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"probe","version":"1"}}}`, ok: 200, foreign: 200, listing: true}},
 }
 
-// publicProbes are requests answered without a key outside the route
-// table: the dashboard's static files (registered on the mux directly).
-var publicProbes = []probe{
-	{method: "GET", path: "/", ok: 200},
-	{method: "GET", path: "/ui/app.js", ok: 200},
-}
-
 // mcpProbe is one call of an MCP tool, with the right it needs.
 type mcpProbe struct {
 	args  string // JSON arguments with the placeholders of probe
@@ -155,6 +158,7 @@ var mcpProbes = map[string][]mcpProbe{
 	"update":        {{args: `{"id":$memoryq,"text":"changed text about tea"}`, right: RightWrite, foreignIsError: true}},
 	"delete":        {{args: `{"id":$memoryq}`, right: RightWrite, foreignIsError: true}},
 	"history":       {{args: `{"id":$memoryq}`, right: RightRead, foreignIsError: true}},
+	"restore":       {{args: `{"ids":$forgotten}`, right: RightWrite, foreignIsError: true}},
 }
 
 // target is what the placeholders stand for.
@@ -162,6 +166,8 @@ type target struct {
 	session  string
 	memories []string
 	task     string
+	// forgotten: a memory of the session in the trash.
+	forgotten []string
 }
 
 func (tg target) fill(s string, inPath bool) string {
@@ -176,7 +182,9 @@ func (tg target) fill(s string, inPath bool) string {
 	}
 	task, _ := json.Marshal(tg.task)
 	memq, _ := json.Marshal(memory)
-	return strings.NewReplacer("$session", string(sess), "$task", string(task), "$memoryq", string(memq), "$memory", memory, "$ids", string(ids)).Replace(s)
+	forgotten, _ := json.Marshal(tg.forgotten)
+	return strings.NewReplacer("$session", string(sess), "$task", string(task), "$memoryq", string(memq), "$memory", memory, "$ids", string(ids),
+		"$forgotten", string(forgotten)).Replace(s)
 }
 
 // marker is the secret every stored item of session carries, so an answer
@@ -212,6 +220,14 @@ func seed(t testing.TB, store *memory.Store, sessions []string) map[string]targe
 		if _, err := store.AddTurn(ctx, s, memory.Turn{Role: "user", Text: "my code is " + marker(s)}); err != nil {
 			t.Fatal(err)
 		}
+		gone, err := store.Remember(ctx, s, fmt.Sprintf("%s once said something regrettable", marker(s)), memory.RememberOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := store.Forget(ctx, gone.IDs...); err != nil {
+			t.Fatal(err)
+		}
+		tg.forgotten = gone.IDs
 		tg.task = fmt.Sprintf("task-%d", i)
 		if _, err := store.StartSessionTask(ctx, s, tg.task, "plan "+marker(s)); err != nil {
 			t.Fatal(err)
@@ -245,6 +261,15 @@ func snapshot(t testing.TB, store *memory.Store, session string) string {
 			parts = append(parts, fmt.Sprintf("archived %s %q", m.ID, m.Text))
 		}
 	}
+	forgotten, err := store.Forgotten(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range forgotten {
+		if m.Session == session {
+			parts = append(parts, fmt.Sprintf("forgotten %s %q", m.ID, m.Text))
+		}
+	}
 	for _, turn := range conv.Turns {
 		parts = append(parts, fmt.Sprintf("turn %q", turn.Text))
 	}
@@ -270,7 +295,7 @@ func newMemStore(t testing.TB) *memory.Store {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := memory.New(context.Background(), memory.NewMemBackend(), memory.Options{Embedder: emb})
+	s, err := memory.New(context.Background(), memory.NewMemBackend(), memory.Options{Embedder: emb, ForgetRetention: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -494,11 +519,25 @@ func TestPublicFiles(t *testing.T) {
 	if code, _ := s.send(t, probe{method: "GET", path: "/v1/sessions"}, target{}, ""); code != 401 {
 		t.Fatalf("the API without a key: %d", code)
 	}
-	for _, p := range publicProbes {
-		code, body := s.send(t, p, target{}, "")
-		if code != p.ok || strings.Contains(body, "SECRET") {
-			t.Errorf("%s %s without a key: %d, %.200s", p.method, p.path, code, body)
+	h, err := New(Options{Store: newMemStore(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, rt := range h.routes {
+		if !rt.Access.Public {
+			continue
 		}
+		for _, p := range routeProbes[rt.Pattern] {
+			n++
+			code, body := s.send(t, p, target{}, "")
+			if code != p.ok || strings.Contains(body, "SECRET") {
+				t.Errorf("%s %s without a key: %d, %.200s", p.method, p.path, code, body)
+			}
+		}
+	}
+	if n < 2 {
+		t.Errorf("%d public probes; want the dashboard's page and files", n)
 	}
 }
 

@@ -138,18 +138,25 @@ func New(opts Options) (*Handler, error) {
 	h.route("DELETE /v1/tasks/{id}", accessWrite, h.deleteTask)
 	h.route("GET /v1/stats", accessAdmin, h.stats)
 	h.registerMemoryRoutes() // memories.go
+	h.registerTrashRoutes()  // trash.go
 	h.mcpRoute("/mcp", newMCP(opts.Store, nil))
 	h.adminRoutes()
 	// The dashboard's files: no data, and ServeHTTP serves them without a key
 	// (a browser navigating cannot send one), past the guard only; the page
-	// sends the user's key with every API call. Not API routes, so not in
-	// the route table.
-	h.mux.Handle("GET /{$}", dashboardFiles)
-	h.mux.Handle("GET /ui/", dashboardFiles)
+	// sends the user's key with every API call.
+	h.assetRoute("GET /{$}")
+	h.assetRoute("GET /ui/")
 	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Errorf("no route %s %s (see /openapi.json)", r.Method, r.URL.Path))
 	})
 	return h, nil
+}
+
+// assetRoute registers a dashboard file route (accessPublic). ServeHTTP lets
+// exactly these requests through without a key (dashboard.IsAsset).
+func (h *Handler) assetRoute(pattern string) {
+	h.routes = append(h.routes, routeInfo{Pattern: pattern, Access: accessPublic})
+	h.mux.Handle(pattern, dashboardFiles)
 }
 
 // route registers fn under pattern with its access check (see Access),

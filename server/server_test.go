@@ -24,7 +24,7 @@ func newStore(t testing.TB) *memory.Store {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := memory.Open(filepath.Join(t.TempDir(), "store"), memory.OpenOptions{Options: memory.Options{Embedder: emb}})
+	s, err := memory.Open(filepath.Join(t.TempDir(), "store"), memory.OpenOptions{Options: memory.Options{Embedder: emb, ForgetRetention: time.Hour}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,12 +119,12 @@ func TestRememberRecallForget(t *testing.T) {
 	if s.do("GET", "/v1/sessions", nil, &sessions); len(sessions.Sessions) != 2 {
 		t.Fatalf("sessions = %+v", sessions)
 	}
-	var forgot map[string]int
-	if code := s.do("POST", "/v1/forget", ForgetRequest{IDs: rem.IDs}, &forgot); code != 200 || forgot["forgotten"] != 1 {
+	var forgot ForgetResponse
+	if code := s.do("POST", "/v1/forget", ForgetRequest{IDs: rem.IDs}, &forgot); code != 200 || forgot.Forgotten != 1 {
 		t.Fatalf("forget: %d %v", code, forgot)
 	}
 	bob := "bob"
-	if s.do("POST", "/v1/forget", ForgetRequest{Session: &bob, All: true}, &forgot); forgot["forgotten"] != 1 || s.count() != 0 {
+	if s.do("POST", "/v1/forget", ForgetRequest{Session: &bob, All: true}, &forgot); forgot.Forgotten != 1 || s.count() != 0 {
 		t.Fatalf("forget session: %v, %d left", forgot, s.count())
 	}
 	var st memory.Stats

@@ -33,6 +33,7 @@ type app struct {
 
 	shortTermTokens int
 	summarizer      string
+	forgetRetention string // how long forgotten memories stay restorable (trash.go)
 
 	server    string // run commands through this server's API (client.go)
 	serverKey string
@@ -67,6 +68,7 @@ func (a *app) rootCommand() *cobra.Command {
 	pf.StringVar(&a.weaviateToken, "weaviate-token", "", "API key for a Weaviate cluster (--dir weaviate://... or migrate)")
 	pf.IntVar(&a.replication, "replication", 1, "replication factor of collections created in a Weaviate cluster")
 	pf.IntVar(&a.shortTermTokens, "short-term-tokens", 0, fmt.Sprintf("token budget of a session's conversation buffer (default %d)", memory.DefaultShortTermTokens))
+	pf.StringVar(&a.forgetRetention, "forget-retention", "30d", "how long forgotten memories stay restorable (memctl restore) before they are deleted for good; 0 makes forgetting final")
 	pf.StringVar(&a.summarizer, "summarizer", "extractive", "how old turns are compressed: extractive (built in) or ollama:MODEL")
 	pf.StringVar(&a.server, "server", "", "run admin commands through this memctl serve (http://HOST:PORT); by default they do when the server holds --dir")
 	pf.StringVar(&a.serverKey, "server-token", "", "token or API key sent to the server (default $ENGRAM_TOKEN)")
@@ -77,7 +79,7 @@ func (a *app) rootCommand() *cobra.Command {
 		a.initCommand(),
 		a.rememberCommand(),
 		a.recallCommand(),
-		a.forgetCommand(),
+		a.forgetCommand(), a.restoreCommand(), a.forgottenCommand(), // cmd_trash.go
 		a.tasksCommand(),
 		a.contextCommand(),
 		a.getCommand(), a.listCommand(), a.updateCommand(), a.historyCommand(), // cmd_get.go
@@ -197,6 +199,11 @@ func (a *app) openStoreWith(opts memory.Options) (*memory.Store, error) {
 	opts, err := a.shortTermOptions(opts)
 	if err != nil {
 		return nil, err
+	}
+	if opts.ForgetRetention == 0 {
+		if opts.ForgetRetention, err = a.retention(); err != nil {
+			return nil, err
+		}
 	}
 	var used string
 	var rec *memory.EmbedderSpec

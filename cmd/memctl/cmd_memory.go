@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -14,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/engramdb/engram/memory"
+	"github.com/engramdb/engram/server"
 )
 
 func (a *app) initCommand() *cobra.Command {
@@ -324,14 +327,19 @@ func oneLine(s string, n int) string {
 
 func (a *app) forgetCommand() *cobra.Command {
 	var session string
-	var allOfSession, allSessions bool
+	var allOfSession, allSessions, purge bool
 	var ff filterFlags
 	cmd := &cobra.Command{
 		Use:   "forget [ID...]",
-		Short: "Delete memories by ID (all must exist), every memory of a session (--session S --all), or those a filter selects",
+		Short: "Forget memories by ID (all must exist), every memory of a session (--session S --all), or those a filter selects",
+		Long: "Forget memories by ID (all must exist), every memory of a session (--session S --all), or those a filter selects.\n" +
+			"Forgotten memories stay restorable (`memctl restore ID`, `memctl forgotten`) for --forget-retention (30 days by\n" +
+			"default), then are deleted for good; --purge deletes them for good now, with their copies in the trash and the\n" +
+			"archive and their history (`memctl compact` then drops the bytes from the store's files).",
 		Example: `  memctl forget 3f9c... 81ab...
   memctl forget --session alice --all
-  memctl forget --session alice --tag scratch --until 30d`,
+  memctl forget --session alice --tag scratch --until 30d
+  memctl forget --purge 3f9c...`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f, err := ff.filter(cmd, time.Now())
 			if err != nil {
@@ -350,40 +358,111 @@ func (a *app) forgetCommand() *cobra.Command {
 			case f != nil && hasSession == allSessions:
 				return usagef("a filter needs --session S or --all-sessions")
 			}
-			s, err := a.openStore()
+			s, c, err := a.openOrRemote(cmd.Context())
 			if err != nil {
 				return err
 			}
-			var n int
-			switch {
-			case len(args) > 0:
-				// All or nothing: an unknown ID fails the command, naming it, and deletes nothing.
-				if err = s.Delete(cmd.Context(), args...); err == nil {
-					n = len(dedupe(args))
-				}
-			case allOfSession:
-				n, err = s.ForgetWhere(cmd.Context(), memory.Eq(memory.FieldSession, session))
-			default:
+			var resp server.ForgetResponse
+			if c != nil {
+				req := server.ForgetRequest{IDs: args, All: allOfSession, Filter: f, Purge: purge}
 				if hasSession {
-					f = memory.AllOf(memory.Eq(memory.FieldSession, session), f)
+					req.Session = &session
 				}
-				n, err = s.ForgetWhere(cmd.Context(), f)
-			}
-			if err != nil {
-				return err
+				if err := c.do(cmd.Context(), http.MethodPost, "/v1/forget", req, &resp); err != nil {
+					return err
+				}
+			} else {
+				var n int
+				switch {
+				case len(args) > 0 && purge:
+					// All or nothing, as without --purge, but an ID may be only forgotten or archived.
+					if err = a.checkPurgeIDs(cmd.Context(), s, args); err == nil {
+						n, err = s.Purge(cmd.Context(), args...)
+					}
+				case len(args) > 0:
+					// All or nothing: an unknown ID fails the command, naming it, and deletes nothing.
+					if err = s.Delete(cmd.Context(), args...); err == nil {
+						n = len(dedupe(args))
+					}
+				default:
+					if allOfSession {
+						f = memory.Eq(memory.FieldSession, session)
+					} else if hasSession {
+						f = memory.AllOf(memory.Eq(memory.FieldSession, session), f)
+					}
+					if purge {
+						n, err = s.PurgeWhere(cmd.Context(), f)
+					} else {
+						n, err = s.ForgetWhere(cmd.Context(), f)
+					}
+				}
+				if err != nil {
+					return err
+				}
+				resp = server.ForgetResponse{Forgotten: n, Purged: purge}
+				if ret := s.ForgetRetention(); ret > 0 && !purge {
+					resp.Restorable, resp.PurgeAfter = true, time.Now().UTC().Add(ret).Truncate(time.Second)
+				}
 			}
 			if a.jsonOut {
-				return a.printJSON(map[string]int{"forgotten": n})
+				return a.printJSON(resp)
 			}
-			fmt.Fprintf(a.stdout, "forgot %d memories\n", n)
+			switch {
+			case resp.Purged:
+				fmt.Fprintf(a.stdout, "purged %d memories for good\n", resp.Forgotten)
+			case resp.Restorable && resp.Forgotten > 0:
+				fmt.Fprintf(a.stdout, "forgot %d memories (restorable with `memctl restore ID` until %s; --purge deletes for good)\n",
+					resp.Forgotten, resp.PurgeAfter.Format("2006-01-02"))
+			default:
+				fmt.Fprintf(a.stdout, "forgot %d memories\n", resp.Forgotten)
+			}
 			return nil
 		},
 	}
 	cmd.Flags().StringVarP(&session, "session", "s", "", "session whose memories --all or the filter deletes")
 	cmd.Flags().BoolVar(&allOfSession, "all", false, "forget every memory of --session")
 	cmd.Flags().BoolVar(&allSessions, "all-sessions", false, "apply the filter to every session")
+	cmd.Flags().BoolVar(&purge, "purge", false, "delete for good now (also from the trash and the archive), not restorably")
 	ff.add(cmd.Flags())
 	return cmd
+}
+
+// checkPurgeIDs fails with a *memory.NotFoundError naming the IDs that are neither live,
+// forgotten nor archived.
+func (a *app) checkPurgeIDs(ctx context.Context, s *memory.Store, ids []string) error {
+	ids = dedupe(ids)
+	found := map[string]bool{}
+	live, err := s.Get(ctx, ids...)
+	if err != nil {
+		return err
+	}
+	for _, m := range live {
+		found[m.ID] = true
+	}
+	fs, err := s.Forgotten(ctx, ids...)
+	if err != nil {
+		return err
+	}
+	for _, m := range fs {
+		found[m.ID] = true
+	}
+	arch, err := s.Archived(ctx)
+	if err != nil {
+		return err
+	}
+	for _, m := range arch {
+		found[m.ID] = true
+	}
+	var missing []string
+	for _, id := range ids {
+		if !found[id] {
+			missing = append(missing, id)
+		}
+	}
+	if len(missing) > 0 {
+		return &memory.NotFoundError{IDs: missing}
+	}
+	return nil
 }
 
 func dedupe(ids []string) []string {
