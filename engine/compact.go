@@ -13,9 +13,10 @@ var errStopping = errors.New("engine: store is closing")
 // Compact merges every collection's segments into one, dropping deleted and
 // overwritten records, and flushes the mutable parts. A collection already
 // in one segment is rewritten only if that segment's graph leaves live
-// records unreachable (see UnreachableError). Readers and writers
-// keep going while the new segments are built; writers wait only for the
-// install (a flush plus a manifest write).
+// records unreachable (see UnreachableError) or is in an older format
+// (docs/format/segment.md, "Versions"). Readers and writers keep going
+// while the new segments are built; writers wait only for the install (a
+// flush plus a manifest write).
 func (d *DB) Compact() error { return d.compact(true) }
 
 // Background policy: a segment with more than compactDeletedFraction of its
@@ -82,9 +83,10 @@ func (c *Collection) pick(all bool) []*segment {
 		// A lone clean segment is rewritten only when its graph misses
 		// live records (written by an older build): the walk is cheap
 		// next to a rebuild, and the rebuilt graph reaches every node.
+		// So is one in an older format (compaction converts it).
 		for _, s := range segs {
 			var ue *UnreachableError
-			dirty = dirty || errors.As(s.checkReachable(), &ue)
+			dirty = dirty || s.sf.version() < segVersion || errors.As(s.checkReachable(), &ue)
 		}
 		if !dirty {
 			return nil

@@ -213,20 +213,23 @@
 //     with ErrLocked naming the holder's pid (flock; Unix only).
 //   - Writes are serialized; Flush and the install step of compaction block
 //     writers (not readers) while segment files are written.
-//   - Open verifies each segment's trailer and section table; a section's
-//     checksum is verified at its first use after open (once per section
+//   - Open verifies each segment's trailer, section table and chunk table;
+//     nothing is answered from bytes not verified since open: a small
+//     section's checksum is verified at its first use (once per section
 //     and open: a record read verifies the id, metadata, text and time
-//     sections; a vector search, Get and Scan with vectors the graph
-//     section; BM25 and namespace lookups their own), and a mismatch is
-//     returned as a *CorruptionError (ErrCorrupt) every time, never a
-//     result. Check (a full read) and Options.VerifyOnOpen verify all at
-//     once. The graph section (codes, vectors, lists) is verified whole, so
-//     the first vector search reads all of it once: about 0.3 s of CPU per
-//     GB (sections over 64 MiB on every core), some 1.5 s of CPU for 1M
-//     1024-d records (bench/results/engine.md). A segment that fails to open makes its
-//     collection unavailable (calls return the *CorruptionError naming the
-//     file) without affecting other collections; Flush and Compact are
-//     refused until that collection is dropped or the file restored.
+//     sections; BM25 and namespace lookups their own), the graph section
+//     (codes, vectors, lists) chunk by chunk (4 KiB) as searches and
+//     vector reads touch it, and a mismatch is returned as a
+//     *CorruptionError (ErrCorrupt) every time, never a result. Check (a
+//     full read) and Options.VerifyOnOpen verify all at once. The first
+//     search of a 1M-record 1024-d store verifies a few tens of MB, not
+//     the 5 GB graph (bench/results/engine.md); files of format version 3
+//     and older have no chunk table and verify their graph section whole
+//     (about 0.3 s of CPU per GB) until Compact rewrites them. A segment
+//     that fails to open makes its collection unavailable (calls return
+//     the *CorruptionError naming the file) without affecting other
+//     collections; Flush and Compact are refused until that collection is
+//     dropped or the file restored.
 //   - Deleted records' space is reclaimed by compaction only; the manifest
 //     grows with deletes and Touch'ed segment records until then.
 //   - Open reads the WAL that is not yet flushed: WAL segments are 8 MiB

@@ -146,6 +146,8 @@ func FuzzSegment(f *testing.F) {
 	f.Add(v1)
 	v2, _, _ := segmentBytesVersion(f, segVersionV2) // no sums, the short info section
 	f.Add(v2)
+	v3, _, _ := segmentBytesVersion(f, segVersionV3) // no chunk checksums
+	f.Add(v3)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if h, err := parseInfo(b, segVersion); err == nil && len(h.dead) > int(h.count) {
 			t.Fatalf("info with %d dead of %d nodes", len(h.dead), h.count)
@@ -158,7 +160,12 @@ func FuzzSegment(f *testing.F) {
 		if err := s.init(uint32(n), false); err != nil {
 			return
 		}
-		// Reads of damaged bytes may fail but must not panic.
+		// Reads of damaged bytes may fail but must not panic; a search
+		// checks the chunks it read (version 4).
+		q := make([]float32, cfg.Dim)
+		q[0] = 1
+		_, _ = s.view.Search(q, 3, hnsw.SearchOptions{})
+		_, _ = s.view.CheckedVector(2)
 		_ = s.check()
 		s.find("r00007")
 		s.namespace("session", "s1")

@@ -195,7 +195,7 @@ func salvageBytes(b []byte, path string, cfg CollectionConfig, ms manifestSeg) *
 	}
 	allPrimary := vecOK && primary[secIDs] && primary[secText] && primary[secTimes] && primary[metaKind]
 	var sums *sumSection
-	if version >= segVersion && !bad[secSums] {
+	if version >= segVersionV3 && !bad[secSums] {
 		if s, err := parseSums(secs[secSums], n); err == nil {
 			sums = &s
 		}
@@ -207,7 +207,7 @@ func salvageBytes(b []byte, path string, cfg CollectionConfig, ms manifestSeg) *
 	}
 	slices.Sort(sv.damaged)
 	sv.damaged = slices.Compact(sv.damaged)
-	if idErr == nil && !bad[secIDs] && version < segVersion {
+	if idErr == nil && !bad[secIDs] && version < segVersionV3 {
 		for _, node := range ids.deadNodes() {
 			markDead(node)
 		}

@@ -80,7 +80,7 @@ func (c *Collection) Search(ctx context.Context, req SearchRequest) ([]Hit, erro
 		var cands []candidate
 		var err error
 		if req.Exact {
-			cands = c.exactLocked(q, req.K, req.Filter)
+			cands, err = c.exactLocked(q, req.K, req.Filter)
 		} else {
 			cands, err = c.approxLocked(q, req)
 		}
@@ -226,7 +226,7 @@ func (c *Collection) approxLocked(q []float32, req SearchRequest) ([]candidate, 
 }
 
 // exactLocked scans every live record with float32 distances.
-func (c *Collection) exactLocked(q []float32, k int, f *Filter) []candidate {
+func (c *Collection) exactLocked(q []float32, k int, f *Filter) ([]candidate, error) {
 	h := &topK{k: k}
 	m := c.mem
 	for node := range m.recs {
@@ -241,10 +241,14 @@ func (c *Collection) exactLocked(q []float32, k int, f *Filter) []candidate {
 			if s.isDeleted(node) || !match(node) {
 				continue
 			}
-			h.push(candidate{part: i, node: node, dist: quant.FloatDistance(c.cfg.Metric, q, s.view.Vector(node)), id: s.id(node)})
+			vec, err := s.view.CheckedVector(node)
+			if err != nil {
+				return nil, err
+			}
+			h.push(candidate{part: i, node: node, dist: quant.FloatDistance(c.cfg.Metric, q, vec), id: s.id(node)})
 		}
 	}
-	return h.items
+	return h.items, nil
 }
 
 // topK keeps the k smallest candidates by (dist, id); k is small, so a

@@ -21,7 +21,8 @@ import (
 var requiredSections = map[uint32][]sectionKind{
 	segVersionV1: {secInfo, secGraph, secIDs, secMeta, secText, secTimes, secKeyword, secNamespace},
 	segVersionV2: {secInfo, secGraph, secIDs, secText, secTimes, secKeyword, secNamespace, secColumns},
-	segVersion:   {secInfo, secGraph, secIDs, secText, secTimes, secKeyword, secNamespace, secColumns, secSums},
+	segVersionV3: {secInfo, secGraph, secIDs, secText, secTimes, secKeyword, secNamespace, secColumns, secSums},
+	segVersion:   {secInfo, secGraph, secIDs, secText, secTimes, secKeyword, secNamespace, secColumns, secSums, secChunks},
 }
 
 // checkSectionSet refuses a file whose known sections differ from what its
@@ -131,7 +132,7 @@ func parseInfo(b []byte, version uint32) (segHeader, error) {
 		return h, fmt.Errorf("info section: %d nodes", n)
 	}
 	h.count = uint32(n)
-	if version < segVersion {
+	if version < segVersionV3 {
 		return h, nil // older files end here (trailing bytes were never written)
 	}
 	h.file = d.uvarint()
@@ -214,7 +215,7 @@ func readSegHeaderFS(fsys FS, path string) (segHeader, error) {
 	}
 	h.path, h.size = path, uint64(len(sf.data))
 	num, named := segFileNumber(filepath.Base(path))
-	if version < segVersion {
+	if version < segVersionV3 {
 		h.file = num
 		if err := sf.verifySection(secIDs); err != nil {
 			return fail(err)

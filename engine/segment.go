@@ -86,12 +86,16 @@ var le = binary.LittleEndian
 // (dead nodes included: the caller records them as deleted), described by
 // w.
 func buildSections(cfg CollectionConfig, m *memtable, nsField string, w segWrite) []section {
-	return buildSectionsVersion(cfg, m, nsField, segVersion, w)
+	return buildSectionsVersion(cfg, m, nsField, writeVersion, w)
 }
 
+// writeVersion is the version flush, compaction and repair write:
+// segVersion, except in tests of reading and upgrading older files.
+var writeVersion uint32 = segVersion
+
 // buildSectionsVersion writes the current version or, for tests of the
-// old formats, version 2 (no WAL position, no record checksums) or 1
-// (metadata as encoded rows).
+// old formats, version 3 (no chunk checksums), 2 (no WAL position, no
+// record checksums) or 1 (metadata as encoded rows).
 func buildSectionsVersion(cfg CollectionConfig, m *memtable, nsField string, version uint32, sw segWrite) []section {
 	n := len(m.recs)
 	info := func(w io.Writer) error {
@@ -102,7 +106,7 @@ func buildSectionsVersion(cfg CollectionConfig, m *memtable, nsField string, ver
 			}
 		}
 		b := encodeInfo(cfg, n, dead, sw)
-		if version < segVersion {
+		if version < segVersionV3 {
 			var e enc // the old layout ends after the fingerprint
 			e.str(cfg.Name)
 			e.uvarint(uint64(cfg.Dim))
@@ -228,8 +232,11 @@ func buildSectionsVersion(cfg CollectionConfig, m *memtable, nsField string, ver
 		{secInfo, info}, {secGraph, graph}, {secIDs, ids}, metaSec,
 		{secText, text}, {secTimes, times}, {secKeyword, kw}, {secNamespace, ns},
 	}
-	if version >= segVersion {
+	if version >= segVersionV3 {
 		secs = append(secs, section{secSums, sums})
+	}
+	if version >= segVersion {
+		secs = append(secs, section{kind: secChunks}) // filled in by streamSegment
 	}
 	return secs
 }
@@ -315,6 +322,11 @@ func openSegment(fsys FS, path string, file uint64, cfg CollectionConfig, count 
 }
 
 func (s *segment) init(count uint32, verify bool) error {
+	if s.sf.chunks == nil { // segFiles built in memory by tests
+		if err := s.sf.parseChunks(); err != nil {
+			return err
+		}
+	}
 	if verify {
 		if err := s.sf.verify(); err != nil {
 			return err
@@ -333,10 +345,10 @@ func (s *segment) init(count uint32, verify bool) error {
 		return fmt.Errorf("segment describes %q dim %d %v fingerprint %q n=%d; manifest says %q dim %d %v fingerprint %q n=%d",
 			h.cfg.Name, h.cfg.Dim, h.cfg.Metric, h.cfg.Fingerprint, h.count, s.cfg.Name, s.cfg.Dim, s.cfg.Metric, s.cfg.Fingerprint, count)
 	}
-	if version >= segVersion && h.file != s.file {
+	if version >= segVersionV3 && h.file != s.file {
 		return fmt.Errorf("file was written as %s", segName(h.file))
 	}
-	if version < segVersion {
+	if version < segVersionV3 {
 		h.file = s.file
 	}
 	h.path, h.size = s.sf.path, uint64(len(s.sf.data))
@@ -353,11 +365,23 @@ func (s *segment) init(count uint32, verify bool) error {
 	if view.Len() != s.n || view.Dim() != s.cfg.Dim || view.Metric() != s.cfg.Metric {
 		return fmt.Errorf("graph holds %d nodes of dim %d, want %d of dim %d", view.Len(), view.Dim(), s.n, s.cfg.Dim)
 	}
+	if s.sf.chunks != nil {
+		// Version 4: each search checks the chunks of the graph it read
+		// (hnsw.View.SetReadVerifier) instead of the whole section first.
+		base := uint64(0)
+		for _, e := range s.sf.entries {
+			if e.kind == secGraph {
+				base = e.off
+			}
+		}
+		sf := s.sf
+		view.SetReadVerifier(func(off, n uint64) error { return sf.verifyRange(base+off, n) })
+	}
 	s.view = view
 	if s.ids, err = parseIDs(secs[secIDs], s.n); err != nil {
 		return err
 	}
-	if version >= segVersion && s.ids.live != uint64(s.n-len(h.dead)) {
+	if version >= segVersionV3 && s.ids.live != uint64(s.n-len(h.dead)) {
 		return fmt.Errorf("id section lists %d live nodes, info %d of %d dead", s.ids.live, len(h.dead), s.n)
 	}
 	if version == segVersionV1 {
@@ -373,7 +397,7 @@ func (s *segment) init(count uint32, verify bool) error {
 	if s.text, err = parseTexts(secs[secText], s.n); err != nil {
 		return err
 	}
-	if version >= segVersion {
+	if version >= segVersionV3 {
 		sums, err := parseSums(secs[secSums], s.n)
 		if err != nil {
 			return err
@@ -392,8 +416,8 @@ var recordSections = []sectionKind{secInfo, secIDs, secMeta, secText, secTimes, 
 // for a mismatch, every time it is asked for again.
 func (s *segment) need(kinds ...sectionKind) error {
 	for _, k := range kinds {
-		if int(k) >= len(s.verified) {
-			continue
+		if int(k) >= len(s.verified) || k == secGraph && s.sf.chunks != nil {
+			continue // version 4: the graph's reads are verified chunk by chunk
 		}
 		s.verified[k].Do(func() { s.verifyErr[k] = s.sf.verifySection(k) })
 		if err := s.verifyErr[k]; err != nil {
@@ -404,7 +428,7 @@ func (s *segment) need(kinds ...sectionKind) error {
 }
 
 func (k sectionKind) String() string {
-	names := [...]string{"", "info", "graph", "ids", "metadata", "text", "times", "keyword", "namespace", "columns", "sums"}
+	names := [...]string{"", "info", "graph", "ids", "metadata", "text", "times", "keyword", "namespace", "columns", "sums", "chunks"}
 	if int(k) < len(names) && k > 0 {
 		return names[k]
 	}
@@ -543,7 +567,11 @@ func (s *segment) record(node uint32, ov map[string]access, withVec, withText bo
 		r.AccessCount, r.LastAccess = a.count, fromUnixNano(a.last)
 	}
 	if withVec {
-		r.Vector = append([]float32(nil), s.view.Vector(node)...)
+		vec, err := s.view.CheckedVector(node)
+		if err != nil {
+			return r, err
+		}
+		r.Vector = append([]float32(nil), vec...)
 	}
 	return r, nil
 }

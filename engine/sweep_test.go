@@ -3,16 +3,19 @@ package engine
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"testing"
 
 	"github.com/edsrzf/mmap-go"
+	"github.com/engramdb/engram/hnsw"
 	"github.com/engramdb/engram/quant"
 )
 
-// sweepSegment builds a segment of the current version of about 20 KiB:
-// every section present, a dead node, metadata and texts.
-func sweepSegment(t *testing.T) ([]byte, CollectionConfig, int) {
+// sweepSegment builds a segment of about 20 KiB: every section of the
+// version present, a dead node, metadata and texts.
+func sweepSegment(t *testing.T, version uint32) ([]byte, CollectionConfig, int) {
 	t.Helper()
 	cfg := CollectionConfig{Name: "c", Dim: 16, Metric: quant.Cosine, Fingerprint: "f"}
 	opts := Options{}.withDefaults()
@@ -27,7 +30,7 @@ func sweepSegment(t *testing.T) ([]byte, CollectionConfig, int) {
 	}
 	m.remove("r00004")
 	var buf bytes.Buffer
-	if _, err := streamSegment(&buf, buildSections(cfg, m, "session", segWrite{file: 1})); err != nil {
+	if _, err := streamSegment(&buf, buildSectionsVersion(cfg, m, "session", version, segWrite{file: 1})); err != nil {
 		t.Fatal(err)
 	}
 	return buf.Bytes(), cfg, len(m.recs)
@@ -54,7 +57,16 @@ func checkSegmentBytes(b []byte, cfg CollectionConfig, n int) error {
 // fails with a corruption error every single time: no byte of the file
 // (header, padding, sections, tables, trailer) is outside what Check covers.
 func TestCheckDetectsEveryByte(t *testing.T) {
-	good, cfg, n := sweepSegment(t)
+	for _, v := range []uint32{segVersionV3, segVersion} {
+		t.Run(fmt.Sprintf("version=%d", v), func(t *testing.T) { sweep(t, v) })
+	}
+}
+
+func sweep(t *testing.T, version uint32) {
+	good, cfg, n := sweepSegment(t, version)
+	if v := le.Uint32(good[8:]); v != version {
+		t.Fatalf("wrote version %d", v)
+	}
 	if err := checkSegmentBytes(bytes.Clone(good), cfg, n); err != nil {
 		t.Fatalf("intact segment: %v", err)
 	}
@@ -76,4 +88,70 @@ func TestCheckDetectsEveryByte(t *testing.T) {
 		t.Fatalf("%d of %d byte positions with an undetected flip, first %v", len(missed), len(good), missed[:min(len(missed), 20)])
 	}
 	t.Logf("%d bytes: every flip detected", len(good))
+}
+
+// TestFirstQueryNeverAnswersFromDamage flips every byte of a small
+// version 4 segment, one at a time, and runs what a first query after
+// Open runs on it (the record sections' checksums, a vector search that
+// checks the chunks it read, the hits' records with vectors): each either
+// fails with a corruption error or answers exactly what the intact file
+// answers.
+func TestFirstQueryNeverAnswersFromDamage(t *testing.T) {
+	good, cfg, n := sweepSegment(t, segVersion)
+	q := make([]float32, cfg.Dim)
+	for i := range q {
+		q[i] = float32(i%5) - 2
+	}
+	query := func(b []byte) ([]Record, error) {
+		secs, entries, err := parseSegment(b)
+		if err != nil {
+			return nil, &CorruptionError{File: "sweep", Err: err} // as openSegFile wraps it
+		}
+		s := &segment{file: 1, sf: &segFile{path: "sweep", data: mmap.MMap(b), sections: secs, entries: entries}, cfg: cfg}
+		if err := s.init(uint32(n), false); err != nil {
+			return nil, &CorruptionError{File: "sweep", Err: err} // as openSegment wraps it
+		}
+		if err := s.need(append(recordSections, secGraph)...); err != nil {
+			return nil, err
+		}
+		hits, err := s.view.Search(q, 5, hnsw.SearchOptions{})
+		if err != nil {
+			return nil, err
+		}
+		var out []Record
+		for _, h := range hits {
+			r, err := s.record(h.ID, nil, true, true)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, r)
+		}
+		return out, nil
+	}
+	want, err := query(bytes.Clone(good))
+	if err != nil || len(want) != 5 {
+		t.Fatalf("intact: %v, %v", want, err)
+	}
+	b := bytes.Clone(good)
+	refused, answered := 0, 0
+	for i := range b {
+		b[i] ^= 1 << (i % 8)
+		got, err := query(b)
+		b[i] ^= 1 << (i % 8)
+		if err != nil {
+			if !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("byte %d: error %v is not a corruption error", i, err)
+			}
+			refused++
+			continue
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("byte %d damaged: answered %v, intact %v", i, got, want)
+		}
+		answered++
+	}
+	t.Logf("%d bytes: %d first queries refused, %d answered as from the intact file", len(good), refused, answered)
+	if answered == 0 {
+		t.Fatal("every damaged byte refused the query: the reads are not verified piece by piece")
+	}
 }

@@ -189,7 +189,7 @@ func searchMode(ix *Index, q []float32, k, ef int, f *Bitset, scan bool) ([]Resu
 	}
 	p.exact, p.acc.scanBelow = scan, 0
 	ep, top := unpackEP(ix.ep.Load())
-	return p.run(&ix.g, &ix.pool, ix.Len(), ep, top, true), nil
+	return p.run(&ix.g, &ix.pool, ix.Len(), ep, top, true, nil), nil
 }
 
 // BenchmarkFilter compares, per selectivity, the filtered graph walk with

@@ -10,8 +10,10 @@
 // a *View searches in place over a byte slice (the engine mmaps segment
 // files) with no decoding pass. OpenView validates everything once;
 // OpenViewUnverified reads only the header, for opens that must not touch
-// the whole file, and View.Verify does the rest later. Both Index and View
-// satisfy Searcher.
+// the whole file, and View.Verify does the rest later; or a caller that
+// checksums the bytes in pieces sets View.SetReadVerifier, and every search
+// then has exactly the bytes it read checked before it answers. Both Index
+// and View satisfy Searcher.
 //
 //	ix, _ := hnsw.New(hnsw.Config{Dim: 384, Metric: quant.Cosine})
 //	id, _ := ix.Insert(vec)

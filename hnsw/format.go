@@ -151,8 +151,12 @@ type View struct {
 	empty   bool
 	deleted int
 	secs    [numSections][]byte
+	offs    [numSections]uint64 // where each section starts in the layout
 	crcs    [numSections]uint32
 	pool    sync.Pool
+
+	verify ReadVerifier // nil: searches answer from the bytes as they are
+	traces sync.Pool    // *trace, for searches checked by verify
 }
 
 func corrupt(format string, args ...any) error {
@@ -233,6 +237,7 @@ func OpenViewUnverified(b []byte) (*View, error) {
 			return nil, corrupt("section %d: offset %d length %d (want length %d) in %d bytes", i, off, size, want[i], len(b))
 		}
 		secs[i] = b[off : off+size : off+size]
+		v.offs[i] = off
 		v.crcs[i] = crc
 		prevEnd = off + size
 	}
@@ -332,7 +337,20 @@ func (v *View) Search(q []float32, k int, opts SearchOptions) ([]Result, error) 
 	if v.empty {
 		return []Result{}, nil
 	}
-	return p.run(&v.g, &v.pool, v.n, v.ep, v.top, !opts.NoRescore), nil
+	if v.verify == nil {
+		return p.run(&v.g, &v.pool, v.n, v.ep, v.top, !opts.NoRescore, nil), nil
+	}
+	tr, _ := v.traces.Get().(*trace)
+	if tr == nil {
+		tr = new(trace)
+	}
+	defer v.traces.Put(tr)
+	tr.reset()
+	res := p.run(&v.g, &v.pool, v.n, v.ep, v.top, !opts.NoRescore, tr)
+	if err := v.verifyTrace(tr); err != nil {
+		return nil, err
+	}
+	return res, nil
 }
 
 // Len is the number of ids, deleted ones included.

@@ -192,6 +192,9 @@ type scratch struct {
 	// of by id (see Index.connect); 0 for queries. sortedResults removes
 	// it.
 	salt uint32
+	// tr, when not nil, records what the search reads (a View with a
+	// ReadVerifier); nil for an Index.
+	tr *trace
 }
 
 // begin starts a new visited generation for n nodes.
@@ -245,9 +248,12 @@ func (a *accept) ok(g *graph, id uint32) bool {
 }
 
 // greedy descends one upper level from cur with beam width 1.
-func (g *graph) greedy(qc []int8, cur uint32, curD int32, level int) (uint32, int32) {
+func (g *graph) greedy(qc []int8, cur uint32, curD int32, level int, tr *trace) (uint32, int32) {
 	for changed := true; changed; {
 		changed = false
+		if tr != nil {
+			tr.upper = append(tr.upper, upperRead{cur, level})
+		}
 		l := g.upperList(cur, level)
 		if l == nil {
 			break
@@ -257,6 +263,9 @@ func (g *graph) greedy(qc []int8, cur uint32, curD int32, level int) (uint32, in
 			nb := atomic.LoadUint32(&l[i])
 			if int(nb) >= len(g.flags) {
 				continue // only in damaged unverified bytes
+			}
+			if tr != nil {
+				tr.codes = append(tr.codes, nb)
 			}
 			if d := g.codeDist(qc, nb); d < curD || (d == curD && nb < cur) {
 				cur, curD, changed = nb, d, true
@@ -269,9 +278,17 @@ func (g *graph) greedy(qc []int8, cur uint32, curD int32, level int) (uint32, in
 // descend walks greedily from the entry point ep on level top down to
 // level (exclusive) and returns the closest node found with its distance.
 func (g *graph) descend(qc []int8, ep uint32, top, level int) (uint32, int32) {
+	return g.descendTraced(qc, ep, top, level, nil)
+}
+
+// descendTraced is descend recording its reads in tr (when not nil).
+func (g *graph) descendTraced(qc []int8, ep uint32, top, level int, tr *trace) (uint32, int32) {
+	if tr != nil {
+		tr.codes = append(tr.codes, ep)
+	}
 	cur, curD := ep, g.codeDist(qc, ep)
 	for l := top; l > level; l-- {
-		cur, curD = g.greedy(qc, cur, curD, l)
+		cur, curD = g.greedy(qc, cur, curD, l, tr)
 	}
 	return cur, curD
 }
@@ -286,6 +303,10 @@ func (g *graph) searchLayer(s *scratch, qc []int8, ep uint32, epD int32, ef, lev
 	s.visit(ep)
 	salt := s.salt
 	s.cand.push(intKey(epD, ep^salt))
+	tr := s.tr
+	if tr != nil {
+		tr.flags = append(tr.flags, ep)
+	}
 	if a.ok(g, ep) {
 		s.res.push(^intKey(epD, ep^salt))
 	}
@@ -299,6 +320,9 @@ func (g *graph) searchLayer(s *scratch, qc []int8, ep uint32, epD int32, ef, lev
 			// its list now.
 			l0 := g.level0
 			prefetchU32(&l0[int(keyID(s.cand[0])^salt)*g.stride0()])
+		}
+		if tr != nil {
+			tr.lists0 = append(tr.lists0, keyID(c)^salt) // queries walk level 0 only
 		}
 		l := g.list(keyID(c)^salt, level)
 		cnt := min(int(atomic.LoadUint32(&l[0])), len(l)-1)
@@ -318,6 +342,12 @@ func (g *graph) searchLayer(s *scratch, qc []int8, ep uint32, epD int32, ef, lev
 			batch = append(batch, nb)
 		}
 		s.batch = batch
+		if tr != nil {
+			// Codes for the distances, flags for a.ok (an over-estimate:
+			// a.ok reads only those that may enter the results).
+			tr.codes = append(tr.codes, batch...)
+			tr.flags = append(tr.flags, batch...)
+		}
 		dists := s.dists[:0]
 		if cap(dists) < len(batch) {
 			dists = make([]int32, len(batch), 2*len(batch))
@@ -473,7 +503,7 @@ func (g *graph) sameVector(a, b uint32) bool {
 // Cosine) from the entry point and returns the best k.
 func (g *graph) search(s *scratch, q []float32, k, ef, n int, ep uint32, top int, a *accept, rescore bool) []Result {
 	qc := s.encode(g, q)
-	cur, curD := g.descend(qc, ep, top, 0)
+	cur, curD := g.descendTraced(qc, ep, top, 0, s.tr)
 	if g.searchLayer(s, qc, cur, curD, ef, 0, a) {
 		return g.scan(s, q, k, n, a, rescore)
 	}
@@ -507,6 +537,9 @@ func (g *graph) finish(s *scratch, q []float32, k int, rescore bool) []Result {
 		}
 		for i, key := range keys {
 			id := keyID(key)
+			if s.tr != nil {
+				s.tr.vectors = append(s.tr.vectors, id)
+			}
 			keys[i] = floatKey(quant.FloatDistance(g.metric, q, g.vector(id)), id)
 		}
 		slices.Sort(keys)
@@ -538,6 +571,9 @@ func (g *graph) scan(s *scratch, q []float32, k, n int, a *accept, rescore bool)
 		s.dists = make([]int32, batchSize)
 	}
 	flush := func() {
+		if s.tr != nil {
+			s.tr.codes = append(s.tr.codes, batch...)
+		}
 		dists := s.dists[:len(batch)]
 		if quant.CodeDistances(g.metric, dists, qc, g.codes, batch) != nil {
 			for i, id := range batch { // unreachable: ids < n
@@ -556,6 +592,9 @@ func (g *graph) scan(s *scratch, q []float32, k, n int, a *accept, rescore bool)
 		batch = batch[:0]
 	}
 	consider := func(id uint32) {
+		if s.tr != nil {
+			s.tr.flags = append(s.tr.flags, id)
+		}
 		if f := g.flag(id); f&flagPresent == 0 || f&flagDeleted != 0 {
 			return
 		}

@@ -105,13 +105,15 @@ func makePlan(g *graph, q []float32, k int, opts SearchOptions, live int, hasDel
 	return p, nil
 }
 
-// run executes p on g (n node slots, entry point ep on level top).
-func (p *plan) run(g *graph, pool *sync.Pool, n int, ep uint32, top int, rescore bool) []Result {
+// run executes p on g (n node slots, entry point ep on level top),
+// recording its reads in tr when tr is not nil.
+func (p *plan) run(g *graph, pool *sync.Pool, n int, ep uint32, top int, rescore bool, tr *trace) []Result {
 	s, _ := pool.Get().(*scratch)
 	if s == nil {
 		s = new(scratch)
 	}
-	defer pool.Put(s)
+	s.tr = tr
+	defer func() { s.tr = nil; pool.Put(s) }()
 	if p.exact {
 		return g.scan(s, p.q, p.k, n, &p.acc, rescore)
 	}
