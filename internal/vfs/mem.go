@@ -348,6 +348,35 @@ func (f *memFile) Write(p []byte) (int, error) {
 	return n, err
 }
 
+// WriteAt implements File. Like Write, an injected OpWrite fault writes
+// half of p first.
+func (f *memFile) WriteAt(p []byte, off int64) (int, error) {
+	f.fs.mu.Lock()
+	defer f.fs.mu.Unlock()
+	if f.flag&(os.O_WRONLY|os.O_RDWR) == 0 {
+		return 0, &os.PathError{Op: "write", Path: f.name, Err: errors.New("file not open for writing")}
+	}
+	if f.closed {
+		return 0, &os.PathError{Op: "write", Path: f.name, Err: errClosed}
+	}
+	if f.flag&os.O_APPEND != 0 {
+		return 0, &os.PathError{Op: "write", Path: f.name, Err: errors.New("WriteAt on a file opened with O_APPEND")}
+	}
+	if off < 0 {
+		return 0, &os.PathError{Op: "write", Path: f.name, Err: errors.New("negative offset")}
+	}
+	n, err := len(p), f.fs.check(OpWrite, f.name)
+	if err != nil {
+		n = len(p) / 2
+	}
+	end := off + int64(n)
+	if end > int64(len(f.node.data)) {
+		f.node.data = append(f.node.data, make([]byte, end-int64(len(f.node.data)))...)
+	}
+	copy(f.node.data[off:], p[:n])
+	return n, err
+}
+
 func (f *memFile) ReadAt(p []byte, off int64) (int, error) {
 	f.fs.mu.Lock()
 	defer f.fs.mu.Unlock()

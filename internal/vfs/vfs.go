@@ -78,6 +78,9 @@ func Map(f File) (data []byte, unmap func() error, err error) {
 // File is an open file.
 type File interface {
 	io.Writer
+	// WriterAt writes at an offset (pwrite), leaving the position alone; a
+	// file opened with O_APPEND may refuse it, as *os.File does.
+	io.WriterAt
 	io.ReaderAt
 	io.Closer
 	// Sync makes the file's data durable (fdatasync where available: the
