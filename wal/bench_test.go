@@ -147,7 +147,15 @@ type sleepFile struct {
 	size atomic.Int64
 }
 
-func (f *sleepFile) Write(p []byte) (int, error)       { f.size.Add(int64(len(p))); return len(p), nil }
+func (f *sleepFile) Write(p []byte) (int, error) { f.size.Add(int64(len(p))); return len(p), nil }
+func (f *sleepFile) WriteAt(p []byte, off int64) (int, error) {
+	for {
+		old := f.size.Load()
+		if off+int64(len(p)) <= old || f.size.CompareAndSwap(old, off+int64(len(p))) {
+			return len(p), nil
+		}
+	}
+}
 func (f *sleepFile) ReadAt([]byte, int64) (int, error) { return 0, io.EOF }
 func (f *sleepFile) Close() error                      { return nil }
 func (f *sleepFile) Truncate(n int64) error            { f.size.Store(n); return nil }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -57,63 +58,103 @@ func firstIn(recs []rec, seg uint32) int {
 	return len(recs)
 }
 
+// extent returns the byte range of record i in its segment: from its
+// LSN to the next record's (or the end of the written data).
+func extent(recs []rec, i int) (int64, int64) {
+	if i+1 < len(recs) && recs[i+1].lsn.Segment() == recs[i].lsn.Segment() {
+		return recs[i].lsn.Offset(), recs[i+1].lsn.Offset()
+	}
+	return recs[i].lsn.Offset(), 1 << 40
+}
+
+// hit returns the records of segment seg whose bytes overlap [from, to):
+// those a damage there destroys.
+func hit(recs []rec, seg uint32, from, to int64) []int {
+	var out []int
+	for i, r := range recs {
+		if s, e := extent(recs, i); r.lsn.Segment() == seg && s < to && from < e {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+func inSeg(recs []rec, seg uint32) []int { return hit(recs, seg, 0, 1<<40) }
+
 func TestCorruption(t *testing.T) {
 	type result struct {
-		keep    int    // records that must survive
+		drop    []int  // records lost: exactly those whose bytes were destroyed
 		corrupt uint32 // segment Open must report as corrupt; 0 for a torn tail Open repairs itself
+		silent  bool   // nothing to log: it reads as an append never made
+		warns   bool   // every Open logs a warning (bytes past a segment's end)
 	}
 	n := func(recs []rec) int { return len(recs) }
 	lastSeg := func(recs []rec) uint32 { return recs[len(recs)-1].lsn.Segment() }
+	// zeroFrom zero-fills a preallocated segment from off: what a torn write leaves.
+	zeroFrom := func(off int64) func(b []byte) []byte {
+		return func(b []byte) []byte { clear(b[off:]); return b }
+	}
 	cases := []struct {
 		name   string
 		damage func(t *testing.T, mem *vfs.MemFS, recs []rec) result
 	}{
 		{"torn last record", func(t *testing.T, mem *vfs.MemFS, recs []rec) result {
 			r := recs[n(recs)-1]
-			edit(t, mem, r.lsn.Segment(), func(b []byte) []byte { return b[:r.lsn.Offset()+fragHeader+50] })
-			return result{keep: n(recs) - 1}
+			edit(t, mem, r.lsn.Segment(), zeroFrom(r.lsn.Offset()+fragHeader+50))
+			return result{drop: []int{n(recs) - 1}}
 		}},
 		{"torn record header", func(t *testing.T, mem *vfs.MemFS, recs []rec) result {
 			r := recs[n(recs)-1]
-			edit(t, mem, r.lsn.Segment(), func(b []byte) []byte { return b[:r.lsn.Offset()+3] })
-			return result{keep: n(recs) - 1}
+			edit(t, mem, r.lsn.Segment(), func(b []byte) []byte {
+				clear(b[r.lsn.Offset()+3:])
+				return b
+			})
+			return result{drop: []int{n(recs) - 1}}
 		}},
 		{"torn multi-page record", func(t *testing.T, mem *vfs.MemFS, recs []rec) result {
 			r := recs[n(recs)-3] // 45001 random bytes: first, middle, last fragments
-			edit(t, mem, r.lsn.Segment(), func(b []byte) []byte { return b[:(r.lsn.Offset()/PageSize+1)*PageSize+100] })
-			return result{keep: n(recs) - 3}
-		}},
-		{"zero-filled tail", func(t *testing.T, mem *vfs.MemFS, recs []rec) result {
-			edit(t, mem, lastSeg(recs), func(b []byte) []byte { return append(b, make([]byte, 3*PageSize)...) })
-			return result{keep: n(recs)}
+			edit(t, mem, r.lsn.Segment(), zeroFrom((r.lsn.Offset()/PageSize+1)*PageSize+100))
+			return result{drop: []int{n(recs) - 3, n(recs) - 2, n(recs) - 1}}
 		}},
 		{"zeroed last record", func(t *testing.T, mem *vfs.MemFS, recs []rec) result {
+			// Indistinguishable from an append never made: dropped silently.
 			r := recs[n(recs)-1]
-			edit(t, mem, r.lsn.Segment(), func(b []byte) []byte {
-				clear(b[r.lsn.Offset():])
-				return b
-			})
-			return result{keep: n(recs) - 1}
+			edit(t, mem, r.lsn.Segment(), zeroFrom(r.lsn.Offset()))
+			return result{drop: []int{n(recs) - 1}, silent: true}
 		}},
 		{"bad CRC in last record", func(t *testing.T, mem *vfs.MemFS, recs []rec) result {
 			r := recs[n(recs)-1]
 			edit(t, mem, r.lsn.Segment(), func(b []byte) []byte { b[r.lsn.Offset()+fragHeader+5] ^= 1; return b })
-			return result{keep: n(recs) - 1}
+			return result{drop: []int{n(recs) - 1}}
 		}},
-		{"garbage tail", func(t *testing.T, mem *vfs.MemFS, recs []rec) result {
+		{"garbage after the last record", func(t *testing.T, mem *vfs.MemFS, recs []rec) result {
+			// Inside the segment's size: a torn write of random bytes looks the same.
+			_, end := extent(recs, n(recs)-1)
+			r := recs[n(recs)-1]
+			edit(t, mem, r.lsn.Segment(), func(b []byte) []byte {
+				end = min(end, int64(len(b)))
+				for i := r.lsn.Offset() + fragHeader + 400 + 3; i < r.lsn.Offset()+3000 && i < int64(len(b)); i++ {
+					b[i] = byte(i*7 + 1)
+				}
+				return b
+			})
+			return result{}
+		}},
+		{"garbage appended", func(t *testing.T, mem *vfs.MemFS, recs []rec) result {
+			// Past the size the header gives: read as nothing, never as a torn tail.
 			edit(t, mem, lastSeg(recs), func(b []byte) []byte { return append(b, payload(7, 3000)...) })
-			return result{keep: n(recs)}
+			return result{warns: true}
 		}},
 		{"bad CRC before intact records", func(t *testing.T, mem *vfs.MemFS, recs []rec) result {
 			r := recs[n(recs)-2] // followed by an intact record in the same page
 			edit(t, mem, r.lsn.Segment(), func(b []byte) []byte { b[r.lsn.Offset()+fragHeader+5] ^= 0x80; return b })
-			return result{keep: n(recs) - 2, corrupt: r.lsn.Segment()}
+			return result{drop: []int{n(recs) - 2}, corrupt: r.lsn.Segment()}
 		}},
 		{"bad CRC in older segment", func(t *testing.T, mem *vfs.MemFS, recs []rec) result {
 			i := firstIn(recs, 2) + 1
 			r := recs[i]
 			edit(t, mem, r.lsn.Segment(), func(b []byte) []byte { b[r.lsn.Offset()+fragHeader+20] ^= 0xff; return b })
-			return result{keep: i, corrupt: r.lsn.Segment()}
+			return result{drop: []int{i}, corrupt: r.lsn.Segment()}
 		}},
 		{"bad length", func(t *testing.T, mem *vfs.MemFS, recs []rec) result {
 			i := firstIn(recs, 3)
@@ -122,13 +163,13 @@ func TestCorruption(t *testing.T) {
 				binary.BigEndian.PutUint16(b[r.lsn.Offset()+1:], 0xfff0)
 				return b
 			})
-			return result{keep: i, corrupt: r.lsn.Segment()}
+			return result{drop: []int{i}, corrupt: r.lsn.Segment()}
 		}},
 		{"bad type", func(t *testing.T, mem *vfs.MemFS, recs []rec) result {
 			i := firstIn(recs, 2)
 			r := recs[i]
 			edit(t, mem, r.lsn.Segment(), func(b []byte) []byte { b[r.lsn.Offset()] = 0x47; return b })
-			return result{keep: i, corrupt: r.lsn.Segment()}
+			return result{drop: []int{i}, corrupt: r.lsn.Segment()}
 		}},
 		{"garbage in the middle", func(t *testing.T, mem *vfs.MemFS, recs []rec) result {
 			i := firstIn(recs, 2) + 1
@@ -137,7 +178,7 @@ func TestCorruption(t *testing.T) {
 				copy(b[r.lsn.Offset():], payload(9, 500))
 				return b
 			})
-			return result{keep: i, corrupt: r.lsn.Segment()}
+			return result{drop: hit(recs, r.lsn.Segment(), r.lsn.Offset(), r.lsn.Offset()+500), corrupt: r.lsn.Segment()}
 		}},
 		{"zeroed page", func(t *testing.T, mem *vfs.MemFS, recs []rec) result {
 			// Page 1 of segment 2 holds the middle of a record that started in page 0.
@@ -150,43 +191,50 @@ func TestCorruption(t *testing.T) {
 				clear(b[PageSize:min(2*PageSize, len(b))])
 				return b
 			})
-			return result{keep: i, corrupt: r.lsn.Segment()}
+			return result{drop: hit(recs, r.lsn.Segment(), PageSize, 2*PageSize), corrupt: r.lsn.Segment()}
 		}},
 		{"missing middle segment", func(t *testing.T, mem *vfs.MemFS, recs []rec) result {
 			if err := mem.Remove(segPath(3)); err != nil {
 				t.Fatal(err)
 			}
-			return result{keep: firstIn(recs, 3), corrupt: 3}
+			return result{drop: inSeg(recs, 3), corrupt: 3}
 		}},
 		{"truncated header of newest segment", func(t *testing.T, mem *vfs.MemFS, recs []rec) result {
 			s := lastSeg(recs)
 			edit(t, mem, s, func(b []byte) []byte { return b[:5] })
-			return result{keep: firstIn(recs, s)}
+			return result{drop: inSeg(recs, s)}
 		}},
 		{"empty newest segment", func(t *testing.T, mem *vfs.MemFS, recs []rec) result {
 			s := lastSeg(recs)
 			edit(t, mem, s, func(b []byte) []byte { return nil })
-			return result{keep: firstIn(recs, s)}
+			return result{drop: inSeg(recs, s)}
 		}},
 		{"truncated header of middle segment", func(t *testing.T, mem *vfs.MemFS, recs []rec) result {
 			edit(t, mem, 2, func(b []byte) []byte { return b[:10] })
-			return result{keep: firstIn(recs, 2), corrupt: 2}
+			return result{drop: inSeg(recs, 2), corrupt: 2}
 		}},
 		{"bad header checksum", func(t *testing.T, mem *vfs.MemFS, recs []rec) result {
+			// The records after the header are intact: the header is rewritten.
 			edit(t, mem, 3, func(b []byte) []byte { b[6] = 9; return b })
-			return result{keep: firstIn(recs, 3), corrupt: 3}
+			return result{corrupt: 3}
 		}},
 		{"segment renamed", func(t *testing.T, mem *vfs.MemFS, recs []rec) result {
 			// Segment 2's content under segment 3's name: the header says 2.
 			b2, _ := mem.Bytes(segPath(2))
 			edit(t, mem, 3, func([]byte) []byte { return b2 })
-			return result{keep: firstIn(recs, 3), corrupt: 3}
+			return result{drop: inSeg(recs, 3), corrupt: 3}
 		}},
 		{"truncated older segment", func(t *testing.T, mem *vfs.MemFS, recs []rec) result {
 			i := firstIn(recs, 3) - 1 // last record of segment 2
 			r := recs[i]
 			edit(t, mem, 2, func(b []byte) []byte { return b[:r.lsn.Offset()+fragHeader+10] })
-			return result{keep: i, corrupt: 2}
+			return result{drop: []int{i}, corrupt: 2}
+		}},
+		{"truncated newest segment at a record boundary", func(t *testing.T, mem *vfs.MemFS, recs []rec) result {
+			// Not a torn tail: the file is shorter than its header says.
+			r := recs[n(recs)-1]
+			edit(t, mem, r.lsn.Segment(), func(b []byte) []byte { return b[:r.lsn.Offset()] })
+			return result{drop: []int{n(recs) - 1}, corrupt: r.lsn.Segment()}
 		}},
 	}
 	for _, tc := range cases {
@@ -212,23 +260,42 @@ func TestCorruption(t *testing.T) {
 				if l != nil {
 					t.Fatal("Open returned a log with an error")
 				}
-				if err := Repair("/wal", opts, err); err != nil {
+				losses, err := Repair("/wal", opts, err)
+				if err != nil {
 					t.Fatalf("Repair: %v", err)
+				}
+				if len(want.drop) > 0 && len(losses) == 0 {
+					t.Errorf("Repair reports no loss, %d records destroyed", len(want.drop))
+				}
+				for _, i := range want.drop { // each destroyed record lies in a reported loss
+					s, _ := extent(recs, i)
+					found := false
+					for _, lo := range losses {
+						found = found || (lo.Segment == recs[i].lsn.Segment() && lo.From <= s && s < lo.To)
+					}
+					if !found {
+						t.Errorf("record %d (%v) lost but in no reported loss %v", i, recs[i].lsn, losses)
+					}
 				}
 				if l, err = Open("/wal", opts); err != nil {
 					t.Fatalf("Open after Repair: %v", err)
 				}
 			}
-			if want.keep < len(recs) && !strings.Contains(logBuf.String(), "wal:") {
+			if len(want.drop) > 0 && !want.silent && !strings.Contains(logBuf.String(), "wal:") {
 				t.Errorf("dropped records were not reported: log %q", logBuf.String())
 			}
-			expect := append([]rec(nil), recs[:want.keep]...)
+			var expect []rec
+			for i, r := range recs {
+				if !slices.Contains(want.drop, i) {
+					expect = append(expect, r)
+				}
+			}
 			checkRecs(t, replayAll(t, l, 0), expect)
 			more := appendAll(t, l, expect, payload(5000, 100), payload(5001, 50000), payload(5002, 10))
 			// New LSNs must exceed every LSN handed out before, dropped
 			// ones included: a checkpoint may name them.
-			if more[want.keep].lsn <= recs[len(recs)-1].lsn {
-				t.Fatalf("LSN %v reused after repair (log had reached %v)", more[want.keep].lsn, recs[len(recs)-1].lsn)
+			if more[len(expect)].lsn <= recs[len(recs)-1].lsn {
+				t.Fatalf("LSN %v reused after repair (log had reached %v)", more[len(expect)].lsn, recs[len(recs)-1].lsn)
 			}
 			checkRecs(t, replayAll(t, l, 0), more)
 			if err := l.Close(); err != nil {
@@ -239,7 +306,7 @@ func TestCorruption(t *testing.T) {
 			l = mustOpen(t, "/wal", opts)
 			checkRecs(t, replayAll(t, l, 0), more)
 			l.Close()
-			if logBuf.Len() != 0 {
+			if logBuf.Len() != 0 && !want.warns {
 				t.Errorf("second open repaired again: %s", logBuf.String())
 			}
 		})
@@ -271,12 +338,13 @@ func TestReplayReportsCorruption(t *testing.T) {
 // page, with intact records after them, must be reported, not read as
 // padding (the writer never pads more than 6 bytes).
 func TestZeroedRecordIsNotPadding(t *testing.T) {
-	b := segmentHeader(1)
+	b := segmentHeader(1, 0)
 	b, _, _ = appendRecord(b, int64(len(b)), false, make([]byte, PageSize-segHeaderSize-fragHeader)) // fills page 0
 	b, _, _ = appendRecord(b, int64(len(b)), false, []byte("next page"))
 	if len(b) != PageSize+fragHeader+9 {
 		t.Fatalf("layout: %d bytes", len(b))
 	}
+	b = finishSegment(b)
 	clear(b[segHeaderSize:PageSize])
 	r := NewReader(bytes.NewReader(b), int64(len(b)), 1)
 	if r.Next() {
@@ -287,8 +355,9 @@ func TestZeroedRecordIsNotPadding(t *testing.T) {
 		t.Fatalf("err %v, want corruption at %d with data after it", r.Err(), segHeaderSize)
 	}
 	// The same zeros at the end of the file are a clean, zero-filled end.
-	r = NewReader(bytes.NewReader(b[:PageSize]), PageSize, 1)
-	if r.Next() || r.Err() != nil || r.intactEnd() != segHeaderSize {
-		t.Fatalf("zero-filled segment: err %v, end %d", r.Err(), r.intactEnd())
+	one := append(segmentHeader(1, PageSize), b[segHeaderSize:PageSize]...)
+	r = NewReader(bytes.NewReader(one), PageSize, 1)
+	if r.Next() || r.Err() != nil || r.IntactEnd() != segHeaderSize {
+		t.Fatalf("zero-filled segment: err %v, end %d", r.Err(), r.IntactEnd())
 	}
 }

@@ -20,9 +20,9 @@
 // Replay(lsn+1, ...) replays everything after the record at lsn. A checkpoint
 // stores the LSN of the last record it covers. LSNs are never reused: the
 // first append after Open starts a new segment when the newest one holds
-// records (or lost a torn tail), and Repair empties rather than deletes the
-// segments after the damage and adds a new one, so a record appended later
-// always has a larger LSN than any checkpoint taken before. Replay from past the end of
+// records (or lost a torn tail), and Repair fixes segments in place and
+// adds a new one, so a record appended later always has a larger LSN than
+// any checkpoint taken before. Replay from past the end of
 // the log is ErrPastEnd: the checkpoint is ahead of the log.
 //
 // # Files
@@ -37,8 +37,15 @@
 // covers) blocks nothing. Roll starts a new segment durably, so a
 // checkpoint can name the segment that must follow it: one missing is
 // then loss, not a clean end. A segment starts with a 16-byte header
-// (magic, format version, its own number, checksum) and is cut into 32 KiB
-// pages. A record is a sequence of fragments (full, or first/middle.../last)
+// (magic, format version, its size, its own number, checksum) and is cut
+// into 32 KiB pages. It is preallocated (format version 2): created as a
+// temporary at its full size (SegmentSize rounded up to pages), zero-filled,
+// synced and renamed into place, then written in place. So a torn append
+// leaves zeros within the file, a file shorter than its header says was
+// truncated (ErrTruncated: corruption, not a clean end), and bytes after it
+// were appended by something else (ErrTrailingBytes: ignored by Open,
+// reported by Reader, cut by Repair). Version 1 segments (not
+// preallocated) are still read; the log never appends to one. A record is a sequence of fragments (full, or first/middle.../last)
 // that never crosses a page boundary; each fragment carries a type byte, a
 // length and a CRC32C over type, length and stored bytes. A record never
 // spans segments. Payloads of 32 bytes or more are compressed with zstd
@@ -76,14 +83,19 @@
 // # Recovery
 //
 // Open reads every segment and checks every checksum (without
-// decompressing). Damage in the newest segment with no intact fragment
-// after it (checked at the next fragment and at every later page start) is
-// a torn tail: an append that was never acknowledged. Open truncates it,
-// syncs, and logs a warning to Options.Logger. Any other damage (a bad
-// checksum followed by intact data, a damaged older segment, a missing
-// segment) is returned as a *CorruptionError{Segment, Offset, Err}; nothing
-// is skipped silently. Repair(dir, opts, err) truncates the log at Offset,
-// empties the later segments, and keeps everything before.
+// decompressing). Damage in the newest segment with no intact record after
+// it (looked for right after the damaged fragment, at every byte of the
+// rest of its page and at every later page start) is a torn tail: an
+// append that was never acknowledged. Open zero-fills it, syncs, and logs a
+// warning to Options.Logger. Any other damage (a bad checksum followed by
+// intact data, a damaged older segment, a truncated or missing segment) is
+// returned as a *CorruptionError{Segment, Offset, Err}; nothing is skipped
+// silently. Repair(dir, opts, err) gives up only the damaged bytes: it
+// overwrites each damaged stretch with hole fragments, so every intact
+// record after it survives at its LSN, zero-fills a torn or truncated end,
+// cuts trailing bytes, rewrites a damaged header, creates a missing
+// segment, and returns the stretches lost ([]Loss). Log.Holes tells a
+// caller that records may be missing between the ones it replays.
 //
 // All I/O goes through Options.FS (internal/vfs), so tests inject short
 // writes, ENOSPC, fsync failures and power loss (vfs.MemFS.Crash).
@@ -105,6 +117,11 @@
 //     Append instead (and poisons the log).
 //   - One Log per directory: nothing here locks it (the engine's LOCK file
 //     does).
+//   - Resync (Repair's look past damage) trusts any fragment whose CRC32C
+//     holds: a payload that embeds a framed fragment could be taken for a
+//     record when damage lies just before it. Open never resyncs.
+//   - Segments take their full size on creation (sparse where the file
+//     system allows); the engine's are 8 MiB.
 //   - A power loss may persist the sectors of an unsynced write out of order.
 //     If a later sector of a never-acknowledged write survives while an
 //     earlier one is lost, the damage looks like corruption rather than a

@@ -42,3 +42,16 @@ func (e *CorruptionError) Error() string {
 }
 
 func (e *CorruptionError) Unwrap() error { return e.Err }
+
+// Causes inside a CorruptionError that a caller may want to tell apart.
+var (
+	// ErrTruncated: a version 2 segment is shorter than its header says.
+	// Segments are created at their full size, so a short one was cut, not
+	// torn: the records past the cut are lost, which Open does not take
+	// for a clean end.
+	ErrTruncated = errors.New("segment truncated")
+	// ErrTrailingBytes: a version 2 segment's file holds bytes after the
+	// size its header gives. No record is there and none is lost; Open
+	// ignores them (logging a warning) and Repair cuts them off.
+	ErrTrailingBytes = errors.New("bytes after the end of the segment")
+)

@@ -24,7 +24,13 @@ const (
 	MinSegmentSize = 2 * PageSize
 	MaxSegmentSize = 1 << 30
 
-	formatVersion = 1
+	// formatVersion is the version this package writes. Version 2
+	// segments are preallocated: created at their full size, zero-filled,
+	// with that size in the header, so a short file is truncation and not
+	// a torn tail. Version 1 segments (no size, the file ends where the
+	// last write ended) are still read; the log never appends to one.
+	formatVersion = 2
+	legacyVersion = 1
 	segHeaderSize = 16
 	fragHeader    = 7 // type(1) | length(2) | crc32c(4)
 	segNameLen    = 8
@@ -39,6 +45,10 @@ const (
 	fragFirst  = 2
 	fragMiddle = 3
 	fragLast   = 4
+	// fragHole marks bytes Repair gave up: a damaged stretch it
+	// overwrote in place, so the intact records after it keep their
+	// offsets (and LSNs). Its data is zeros and means nothing.
+	fragHole = 5
 
 	fragTypeMask   = 0x07
 	flagCompressed = 0x08
@@ -83,12 +93,16 @@ func parseSegmentName(name string) (uint32, bool) {
 	return uint32(n), true
 }
 
-// segmentHeader encodes the header of segment seg:
-// magic(4) | version(1) | reserved(3) | segment(4) | crc32c of the first 12(4).
-func segmentHeader(seg uint32) []byte {
+// segmentHeader encodes the header of a version 2 segment seg of size
+// bytes (a whole number of pages): magic(4) | version(1) | size in
+// pages(3) | segment(4) | crc32c of the first 12(4). Version 1 had zeros
+// where the size is.
+func segmentHeader(seg uint32, size int64) []byte {
 	h := make([]byte, segHeaderSize)
 	copy(h, segMagic[:])
 	h[4] = formatVersion
+	pages := uint32(size / PageSize)
+	h[5], h[6], h[7] = byte(pages>>16), byte(pages>>8), byte(pages)
 	binary.BigEndian.PutUint32(h[8:], seg)
 	binary.BigEndian.PutUint32(h[12:], crc32.Checksum(h[:12], castagnoli))
 	return h
@@ -145,6 +159,36 @@ func appendRecord(buf []byte, off int64, compressed bool, data []byte) ([]byte, 
 			return buf, start, off
 		}
 	}
+}
+
+// preallocSize is the size a new segment is created at: SegmentSize
+// rounded up to whole pages.
+func preallocSize(segmentSize int64) int64 {
+	return (segmentSize + PageSize - 1) / PageSize * PageSize
+}
+
+// holeFragments encodes hole fragments (and page padding) covering
+// exactly [from, to), which must not end inside a page's last 6 bytes
+// unless at the page's end: what Repair writes over a damaged stretch.
+func holeFragments(from, to int64) []byte {
+	var buf []byte
+	for off := from; off < to; {
+		pageEnd := (off/PageSize + 1) * PageSize
+		end := min(pageEnd, to)
+		if end-off < fragHeader { // only at a page's end: padding
+			buf = append(buf, make([]byte, end-off)...)
+			off = end
+			continue
+		}
+		data := make([]byte, end-off-fragHeader)
+		var h [fragHeader]byte
+		h[0] = fragHole
+		binary.BigEndian.PutUint16(h[1:], uint16(len(data)))
+		binary.BigEndian.PutUint32(h[3:], fragmentCRC(fragHole, data))
+		buf = append(append(buf, h[:]...), data...)
+		off = end
+	}
+	return buf
 }
 
 // recordEnd returns the offset after a record of n stored bytes framed at

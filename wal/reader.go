@@ -26,6 +26,7 @@ var (
 	errBadSequence   = errors.New("fragment out of sequence")
 	errTooLarge      = errors.New("record larger than MaxRecordSize")
 	errDecompression = errors.New("record does not decompress")
+	errBadSize       = errors.New("segment header gives no size")
 )
 
 // decoder is shared by all readers; DecodeAll is safe for concurrent use.
@@ -42,9 +43,16 @@ var decoder = sync.OnceValue(func() *zstd.Decoder {
 // reads through an io.ReaderAt, so it never reads outside [0, size).
 type Reader struct {
 	r    io.ReaderAt
-	size int64
+	size int64 // bytes read: the file size, capped at the declared size
 	seg  uint32
 	raw  bool // return stored bytes without decompressing (Open's scan)
+
+	version  byte
+	declared int64 // version 2: the size the header gives; 0 for version 1
+	fileSize int64 // the size the caller gave
+	limit    int64 // stop cleanly here (Replay: the end of what was written); 0: no limit
+	final    bool  // the error is the end of the segment: nothing to resync past
+	holes    int   // hole fragments read (Repair's marks)
 
 	page      []byte
 	pageStart int64 // offset of page in the segment, or -1
@@ -59,13 +67,14 @@ type Reader struct {
 	err error
 
 	badFrag  int64 // offset of the fragment that failed, for dataFollows
-	badAfter int64 // where the next fragment would be if its length is plausible, or -1
+	fragEnd  int64 // end of the fragment being read when its length is plausible, or -1
+	badStart bool  // the fragment that failed is intact and starts a record (out of sequence)
 }
 
 // NewReader returns a Reader over a segment of size bytes read from r;
 // segment is the number the segment's header must carry.
 func NewReader(r io.ReaderAt, size int64, segment uint32) *Reader {
-	return &Reader{r: r, size: size, seg: segment, pageStart: -1, badAfter: -1}
+	return &Reader{r: r, size: size, fileSize: size, seg: segment, pageStart: -1, fragEnd: -1}
 }
 
 // Next advances to the next record and reports whether there is one. At
@@ -84,11 +93,15 @@ func (r *Reader) Next() bool {
 	start := int64(-1)
 	compressed := byte(0)
 	for {
+		if r.limit > 0 && r.off >= r.limit && start < 0 {
+			return false
+		}
+		r.fragEnd, r.badStart = -1, false
 		if r.off >= r.size {
 			if start >= 0 {
-				return r.corrupt(r.off, io.ErrUnexpectedEOF)
+				return r.corrupt(r.off, r.eof())
 			}
-			return false
+			return r.atEnd()
 		}
 		if !r.loadPage() {
 			return false
@@ -110,32 +123,39 @@ func (r *Reader) Next() bool {
 			// zero-filled tail (a clean end) or zeroed data (damage).
 			if start < 0 && r.zerosToEnd() {
 				r.off = r.size
-				return false
+				return r.atEnd()
 			}
 			return r.corrupt(r.off, errZeroed)
 		}
 		if int64(len(p))-in < fragHeader {
-			return r.corrupt(r.off, io.ErrUnexpectedEOF)
+			return r.corrupt(r.off, r.eof())
 		}
 		typ := p[in]
 		n := int64(binary.BigEndian.Uint16(p[in+1:]))
 		sum := binary.BigEndian.Uint32(p[in+3:])
-		if typ&^(fragTypeMask|flagCompressed) != 0 || typ&fragTypeMask > fragLast {
+		if typ&^(fragTypeMask|flagCompressed) != 0 || typ&fragTypeMask > fragHole {
 			return r.corrupt(r.off, errBadType)
 		}
 		if in+fragHeader+n > PageSize {
 			return r.corrupt(r.off, errBadLength)
 		}
-		r.badAfter = r.off + fragHeader + n
+		r.fragEnd = r.off + fragHeader + n
 		if in+fragHeader+n > int64(len(p)) {
-			return r.corrupt(r.off, io.ErrUnexpectedEOF)
+			return r.corrupt(r.off, r.eof())
 		}
 		data := p[in+fragHeader : in+fragHeader+n]
 		if fragmentCRC(typ, data) != sum {
 			return r.corrupt(r.off, errBadCRC)
 		}
-		r.badAfter = -1
 		kind := typ & fragTypeMask
+		if kind == fragHole && start < 0 && typ == fragHole {
+			// Repair's mark over bytes it gave up: skip it.
+			r.holes++
+			r.off += fragHeader + n
+			r.end = r.off
+			continue
+		}
+		r.badStart = kind == fragFull || kind == fragFirst
 		switch {
 		case (kind == fragFull || kind == fragFirst) && start < 0:
 			start, compressed = r.off, typ&flagCompressed
@@ -186,14 +206,51 @@ func (r *Reader) readHeader() bool {
 		return false
 	case binary.BigEndian.Uint32(h[12:]) != crc32.Checksum(h[:12], castagnoli):
 		return r.corrupt(0, errBadHeaderCRC)
-	case h[4] != formatVersion:
+	case h[4] != formatVersion && h[4] != legacyVersion:
 		r.err = fmt.Errorf("%w %d in segment %s", ErrVersion, h[4], segmentName(r.seg))
 		return false
 	case binary.BigEndian.Uint32(h[8:]) != r.seg:
 		return r.corrupt(0, errBadSegment)
 	}
+	r.version = h[4]
+	if r.version == formatVersion {
+		r.declared = int64(uint32(h[5])<<16|uint32(h[6])<<8|uint32(h[7])) * PageSize
+		if r.declared == 0 {
+			return r.corrupt(0, errBadSize)
+		}
+		r.size = min(r.size, r.declared)
+	}
 	r.off, r.end = segHeaderSize, segHeaderSize
 	return true
+}
+
+// eof is the cause for data that ends inside a record: a torn write, or
+// in a version 2 segment shorter than its header says, truncation.
+func (r *Reader) eof() error {
+	if r.fileSize < r.declared {
+		r.final = true
+		return fmt.Errorf("%w: %d bytes, the header says %d", ErrTruncated, r.fileSize, r.declared)
+	}
+	return io.ErrUnexpectedEOF
+}
+
+// atEnd ends a segment whose records were all read: cleanly, unless it is
+// a version 2 segment whose file is shorter (truncated: records may be
+// missing) or longer (bytes appended after it) than its header says.
+func (r *Reader) atEnd() bool {
+	switch {
+	case r.fileSize < r.declared:
+		r.final = true
+		r.err = &CorruptionError{Segment: r.seg, Offset: r.end,
+			Err: fmt.Errorf("%w: %d bytes, the header says %d", ErrTruncated, r.fileSize, r.declared)}
+		return false
+	case r.declared > 0 && r.fileSize > r.declared && r.limit == 0:
+		r.final = true
+		r.err = &CorruptionError{Segment: r.seg, Offset: r.declared,
+			Err: fmt.Errorf("%w: %d bytes after the segment's %d", ErrTrailingBytes, r.fileSize-r.declared, r.declared)}
+		return false
+	}
+	return false
 }
 
 // loadPage makes r.page hold the page containing r.off.
@@ -248,44 +305,128 @@ func (r *Reader) LSN() LSN { return r.lsn }
 // a *CorruptionError for damage, or the error of the underlying reader.
 func (r *Reader) Err() error { return r.err }
 
-// intactEnd returns the offset after the last intact record.
-func (r *Reader) intactEnd() int64 { return r.end }
-
-// dataFollows reports whether an intact fragment lies after the damage
-// Next stopped at: then the damage is not a torn tail but corruption
-// inside the log. It looks at the fragment right after the damaged one
-// (when its length was plausible) and at the start of every later page.
+// dataFollows reports whether an intact record lies after the damage
+// Next stopped at (where Resync would resume): then the damage is not a
+// torn tail but corruption inside the log. Segments are created
+// zero-filled and never reused, so nothing intact can follow a torn
+// append, except the later sectors of a torn write that persisted out of
+// order (see the package's caveats).
 func (r *Reader) dataFollows() bool {
-	if r.badAfter >= 0 && r.badAfter%PageSize != 0 && r.fragmentAt(r.badAfter) {
-		return true
-	}
-	for p := (r.badFrag/PageSize + 1) * PageSize; p < r.size; p += PageSize {
-		if r.fragmentAt(p) {
-			return true
-		}
-	}
-	return false
+	return r.resumeAt() >= 0
 }
 
-// fragmentAt reports whether an intact, non-padding fragment starts at off.
-func (r *Reader) fragmentAt(off int64) bool {
+// Version returns the segment's format version (after the first Next).
+func (r *Reader) Version() int { return int(r.version) }
+
+// Size returns the size the segment's header gives (version 2), or 0.
+func (r *Reader) Size() int64 { return r.declared }
+
+// Holes returns how many hole fragments (stretches Repair gave up) Next
+// has skipped so far.
+func (r *Reader) Holes() int { return r.holes }
+
+// Resync moves past the damage Next stopped at, to the next intact
+// record, and reports whether there is one; Next then returns it (and
+// may stop at more damage, to be resynced past in turn). It returns the
+// offset where reading resumes: the bytes from IntactEnd, before the call,
+// up to it are the damaged stretch. It looks, in order, right after the
+// damaged fragment (when its length is plausible), at every byte of the
+// rest of the damaged page, and at the start of every later page, where
+// the writer's page alignment puts a fragment header; fragments that
+// continue a record whose start is lost are skipped. Damage in the
+// segment header, truncation and trailing bytes are not resynced past.
+// A match can be a fake (payload bytes that frame a valid fragment by
+// chance: a 2^-32 checksum collision, or a payload that embeds a WAL
+// segment), which is why only Repair resyncs, never Open or Replay.
+func (r *Reader) Resync() (int64, bool) {
+	var ce *CorruptionError
+	if !r.started || r.final || !errors.As(r.err, &ce) {
+		return 0, false
+	}
+	off := r.resumeAt()
+	if off < 0 {
+		return 0, false
+	}
+	r.err, r.off, r.end = nil, off, off
+	return off, true
+}
+
+// IntactEnd returns the offset after the last intact record (or hole).
+func (r *Reader) IntactEnd() int64 { return r.end }
+
+// resumeAt finds where reading can resume after the damage at r.badFrag,
+// or returns -1.
+func (r *Reader) resumeAt() int64 {
+	bad := r.badFrag
+	if r.badStart && bad > r.end {
+		return bad // an intact record start out of sequence: resume there
+	}
+	if e := r.fragEnd; e > bad && e%PageSize != 0 && PageSize-e%PageSize >= fragHeader {
+		if kind, _, ok := r.fragAt(e); ok && isStart(kind) {
+			return e
+		}
+	}
+	// Every byte of the rest of the damaged page: a fragment header there
+	// is at least a header's length after the damaged one.
+	ps := bad / PageSize * PageSize
+	page := make([]byte, min(PageSize, r.size-ps))
+	if readFull(r.r, page, ps) == nil {
+		for in := bad - ps + fragHeader; in+fragHeader <= int64(len(page)); in++ {
+			if kind, _, ok := fragIn(page, in); ok && isStart(kind) {
+				return ps + in
+			}
+		}
+	}
+	for p := ps + PageSize; p < r.size; p += PageSize {
+		for off := p; off+fragHeader <= min(p+PageSize, r.size); {
+			kind, n, ok := r.fragAt(off)
+			if !ok {
+				break
+			}
+			if isStart(kind) {
+				return off
+			}
+			off += fragHeader + n // a continuation of a lost record
+			if PageSize-off%PageSize < fragHeader {
+				break
+			}
+		}
+	}
+	return -1
+}
+
+func isStart(kind byte) bool { return kind == fragFull || kind == fragFirst || kind == fragHole }
+
+// fragAt reads the fragment at off and returns its kind and length if it
+// is intact and not padding.
+func (r *Reader) fragAt(off int64) (byte, int64, bool) {
 	if PageSize-off%PageSize < fragHeader || off+fragHeader > r.size {
-		return false
+		return 0, 0, false
 	}
-	var h [fragHeader]byte
-	if readFull(r.r, h[:], off) != nil {
-		return false
+	n := min(PageSize-off%PageSize, r.size-off)
+	b := make([]byte, n)
+	if readFull(r.r, b, off) != nil {
+		return 0, 0, false
 	}
-	typ, n := h[0], int64(binary.BigEndian.Uint16(h[1:]))
-	if typ&^(fragTypeMask|flagCompressed) != 0 || typ&fragTypeMask == fragPad || typ&fragTypeMask > fragLast ||
-		off%PageSize+fragHeader+n > PageSize || off+fragHeader+n > r.size {
-		return false
+	return fragIn(b, 0)
+}
+
+// fragIn checks the fragment at b[in:], b ending no later than the end of
+// its page: its kind and length if it is intact and not padding.
+func fragIn(b []byte, in int64) (byte, int64, bool) {
+	typ := b[in]
+	kind := typ & fragTypeMask
+	if typ&^(fragTypeMask|flagCompressed) != 0 || kind == fragPad || kind > fragHole || (kind == fragHole && typ != fragHole) {
+		return 0, 0, false
 	}
-	data := make([]byte, n)
-	if readFull(r.r, data, off+fragHeader) != nil {
-		return false
+	n := int64(binary.BigEndian.Uint16(b[in+1:]))
+	if in+fragHeader+n > int64(len(b)) {
+		return 0, 0, false
 	}
-	return fragmentCRC(typ, data) == binary.BigEndian.Uint32(h[3:])
+	if fragmentCRC(typ, b[in+fragHeader:in+fragHeader+n]) != binary.BigEndian.Uint32(b[in+3:]) {
+		return 0, 0, false
+	}
+	return kind, n, true
 }
 
 func allZero(b []byte) bool {

@@ -3,81 +3,180 @@ package wal
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
 )
 
-// Repair cuts the log in dir at the damage cause describes (a
-// *CorruptionError from Open or Replay, found with errors.As): the records
-// before it are kept, the damaged segment is truncated at Offset (with a
-// fresh header if its own was damaged, recreated if it was missing), and
-// every later segment is emptied to its header rather than deleted. A new
-// empty segment follows, so segment numbers never go back and new records
-// get LSNs larger than any the log handed out before, which a checkpoint
-// may name. The log must not be open. What is dropped is logged to
+// Loss is a stretch of a segment Repair gave up: the records that
+// started in [From, To) are gone (a missing segment: all it held).
+type Loss struct {
+	Segment  uint32
+	From, To int64
+	Err      error // the damage
+}
+
+// LSN returns the position of the first record the loss may have held.
+func (l Loss) LSN() LSN { return makeLSN(l.Segment, l.From) }
+
+func (l Loss) String() string {
+	return fmt.Sprintf("segment %s bytes [%d, %d): %v", segmentName(l.Segment), l.From, l.To, l.Err)
+}
+
+// Repair fixes the damage in the log in dir that Open or Replay reported
+// (cause, a *CorruptionError, found with errors.As), and any other damage
+// in that segment and the later ones (from Options.IgnoreBefore on, if
+// that is lower), giving up only the bytes that cannot be read:
+//
+//   - a damaged stretch followed by intact records is overwritten in place
+//     with hole fragments, so every record after it is kept, at its LSN;
+//   - damage with nothing intact after it (a torn or truncated end) is
+//     zero-filled to the segment's full size;
+//   - bytes after a segment's declared end are cut off (nothing is lost);
+//   - a damaged segment header is rewritten;
+//   - a missing segment is created empty.
+//
+// A new empty segment follows, so new records get LSNs larger than any the
+// log handed out before. The log must not be open. Every step can be
+// redone, so a crash midway leaves damage for the next Repair, never a log
+// that silently skips records. It returns what was lost, also logged to
 // opts.Logger.
-func Repair(dir string, opts Options, cause error) error {
+func Repair(dir string, opts Options, cause error) ([]Loss, error) {
 	var ce *CorruptionError
 	if !errors.As(cause, &ce) {
-		return fmt.Errorf("wal: Repair needs a *CorruptionError, got: %v", cause)
+		return nil, fmt.Errorf("wal: Repair needs a *CorruptionError, got: %v", cause)
 	}
 	opts, err := opts.withDefaults()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	fs := opts.FS
 	segs, err := listSegments(fs, dir, 0, opts.OwnDir)
 	var gap *CorruptionError
 	if err != nil && !errors.As(err, &gap) {
-		return err
+		return nil, err
 	}
 	if len(segs) == 0 || ce.Segment < segs[0] || ce.Segment > segs[len(segs)-1] {
-		return fmt.Errorf("wal: Repair: segment %s is not in %s", segmentName(ce.Segment), dir)
+		return nil, fmt.Errorf("wal: Repair: segment %s is not in %s", segmentName(ce.Segment), dir)
 	}
 	if err := checkOffset(fs, dir, ce, slices.Contains(segs, ce.Segment)); err != nil {
-		return err
+		return nil, err
 	}
+	segBytes := preallocSize(opts.SegmentSize)
 	newest := segs[len(segs)-1]
-	// Later segments first, newest first: until the damaged segment itself
-	// is cut, a crash leaves the damage in place for the next Repair, never
-	// a log that silently skips from before the damage to after it.
-	for seg := newest; seg > ce.Segment; seg-- {
-		if err := resetSegment(fs, dir, seg, 0, slices.Contains(segs, seg)); err != nil {
-			return err
+	var losses []Loss
+	for seg := min(ce.Segment, max(segs[0], opts.IgnoreBefore)); seg <= newest; seg++ {
+		if !slices.Contains(segs, seg) {
+			f, err := createSegment(fs, dir, seg, segBytes)
+			if err != nil {
+				return losses, fmt.Errorf("wal: Repair: %w", err)
+			}
+			if err := f.Close(); err != nil {
+				return losses, fmt.Errorf("wal: Repair: %w", err)
+			}
+			losses = append(losses, Loss{Segment: seg, From: segHeaderSize, To: segBytes, Err: ErrMissingSegment})
+			opts.Logger.Warn("wal: repair created a missing segment: its records are lost", "segment", segmentName(seg))
+			continue
 		}
-		opts.Logger.Warn("wal: repair emptied segment", "segment", segmentName(seg))
+		ls, err := repairSegment(fs, dir, seg, segBytes, opts.Logger)
+		losses = append(losses, ls...)
+		if err != nil {
+			return losses, fmt.Errorf("wal: Repair: segment %s: %w", segmentName(seg), err)
+		}
 	}
-	opts.Logger.Warn("wal: repair truncated segment", "segment", segmentName(ce.Segment), "offset", ce.Offset, "cause", ce.Err)
-	if err := resetSegment(fs, dir, ce.Segment, ce.Offset, slices.Contains(segs, ce.Segment)); err != nil {
-		return err
+	for _, l := range losses {
+		opts.Logger.Warn("wal: repair gave up records", "segment", segmentName(l.Segment), "from", l.From, "to", l.To, "cause", l.Err)
 	}
-	f, err := createSegment(fs, dir, newest+1)
+	f, err := createSegment(fs, dir, newest+1, segBytes)
 	if err != nil {
-		return fmt.Errorf("wal: Repair: %w", err)
+		return losses, fmt.Errorf("wal: Repair: %w", err)
 	}
-	return f.Close()
+	return losses, f.Close()
 }
 
-// resetSegment truncates segment seg to end (to a fresh header if end is
-// inside it), or creates it holding only a header if it does not exist.
-func resetSegment(fs FS, dir string, seg uint32, end int64, exists bool) error {
-	if !exists {
-		f, err := createSegment(fs, dir, seg)
-		if err != nil {
-			return fmt.Errorf("wal: Repair: %w", err)
-		}
-		return f.Close()
-	}
-	f, err := fs.OpenFile(filepath.Join(dir, segmentName(seg)), os.O_RDWR|os.O_APPEND, 0)
+// repairSegment fixes every damage in one segment, in place.
+func repairSegment(fs FS, dir string, seg uint32, segBytes int64, log *slog.Logger) ([]Loss, error) {
+	f, err := fs.OpenFile(filepath.Join(dir, segmentName(seg)), os.O_RDWR, 0)
 	if err != nil {
-		return fmt.Errorf("wal: Repair: %w", err)
+		return nil, err
 	}
-	err = truncateSegment(f, seg, end)
-	if err = errors.Join(err, f.Close()); err != nil {
-		return fmt.Errorf("wal: Repair: %w", err)
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
 	}
-	return nil
+	size := fi.Size()
+	r := NewReader(f, size, seg)
+	r.raw = true
+	var losses []Loss
+	changed, header := false, false
+	for {
+		for r.Next() {
+		}
+		err := r.Err()
+		var ce *CorruptionError
+		if err == nil {
+			break
+		}
+		if !errors.As(err, &ce) {
+			return losses, err // not damage (another format, I/O): change nothing more
+		}
+		switch {
+		case !r.started && errors.Is(err, errBadSegment):
+			// Another segment's content under this name: none of it is
+			// this segment's.
+			losses = append(losses, Loss{Segment: seg, From: segHeaderSize, To: size, Err: ce.Err})
+			return losses, resetTail(f, seg, 0, segBytes)
+		case !r.started && !header:
+			// A damaged header: rewrite it (the file name is the truth),
+			// keeping the records after it.
+			if size < segHeaderSize {
+				// Cut inside the header: whatever the segment held is gone.
+				losses = append(losses, Loss{Segment: seg, From: segHeaderSize, To: max(segBytes, segHeaderSize), Err: ce.Err})
+			} else {
+				losses = append(losses, Loss{Segment: seg, From: 0, To: segHeaderSize, Err: ce.Err})
+			}
+			size = max(preallocSize(size), PageSize)
+			if err := writeAllAt(f, segmentHeader(seg, size), 0); err != nil {
+				return losses, err
+			}
+			if err := f.Truncate(size); err != nil {
+				return losses, err
+			}
+			log.Warn("wal: repair rewrote a damaged segment header", "segment", segmentName(seg), "cause", ce.Err)
+			changed, header = true, true
+			r = NewReader(f, size, seg)
+			r.raw = true
+			continue
+		case errors.Is(err, ErrTrailingBytes):
+			if err := f.Truncate(r.declared); err != nil {
+				return losses, err
+			}
+			log.Warn("wal: repair cut bytes after the end of a segment", "segment", segmentName(seg), "bytes", r.fileSize-r.declared)
+			changed = true
+		default:
+			from := r.IntactEnd()
+			if to, ok := r.Resync(); ok {
+				if err := writeAllAt(f, holeFragments(from, to), from); err != nil {
+					return losses, err
+				}
+				losses = append(losses, Loss{Segment: seg, From: from, To: to, Err: ce.Err})
+				changed = true
+				continue
+			}
+			losses = append(losses, Loss{Segment: seg, From: from, To: max(r.declared, r.fileSize), Err: ce.Err})
+			if err := resetTail(f, seg, from, r.declared); err != nil {
+				return losses, err
+			}
+			return losses, nil // synced
+		}
+		break
+	}
+	if changed {
+		return losses, f.Sync()
+	}
+	return losses, nil
 }
 
 // checkOffset refuses, before anything is changed, an error whose offset
@@ -118,7 +217,7 @@ func CreateSegment(dir string, opts Options, seg uint32) error {
 	if err := opts.FS.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("wal: %w", err)
 	}
-	f, err := createSegment(opts.FS, dir, seg)
+	f, err := createSegment(opts.FS, dir, seg, preallocSize(opts.SegmentSize))
 	if err != nil {
 		return err
 	}

@@ -9,7 +9,9 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -125,9 +127,13 @@ type Stats struct {
 
 // Log is an open write-ahead log. Its methods are safe for concurrent use.
 type Log struct {
-	dir  string
-	opts Options
-	enc  *zstd.Encoder
+	dir      string
+	opts     Options
+	enc      *zstd.Encoder
+	segBytes int64 // size new segments are created at
+	recSeg   uint32 // the newest segment Open found...
+	recSize  int64  // ...and the size its header gives (0: version 1)
+	holes    []LSN // hole fragments (Repair's marks) in the segments Open verified
 
 	mu   sync.Mutex
 	cond *sync.Cond // broadcast when a flush ends
@@ -162,13 +168,14 @@ type Log struct {
 	closed  bool
 	stats   Stats
 
-	f File // the segment being written; owned by the flushing goroutine
+	f    File  // the segment being written; owned by the flushing goroutine
+	wOff int64 // where the next write to f goes; owned likewise
 
 	stop, done chan struct{} // the Interval syncer
 }
 
-// chunk is encoded data for one segment; create marks a new segment whose
-// data starts with its header.
+// chunk is encoded data for one segment; create marks a new segment (the
+// data goes after its header).
 type chunk struct {
 	seg    uint32
 	create bool
@@ -192,7 +199,7 @@ func Open(dir string, opts Options) (*Log, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Log{dir: dir, opts: opts}
+	l := &Log{dir: dir, opts: opts, segBytes: preallocSize(opts.SegmentSize)}
 	l.cond = sync.NewCond(&l.mu)
 	if len(segs) == 0 {
 		if err := l.createFirst(); err != nil {
@@ -229,8 +236,11 @@ func listSegments(fs FS, dir string, ignoreBefore uint32, own bool) ([]uint32, e
 	for _, name := range names {
 		seg, ok := parseSegmentName(name)
 		if !ok {
-			// Ignored, never removed: it is not ours to judge.
-			foreign = name
+			// Ignored, never removed: it is not ours to judge. (A
+			// segment's temporary is ours, reused when the log gets there.)
+			if !isTempName(name) {
+				foreign = name
+			}
 			continue
 		}
 		segs = append(segs, seg)
@@ -251,26 +261,52 @@ func (l *Log) path(seg uint32) string { return filepath.Join(l.dir, segmentName(
 
 // createFirst starts an empty log with segment 1.
 func (l *Log) createFirst() error {
-	f, err := createSegment(l.opts.FS, l.dir, 1)
+	f, err := createSegment(l.opts.FS, l.dir, 1, l.segBytes)
 	if err != nil {
 		return err
 	}
-	l.f, l.first, l.seg, l.segOff = f, 1, 1, segHeaderSize
+	l.f, l.wOff, l.first, l.seg, l.segOff = f, segHeaderSize, 1, 1, segHeaderSize
 	return nil
 }
 
-// createSegment durably creates segment seg holding only its header.
-func createSegment(fs FS, dir string, seg uint32) (File, error) {
+// tempSuffix names a segment being created.
+const tempSuffix = ".tmp"
+
+func isTempName(name string) bool {
+	base, ok := strings.CutSuffix(name, tempSuffix)
+	return ok && IsSegmentName(base)
+}
+
+// createSegment durably creates segment seg at its full size (size bytes,
+// zero-filled after the header) and returns it open for WriteAt. It is
+// built under a temporary name and renamed into place, so a segment is
+// never seen shorter than its header says unless something cut it. It
+// refuses a segment that exists.
+func createSegment(fs FS, dir string, seg uint32, size int64) (File, error) {
 	if seg > maxSegment {
 		return nil, fmt.Errorf("wal: segment numbers exhausted")
 	}
-	f, err := fs.OpenFile(filepath.Join(dir, segmentName(seg)), os.O_RDWR|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
+	name := filepath.Join(dir, segmentName(seg))
+	names, err := fs.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("wal: %w", err)
 	}
-	err = writeAll(f, segmentHeader(seg))
+	if slices.Contains(names, segmentName(seg)) {
+		return nil, fmt.Errorf("wal: creating segment %s: %w", segmentName(seg), iofs.ErrExist)
+	}
+	f, err := fs.OpenFile(name+tempSuffix, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("wal: %w", err)
+	}
+	err = writeAllAt(f, segmentHeader(seg, size), 0)
+	if err == nil {
+		err = f.Truncate(size) // sparse where the file system allows: zeros
+	}
 	if err == nil {
 		err = f.Sync()
+	}
+	if err == nil {
+		err = fs.Rename(name+tempSuffix, name)
 	}
 	if err == nil {
 		err = fs.SyncDir(dir)
@@ -289,99 +325,145 @@ func createSegment(fs FS, dir string, seg uint32) (File, error) {
 // which a checkpoint may name. (Deferring the new segment to the first
 // append lets a read-only session, or one on a full disk, open and replay.)
 func (l *Log) recover(segs []uint32) error {
-	var end int64
+	var sc scanned
 	for i, seg := range segs {
 		newest := i == len(segs)-1
 		if !newest && seg < l.opts.IgnoreBefore {
 			continue // covered by the caller's checkpoint: not read
 		}
-		e, last, err := l.scan(seg, newest)
-		if err != nil {
+		var err error
+		if sc, err = l.scan(seg, newest); err != nil {
 			return err
 		}
-		if last != 0 {
-			l.last = last
+		if sc.last != 0 {
+			l.last = sc.last
 		}
-		end = e
 	}
 	seg := segs[len(segs)-1]
-	f, err := l.opts.FS.OpenFile(l.path(seg), os.O_RDWR|os.O_APPEND, 0)
+	f, err := l.opts.FS.OpenFile(l.path(seg), os.O_RDWR, 0)
 	if err != nil {
 		return fmt.Errorf("wal: %w", err)
 	}
-	cut, err := l.cutTail(f, seg, end)
+	cut, err := l.cutTail(f, seg, sc)
 	if err != nil {
 		_ = f.Close()
 		return err
 	}
-	l.f, l.first, l.seg, l.segOff = f, segs[0], seg, max(end, segHeaderSize)
-	l.rollNext = cut || end > segHeaderSize
+	end := max(sc.end, segHeaderSize)
+	l.f, l.wOff, l.first, l.seg, l.segOff = f, end, segs[0], seg, end
+	l.recSeg, l.recSize = seg, sc.size
+	if sc.end < segHeaderSize {
+		l.recSize = l.segBytes // cutTail wrote a fresh header of that size
+	}
+	// Appends go only to a segment of this version and size.
+	l.rollNext = cut || sc.end > segHeaderSize || sc.size != l.segBytes
 	return nil
 }
 
-// scan reads segment seg through, checksums only, and returns the end of
-// its intact records and the LSN of its last record (0 if none). Damage in
-// the newest segment with nothing intact after it is a torn tail, not an
-// error: the returned end excludes it.
-func (l *Log) scan(seg uint32, newest bool) (int64, LSN, error) {
+// scanned is what scan learned about a segment.
+type scanned struct {
+	end   int64 // end of the intact records
+	last  LSN   // the last record, 0 if none
+	size  int64 // the size its header gives (0: version 1, or the header is torn)
+	clean bool  // nothing after end but zeros up to size (version 2) or the end of the file
+}
+
+// scan reads segment seg through, checksums only. Damage in the newest
+// segment with nothing intact after it is a torn tail, not an error: the
+// returned end excludes it. A truncated segment is an error; bytes after
+// a segment's end are ignored (and logged).
+func (l *Log) scan(seg uint32, newest bool) (scanned, error) {
 	f, err := l.opts.FS.OpenFile(l.path(seg), os.O_RDONLY, 0)
 	if err != nil {
-		return 0, 0, fmt.Errorf("wal: %w", err)
+		return scanned{}, fmt.Errorf("wal: %w", err)
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return 0, 0, fmt.Errorf("wal: %w", err)
+		return scanned{}, fmt.Errorf("wal: %w", err)
 	}
 	r := NewReader(f, fi.Size(), seg)
 	r.raw = true
-	var last LSN
+	var sc scanned
+	holes := 0
 	for r.Next() {
-		last = r.LSN()
+		sc.last = r.LSN()
+		if r.holes != holes {
+			l.holes = append(l.holes, sc.last)
+			holes = r.holes
+		}
 	}
+	if r.holes != holes {
+		l.holes = append(l.holes, makeLSN(seg, r.end))
+	}
+	sc.end, sc.size = r.IntactEnd(), r.declared
+	err = r.Err()
+	sc.clean = err == nil
 	var ce *CorruptionError
-	if err := r.Err(); err != nil && !(errors.As(err, &ce) && newest && !r.dataFollows()) {
-		return 0, 0, err
+	switch {
+	case err == nil:
+	case errors.Is(err, ErrTrailingBytes):
+		l.opts.Logger.Warn("wal: ignoring bytes after the end of a segment (Repair cuts them off)", "segment", segmentName(seg), "error", err)
+		sc.clean = true
+	case errors.Is(err, ErrTruncated):
+		return scanned{}, err
+	case errors.As(err, &ce) && newest && !r.dataFollows():
+		// A torn tail: cut below.
+	default:
+		return scanned{}, err
 	}
-	return r.intactEnd(), last, nil
+	return sc, nil
 }
 
-// cutTail truncates the newest segment to end (rewriting its header if that
-// was torn) and syncs it. It reports whether anything was cut.
-func (l *Log) cutTail(f File, seg uint32, end int64) (bool, error) {
+// cutTail cuts the newest segment after its intact records: zero-fills it
+// from there to its full size (rewriting the header if that was torn) and
+// syncs it. It reports whether anything was cut.
+func (l *Log) cutTail(f File, seg uint32, sc scanned) (bool, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		return false, fmt.Errorf("wal: %w", err)
 	}
-	size := fi.Size()
-	if size == end && end >= segHeaderSize {
+	if sc.clean && sc.end >= segHeaderSize && (sc.size > 0 || fi.Size() == sc.end) {
 		return false, nil
 	}
-	l.opts.Logger.Warn("wal: truncating torn tail", "segment", segmentName(seg), "offset", end, "dropped_bytes", size-end)
-	if err := truncateSegment(f, seg, end); err != nil {
+	l.opts.Logger.Warn("wal: truncating torn tail", "segment", segmentName(seg), "offset", sc.end, "dropped_bytes", max(fi.Size(), sc.size)-sc.end)
+	size := sc.size
+	if sc.end < segHeaderSize {
+		size = l.segBytes // a torn header: the segment starts afresh
+	}
+	if err := resetTail(f, seg, sc.end, size); err != nil {
 		return false, fmt.Errorf("wal: repairing torn tail of segment %s: %w", segmentName(seg), err)
 	}
 	return true, nil
 }
 
-// truncateSegment cuts f to end, or to a fresh header if end is inside the
-// header, and syncs it.
-func truncateSegment(f File, seg uint32, end int64) error {
+// resetTail drops what f holds from end on and syncs it: a version 2
+// segment (size > 0) is zero-filled from end to size, a version 1 one
+// truncated at end. An end inside the header writes a fresh version 2
+// header of size bytes.
+func resetTail(f File, seg uint32, end, size int64) error {
 	if end < segHeaderSize {
 		if err := f.Truncate(0); err != nil {
 			return err
 		}
-		if err := writeAll(f, segmentHeader(seg)); err != nil {
+		if err := writeAllAt(f, segmentHeader(seg, size), 0); err != nil {
 			return err
 		}
-	} else if err := f.Truncate(end); err != nil {
+		end = segHeaderSize
+	}
+	if err := f.Truncate(end); err != nil {
 		return err
+	}
+	if size > 0 {
+		if err := f.Truncate(size); err != nil {
+			return err
+		}
 	}
 	return f.Sync()
 }
 
-func writeAll(f File, b []byte) error {
-	n, err := f.Write(b)
+func writeAllAt(f File, b []byte, off int64) error {
+	n, err := f.WriteAt(b, off)
 	if err == nil && n < len(b) {
 		err = io.ErrShortWrite
 	}
@@ -492,17 +574,17 @@ func (l *Log) failedErr() error {
 // segment when it does not fit in the current one.
 func (l *Log) encodeLocked(stored []byte, compressed bool) (LSN, error) {
 	n := int64(len(stored))
-	if recordEnd(segHeaderSize, n) > l.opts.SegmentSize {
-		return 0, fmt.Errorf("%w: %d stored bytes do not fit a %d-byte segment", ErrRecordTooLarge, n, l.opts.SegmentSize)
+	if recordEnd(segHeaderSize, n) > l.segBytes {
+		return 0, fmt.Errorf("%w: %d stored bytes do not fit a %d-byte segment", ErrRecordTooLarge, n, l.segBytes)
 	}
-	if l.rollNext || recordEnd(l.segOff, n) > l.opts.SegmentSize {
+	if l.rollNext || recordEnd(l.segOff, n) > l.segBytes {
 		if l.seg >= maxSegment {
 			return 0, fmt.Errorf("wal: segment numbers exhausted")
 		}
 		l.rollNext = false
 		l.seg++
 		l.segOff = segHeaderSize
-		l.pending = append(l.pending, chunk{seg: l.seg, create: true, data: append(l.buf(), segmentHeader(l.seg)...)})
+		l.pending = append(l.pending, chunk{seg: l.seg, create: true, data: l.buf()})
 	}
 	if len(l.pending) == 0 || l.pending[len(l.pending)-1].seg != l.seg {
 		l.pending = append(l.pending, chunk{seg: l.seg, data: l.buf()})
@@ -688,15 +770,19 @@ func (l *Log) undoLocked() error {
 	if err := l.opts.FS.SyncDir(l.dir); err != nil {
 		return fmt.Errorf("wal: %w", err)
 	}
-	f, err := l.opts.FS.OpenFile(l.path(l.writtenSeg), os.O_RDWR|os.O_APPEND, 0)
+	f, err := l.opts.FS.OpenFile(l.path(l.writtenSeg), os.O_RDWR, 0)
 	if err != nil {
 		return fmt.Errorf("wal: %w", err)
 	}
-	if err := truncateSegment(f, l.writtenSeg, l.writtenOff); err != nil {
+	size := l.segBytes // a segment this log created...
+	if l.writtenSeg == l.recSeg {
+		size = l.recSize // ...or the one Open found, whatever its size or version
+	}
+	if err := resetTail(f, l.writtenSeg, l.writtenOff, size); err != nil {
 		_ = f.Close()
 		return fmt.Errorf("wal: %w", err)
 	}
-	l.f = f
+	l.f, l.wOff = f, l.writtenOff
 	l.seg, l.segOff, l.last, l.durable = l.writtenSeg, l.writtenOff, l.written, l.written
 	l.active, l.dirty, l.rollNext = l.writtenSeg, false, true
 	l.err = nil
@@ -709,22 +795,16 @@ func (l *Log) undoLocked() error {
 // goroutine calls it. A segment is synced before the next one is created,
 // so only the newest segment can ever have a torn tail.
 func (l *Log) write(chunks []chunk, sync bool) error {
-	created := false
 	for _, c := range chunks {
 		if c.create {
 			if err := l.rollTo(c.seg); err != nil {
 				return err
 			}
-			created = true
 		}
-		if err := writeAll(l.f, c.data); err != nil {
+		if err := writeAllAt(l.f, c.data, l.wOff); err != nil {
 			return err
 		}
-	}
-	if created {
-		if err := l.opts.FS.SyncDir(l.dir); err != nil {
-			return err
-		}
+		l.wOff += int64(len(c.data))
 	}
 	if sync {
 		return l.f.Sync()
@@ -747,11 +827,11 @@ func (l *Log) rollTo(seg uint32) error {
 			return err
 		}
 	}
-	f, err := l.opts.FS.OpenFile(l.path(seg), os.O_RDWR|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
+	f, err := createSegment(l.opts.FS, l.dir, seg, l.segBytes)
 	if err != nil {
 		return err
 	}
-	l.f = f
+	l.f, l.wOff = f, segHeaderSize
 	return nil
 }
 
@@ -817,7 +897,7 @@ func (l *Log) Roll() (uint32, error) {
 	l.rollNext = false
 	l.seg++
 	l.segOff = segHeaderSize
-	l.pending = append(l.pending, chunk{seg: l.seg, create: true, data: append(l.buf(), segmentHeader(l.seg)...)})
+	l.pending = append(l.pending, chunk{seg: l.seg, create: true, data: l.buf()})
 	if err := l.flushLocked(true); err != nil {
 		return 0, err
 	}
@@ -901,15 +981,14 @@ func (l *Log) replaySegment(seg, lastSeg uint32, lastOff int64, from LSN, fn fun
 		return fmt.Errorf("wal: %w", err)
 	}
 	defer f.Close()
-	size := lastOff
-	if seg != lastSeg {
-		fi, err := f.Stat()
-		if err != nil {
-			return fmt.Errorf("wal: %w", err)
-		}
-		size = fi.Size()
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("wal: %w", err)
 	}
-	r := NewReader(f, size, seg)
+	r := NewReader(f, fi.Size(), seg)
+	if seg == lastSeg {
+		r.limit = max(lastOff, 1) // what was written when Replay started
+	}
 	for r.Next() {
 		if r.LSN() < from {
 			continue
@@ -918,7 +997,20 @@ func (l *Log) replaySegment(seg, lastSeg uint32, lastOff int64, from LSN, fn fun
 			return err
 		}
 	}
-	return r.Err()
+	if err := r.Err(); err != nil && !errors.Is(err, ErrTrailingBytes) {
+		return err // (trailing bytes hold no record: Open logged them)
+	}
+	return nil
+}
+
+// Holes returns the positions of the hole fragments in the segments Open
+// verified: stretches Repair gave up, which the records around them
+// survived. Each is the LSN of the record after the hole (or of the end
+// of the intact records, for a hole at a segment's end). A caller that
+// applies records that depend on each other (an update needing a create)
+// uses it to know some may be missing.
+func (l *Log) Holes() []LSN {
+	return slices.Clone(l.holes)
 }
 
 // Close writes and syncs what is pending (in every sync mode) and closes

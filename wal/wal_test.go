@@ -355,16 +355,16 @@ func TestBadInput(t *testing.T) {
 			t.Fatalf("Open with %+v succeeded", o)
 		}
 	}
-	if err := Repair("/wal", Options{FS: mem}, errors.New("not corruption")); err == nil {
+	if _, err := Repair("/wal", Options{FS: mem}, errors.New("not corruption")); err == nil {
 		t.Fatal("Repair accepted a non-corruption error")
 	}
-	if err := Repair("/wal", Options{FS: mem}, &CorruptionError{Segment: 9, Offset: 20}); err == nil {
+	if _, err := Repair("/wal", Options{FS: mem}, &CorruptionError{Segment: 9, Offset: 20}); err == nil {
 		t.Fatal("Repair accepted a segment not in the log")
 	}
 	names, _ := mem.ReadDir("/wal")
 	seg1, _ := mem.Bytes("/wal/00000001")
 	for _, off := range []int64{-1, int64(len(seg1)) + 1} {
-		if err := Repair("/wal", Options{FS: mem}, &CorruptionError{Segment: 1, Offset: off}); err == nil {
+		if _, err := Repair("/wal", Options{FS: mem}, &CorruptionError{Segment: 1, Offset: off}); err == nil {
 			t.Fatalf("Repair accepted offset %d", off)
 		}
 	}
