@@ -345,6 +345,6 @@ func knownName(sub, name string, isDir bool) bool {
 		base := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(name, ".tmp"), quarantineSuffix), lostSuffix)
 		return !isDir && isSegName(base)
 	default: // wal
-		return !isDir && wal.IsSegmentName(name)
+		return !isDir && wal.IsSegmentName(strings.TrimSuffix(name, ".tmp")) // (.tmp: a segment being created)
 	}
 }

@@ -293,6 +293,14 @@ func (d *DB) open(fresh bool) error {
 	if err != nil {
 		return fmt.Errorf("engine: open WAL: %w", walCorruption(d.dir, err))
 	}
+	for _, h := range d.log.Holes() {
+		if h > d.checkpoint {
+			// Repair gave up WAL records after the checkpoint and kept the
+			// later ones: an op may name a collection whose creation was
+			// lost. Skip those (counted) rather than refuse the rest.
+			d.lenient = true
+		}
+	}
 	if d.log.LastLSN() <= d.checkpoint {
 		// Everything in the log is already in the segments.
 		if err := d.truncateWAL(); err != nil {

@@ -127,10 +127,18 @@
 //	every manifest lost -> Open refuses (ErrCorrupt) -> Repair rebuilds
 //	    one from seg/ and wal/ -> deletes, access counts and KV entries
 //	    older than the WAL's first record
-//	WAL record after the checkpoint damaged -> Open -> Repair cuts the log
-//	    there -> that record and every later one
+//	WAL record after the checkpoint damaged (flipped, zeroed) -> Open (an
+//	    intact record follows it) -> Repair overwrites it with a hole, the
+//	    later records keep their LSNs (RepairReport.WALLost) -> that record
+//	WAL segment after the checkpoint truncated -> Open (segments are
+//	    preallocated: shorter than its header says is not a torn tail) ->
+//	    Repair restores its size -> the records past the cut
 //	WAL segment after the checkpoint deleted -> Open (the manifest names
 //	    it) -> Repair continues the log after it -> what it held
+//	garbage appended to a WAL segment -> Check (Open ignores bytes past a
+//	    segment's size) -> Repair cuts them -> nothing
+//	the last WAL record torn or damaged -> indistinguishable from an
+//	    append never acknowledged: Open cuts it -> that record
 //	WAL segment wholly before the checkpoint damaged -> Check -> Repair
 //	    deletes it -> nothing
 //	LOCK, unknown files -> nothing to repair (UnknownFiles reports foreign

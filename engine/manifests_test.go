@@ -483,7 +483,7 @@ func TestOldWALDamage(t *testing.T) {
 	db.noCloseFlush = true
 	db.Close()
 	rep, err := Repair(dir, Options{})
-	if err != nil || len(rep.ObsoleteWALRemoved) != 1 || rep.WALTruncatedAt != 0 {
+	if err != nil || len(rep.ObsoleteWALRemoved) != 1 || len(rep.WALLost) != 0 {
 		t.Fatalf("Repair = %+v, %v", rep, err)
 	}
 	db = openT(t, dir, testOpts())

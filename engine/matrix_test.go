@@ -418,20 +418,19 @@ func TestCorruptionMatrix(t *testing.T) {
 		scenario{name: "seg file/append garbage", damage: onFile(seg2, garbage, nil), allowed: none},
 	)
 	// The WAL after the checkpoint: record 10 of the 20 is damaged.
-	const walPending = "a damaged or truncated WAL record after the checkpoint costs every later one, and garbage appended to the newest segment reads as a torn tail: telling them apart needs salvage past a damaged record and preallocated segments (issue 12 item 4)"
 	tailAt := func(i int) func(*matrixBase, int) int {
 		return func(b *matrixBase, _ int) int { return int(uint32(b.tailLSNs[i])) + 12 }
 	}
 	fromRecord := func(i int) func(b *matrixBase) []string { return func(b *matrixBase) []string { return b.tailIDs[i:] } }
 	rec10 := func(b *matrixBase) []string { return b.tailIDs[10:11] }
 	scenarios = append(scenarios,
-		scenario{name: "WAL after checkpoint/flip", damage: onFile(tail, flip, tailAt(10)), allowed: rec10, pending: walPending},
-		scenario{name: "WAL after checkpoint/zero", damage: onFile(tail, zero, tailAt(10)), allowed: rec10, pending: walPending},
+		scenario{name: "WAL after checkpoint/flip", damage: onFile(tail, flip, tailAt(10)), allowed: rec10},
+		scenario{name: "WAL after checkpoint/zero", damage: onFile(tail, zero, tailAt(10)), allowed: rec10},
 		scenario{name: "WAL after checkpoint/truncate", damage: func(t *testing.T, b *matrixBase, dir string) {
 			applyDamage(t, b.rel(b.tailSeg, dir), truncate, tailAt(10)(b, 0), 0)
-		}, allowed: fromRecord(10), pending: walPending},
+		}, allowed: fromRecord(10)},
 		scenario{name: "WAL after checkpoint/delete", damage: onFile(tail, remove, nil), allowed: fromRecord(0)},
-		scenario{name: "WAL after checkpoint/append garbage", damage: onFile(tail, garbage, nil), allowed: none, pending: walPending},
+		scenario{name: "WAL after checkpoint/append garbage", damage: onFile(tail, garbage, nil), allowed: none},
 	)
 	for _, k := range []damageKind{flip, truncate, zero, remove, garbage} {
 		// Deleting a segment whose records are all in segment files loses

@@ -15,9 +15,12 @@ import (
 // RepairReport says what Repair changed. The zero report means the store
 // was healthy and nothing was touched.
 type RepairReport struct {
-	// WALTruncatedAt is where the WAL was cut (records from there on were
-	// dropped); zero when the WAL was intact.
-	WALTruncatedAt wal.LSN `json:"wal_truncated_at"`
+	// WALLost are the stretches of the WAL that Repair gave up: damaged
+	// records (overwritten in place with holes, so every intact record
+	// after them is kept at its LSN), a truncated or torn end, a missing
+	// segment. Their records cannot be named: their bytes are what was
+	// destroyed. Empty when the WAL was intact.
+	WALLost []WALLoss `json:"wal_lost"`
 	// RebuiltSegments are damaged segment files whose intact records
 	// Repair wrote into a new segment file (graph, keyword and namespace
 	// postings, columns and checksums built afresh), which replaces them.
@@ -60,6 +63,15 @@ type RepairReport struct {
 	// SkippedOps counts WAL records a rebuilt manifest could not apply: ops
 	// on a collection whose creation and segments are both gone.
 	SkippedOps int `json:"skipped_ops"`
+}
+
+// WALLoss is one stretch of the WAL that Repair gave up.
+type WALLoss struct {
+	// LSN is the position of the first record the stretch may have held;
+	// Bytes its length (0 for a damaged segment header only).
+	LSN   wal.LSN `json:"lsn"`
+	Bytes int64   `json:"bytes"`
+	Cause string  `json:"cause"`
 }
 
 const quarantineSuffix = ".corrupt"
@@ -277,11 +289,7 @@ func repair(dir string, opts Options) (rep RepairReport, rebuilt bool, err error
 		return rep, rebuilt, nil // opening the log could still start a segment: leave it alone
 	}
 	for range 3 {
-		l, err := wal.Open(walDir, wopts)
-		if err == nil {
-			err = l.Replay(wal.LSN(m.checkpoint)+1, func(wal.LSN, []byte) error { return nil })
-			err = errors.Join(err, l.Close())
-		}
+		err := walProblem(walDir, wopts, wal.LSN(m.checkpoint))
 		var ce *wal.CorruptionError
 		if !errors.As(err, &ce) {
 			if err != nil {
@@ -289,12 +297,36 @@ func repair(dir string, opts Options) (rep RepairReport, rebuilt bool, err error
 			}
 			return rep, rebuilt, nil
 		}
-		if err := wal.Repair(walDir, wopts, err); err != nil {
+		losses, err := wal.Repair(walDir, wopts, err)
+		for _, l := range losses {
+			rep.WALLost = append(rep.WALLost, WALLoss{LSN: l.LSN(), Bytes: l.To - l.From, Cause: l.Err.Error()})
+		}
+		if err != nil {
 			return rep, false, fmt.Errorf("engine: repair: WAL: %w", err)
 		}
-		rep.WALTruncatedAt = wal.LSN(uint64(ce.Segment)<<32 | uint64(ce.Offset))
 	}
 	return rep, false, errors.New("engine: repair: the WAL is still damaged after three repairs")
+}
+
+// walProblem returns the first damage in the WAL segments from
+// opts.IgnoreBefore on: what opening and replaying it reports, or else
+// what reading each segment through finds (bytes after a segment's end,
+// which Open only logs). Nil when there is none.
+func walProblem(dir string, opts wal.Options, checkpoint wal.LSN) error {
+	l, err := wal.Open(dir, opts)
+	if err == nil {
+		err = l.Replay(checkpoint+1, func(wal.LSN, []byte) error { return nil })
+		err = errors.Join(err, l.Close())
+	}
+	if err != nil {
+		return err
+	}
+	for _, seg := range walDamaged(dir) {
+		if seg >= opts.IgnoreBefore {
+			return walSegmentDamage(filepath.Join(dir, fmt.Sprintf("%08d", seg)), seg)
+		}
+	}
+	return nil
 }
 
 // removeWALBefore deletes the WAL segments numbered below seg, oldest

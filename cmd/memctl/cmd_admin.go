@@ -141,7 +141,7 @@ func (a *app) repairCommand() *cobra.Command {
 			if a.jsonOut {
 				return a.printJSON(rep)
 			}
-			if rep.WALTruncatedAt == 0 && len(rep.RebuiltSegments) == 0 && len(rep.MissingSegments) == 0 &&
+			if len(rep.WALLost) == 0 && len(rep.RebuiltSegments) == 0 && len(rep.MissingSegments) == 0 &&
 				len(rep.QuarantinedSegments) == 0 && len(rep.DamagedManifests) == 0 && !rep.RebuiltManifest &&
 				len(rep.MissingWAL) == 0 && len(rep.ObsoleteWALRemoved) == 0 {
 				fmt.Fprintln(a.stdout, "store is healthy; nothing changed")
@@ -162,8 +162,8 @@ func (a *app) repairCommand() *cobra.Command {
 			if rep.SkippedOps > 0 {
 				fmt.Fprintf(a.stdout, "%d WAL records named a collection that is gone and were skipped\n", rep.SkippedOps)
 			}
-			if rep.WALTruncatedAt != 0 {
-				fmt.Fprintf(a.stdout, "WAL cut at %v: records from there on were dropped\n", rep.WALTruncatedAt)
+			for _, l := range rep.WALLost {
+				fmt.Fprintf(a.stdout, "WAL damaged at %v (%d bytes, %s): the records there are lost, every intact record after them kept\n", l.LSN, l.Bytes, l.Cause)
 			}
 			for _, seg := range rep.RebuiltSegments {
 				fmt.Fprintf(a.stdout, "segment %s was damaged: its intact records were rewritten with everything derived rebuilt\n", seg)
