@@ -50,6 +50,15 @@ func (f *faultFile) Write(p []byte) (int, error) {
 	return f.File.Write(p)
 }
 
+// WriteAt fails the same way: the WAL writes its preallocated segments in place.
+func (f *faultFile) WriteAt(p []byte, off int64) (int, error) {
+	if f.fs.armed.Load() && strings.Contains(f.name, f.fs.match) {
+		n, _ := f.File.WriteAt(p[:len(p)/2], off)
+		return n, &fs.PathError{Op: "write", Path: f.name, Err: syscall.ENOSPC}
+	}
+	return f.File.WriteAt(p, off)
+}
+
 func TestENOSPC(t *testing.T) {
 	for _, match := range []string{"/wal/", ".seg", "MANIFEST"} {
 		t.Run(strings.Trim(match, "/."), func(t *testing.T) {

@@ -289,7 +289,7 @@ func repair(dir string, opts Options) (rep RepairReport, rebuilt bool, err error
 		return rep, rebuilt, nil // opening the log could still start a segment: leave it alone
 	}
 	for range 3 {
-		err := walProblem(walDir, wopts, wal.LSN(m.checkpoint))
+		err := walProblem(opts.FS, walDir, wopts, wal.LSN(m.checkpoint))
 		var ce *wal.CorruptionError
 		if !errors.As(err, &ce) {
 			if err != nil {
@@ -312,7 +312,7 @@ func repair(dir string, opts Options) (rep RepairReport, rebuilt bool, err error
 // opts.IgnoreBefore on: what opening and replaying it reports, or else
 // what reading each segment through finds (bytes after a segment's end,
 // which Open only logs). Nil when there is none.
-func walProblem(dir string, opts wal.Options, checkpoint wal.LSN) error {
+func walProblem(fsys FS, dir string, opts wal.Options, checkpoint wal.LSN) error {
 	l, err := wal.Open(dir, opts)
 	if err == nil {
 		err = l.Replay(checkpoint+1, func(wal.LSN, []byte) error { return nil })
@@ -321,9 +321,9 @@ func walProblem(dir string, opts wal.Options, checkpoint wal.LSN) error {
 	if err != nil {
 		return err
 	}
-	for _, seg := range walDamaged(dir) {
+	for _, seg := range walDamaged(fsys, dir) {
 		if seg >= opts.IgnoreBefore {
-			return walSegmentDamage(filepath.Join(dir, fmt.Sprintf("%08d", seg)), seg)
+			return walSegmentDamage(fsys, filepath.Join(dir, fmt.Sprintf("%08d", seg)), seg)
 		}
 	}
 	return nil

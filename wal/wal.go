@@ -130,10 +130,10 @@ type Log struct {
 	dir      string
 	opts     Options
 	enc      *zstd.Encoder
-	segBytes int64 // size new segments are created at
+	segBytes int64  // size new segments are created at
 	recSeg   uint32 // the newest segment Open found...
 	recSize  int64  // ...and the size its header gives (0: version 1)
-	holes    []LSN // hole fragments (Repair's marks) in the segments Open verified
+	holes    []LSN  // hole fragments (Repair's marks) in the segments Open verified
 
 	mu   sync.Mutex
 	cond *sync.Cond // broadcast when a flush ends
