@@ -69,7 +69,7 @@
 // A failed write or sync (a full disk, an I/O error) fails every record of
 // its group and of the queue behind it, and is undone before the appenders
 // hear of it: segments the group started are removed and the one it wrote
-// into is cut back to where the last good flush ended, then synced; the
+// into is cut back (zero-filled) to where the last good flush ended, then synced; the
 // next record starts a new segment. The sync is never simply retried: the
 // kernel may already have dropped the dirty pages and marked them clean
 // ("fsyncgate"), so a retry could falsely succeed; cutting the bytes off

@@ -188,6 +188,11 @@ func FuzzOpen(f *testing.F) {
 	bad := bytes.Clone(valid)
 	bad[300] ^= 0x10
 	f.Add(bad, second)
+	f.Add(append(bytes.Clone(valid), payload(3, 2000)...), second) // trailing bytes
+	hdr := bytes.Clone(valid)
+	clear(hdr[segHeaderSize : segHeaderSize+10]) // the first record's header
+	f.Add(hdr, second)
+	f.Add(valid, second[:len(second)-PageSize]) // truncated
 	f.Fuzz(func(t *testing.T, seg1, seg2 []byte) {
 		mem := vfs.NewMem()
 		mem.MkdirAll("/wal", 0o700)

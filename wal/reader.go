@@ -191,6 +191,13 @@ func (r *Reader) finish(start int64, compressed bool) bool {
 
 func (r *Reader) readHeader() bool {
 	if r.size < segHeaderSize {
+		// A version 2 segment is created whole: a short one whose version
+		// byte survives was cut. Shorter, or version 1, it may be torn.
+		h := make([]byte, r.size)
+		if r.size > 4 && readFull(r.r, h, 0) == nil && bytes.Equal(h[:4], segMagic[:]) && h[4] == formatVersion {
+			r.final = true
+			return r.corrupt(0, fmt.Errorf("%w: %d bytes, inside the header", ErrTruncated, r.size))
+		}
 		return r.corrupt(0, errShortHeader)
 	}
 	h := make([]byte, segHeaderSize)

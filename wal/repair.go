@@ -137,6 +137,9 @@ func repairSegment(fs FS, dir string, seg uint32, segBytes int64, log *slog.Logg
 			} else {
 				losses = append(losses, Loss{Segment: seg, From: 0, To: segHeaderSize, Err: ce.Err})
 			}
+			if size < segHeaderSize {
+				size = segBytes
+			}
 			size = max(preallocSize(size), PageSize)
 			if err := writeAllAt(f, segmentHeader(seg, size), 0); err != nil {
 				return losses, err

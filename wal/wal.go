@@ -79,7 +79,7 @@ type Options struct {
 	Sync SyncMode
 	// NoCompression stores every payload raw instead of trying zstd.
 	NoCompression bool
-	// Logger receives a warning for every torn tail Open truncates and for
+	// Logger receives a warning for every torn tail Open cuts and for
 	// what Repair drops; nil discards them.
 	Logger *slog.Logger
 	// IgnoreBefore: segments numbered below it are neither verified by
@@ -183,7 +183,7 @@ type chunk struct {
 }
 
 // Open opens the log in dir, creating dir (0700) and a first segment (0600)
-// if needed. It verifies every segment, truncates a torn tail of the newest
+// if needed. It verifies every segment, cuts (zero-fills) a torn tail of the newest
 // one (logged to Options.Logger), and returns a *CorruptionError for any
 // other damage, which Repair can cut off.
 func Open(dir string, opts Options) (*Log, error) {
