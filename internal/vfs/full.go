@@ -52,5 +52,16 @@ func (f *fullFile) Write(p []byte) (int, error) {
 	return n, &os.PathError{Op: "write", Path: f.name, Err: syscall.ENOSPC}
 }
 
+// WriteAt fails like Write (the WAL writes its preallocated segments in
+// place).
+func (f *fullFile) WriteAt(p []byte, off int64) (int, error) {
+	if !f.fs.full.Load() {
+		return f.File.WriteAt(p, off)
+	}
+	f.fs.failed.Add(1)
+	n, _ := f.File.WriteAt(p[:len(p)/2], off)
+	return n, &os.PathError{Op: "write", Path: f.name, Err: syscall.ENOSPC}
+}
+
 // Map passes the wrapped file's mapping through (or its copy; see Map).
 func (f *fullFile) Map() ([]byte, func() error, error) { return Map(f.File) }
