@@ -74,6 +74,12 @@ func TestDiskFull(t *testing.T) {
 	}
 	recall("while full")
 	recall("while full, again")
+	for _, path := range []string{"/v1/memories?session=alice", "/v1/memories/" + rem.IDs[0], "/v1/sessions/alice/context",
+		"/v1/tasks", "/v1/sessions", "/v1/stats", "/v1/memories/" + rem.IDs[0] + "/history"} {
+		if code, body := rawDo(t, s, "GET", path, ""); code != 200 {
+			t.Fatalf("GET %s on a full disk: %d %s", path, code, body)
+		}
+	}
 	res := callTool(t, cs, "remember", map[string]any{"session": "alice", "text": "Alice's sister plays the cello"})
 	if !res.IsError || !strings.Contains(toolText(res), "insufficient storage: the disk holding the store is full") {
 		t.Fatalf("MCP remember on a full disk: %v %q", res.IsError, toolText(res))

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/engramdb/engram/engine"
 	"github.com/engramdb/engram/memory"
 )
 
@@ -40,6 +42,8 @@ type app struct {
 
 	store        *memory.Store
 	closeBackend func() error
+
+	engineOpts engine.Options // tests: a file system that fails on purpose
 }
 
 func (a *app) rootCommand() *cobra.Command {
@@ -196,6 +200,9 @@ func (a *app) openStoreWith(opts memory.Options) (*memory.Store, error) {
 	if a.store != nil {
 		return a.store, nil
 	}
+	if opts.Logger == nil { // warnings the store handles itself (a recall's access not recorded)
+		opts.Logger = slog.New(slog.NewTextHandler(a.stderr, nil))
+	}
 	opts, err := a.shortTermOptions(opts)
 	if err != nil {
 		return nil, err
@@ -229,7 +236,7 @@ func (a *app) openStoreWith(opts memory.Options) (*memory.Store, error) {
 	if isRemote(a.dir) {
 		s, err = a.openRemote(a.dir, opts, from)
 	} else {
-		s, err = memory.Open(a.dir, memory.OpenOptions{Options: opts, EmbedderFrom: from})
+		s, err = memory.Open(a.dir, memory.OpenOptions{Options: opts, EmbedderFrom: from, Engine: a.engineOpts})
 	}
 	if err != nil {
 		return nil, fmt.Errorf("opening store %s: %w", a.dir, a.explainMismatch(err, used, rec))

@@ -37,21 +37,25 @@ func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(f
 // run executes one memctl command line and returns its exit code. It is the
 // whole program minus process plumbing, so tests call it directly.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	app := &app{stdin: stdin, stdout: stdout, stderr: stderr}
-	root := app.rootCommand()
+	return (&app{stdin: stdin, stdout: stdout, stderr: stderr}).run(ctx, args)
+}
+
+// run executes one command line on a fresh a (tests set a.engineOpts).
+func (a *app) run(ctx context.Context, args []string) int {
+	root := a.rootCommand()
 	root.SetArgs(args)
-	root.SetIn(stdin)
-	root.SetOut(stdout)
-	root.SetErr(stderr)
+	root.SetIn(a.stdin)
+	root.SetOut(a.stdout)
+	root.SetErr(a.stderr)
 	err := root.ExecuteContext(ctx)
-	app.flushStdout()
-	if cerr := app.close(); err == nil {
+	a.flushStdout()
+	if cerr := a.close(); err == nil {
 		err = cerr
 	}
 	if err == nil {
 		return exitOK
 	}
-	fmt.Fprintln(stderr, "memctl:", sanitize(err.Error()))
+	fmt.Fprintln(a.stderr, "memctl:", sanitize(err.Error()))
 	var ue *usageError
 	switch {
 	case errors.As(err, &ue) || isCobraUsageError(err):

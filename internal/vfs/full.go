@@ -3,6 +3,7 @@ package vfs
 import (
 	"io/fs"
 	"os"
+	"strings"
 	"sync/atomic"
 	"syscall"
 )
@@ -15,6 +16,9 @@ import (
 // is full and takes writes again, without a restart, once space is freed.
 type FullFS struct {
 	FS
+	// Match, when set (before use), limits the failures to files whose
+	// path contains it: a disk that is full for one directory only.
+	Match  string
 	full   atomic.Bool
 	failed atomic.Int64
 }
@@ -44,7 +48,7 @@ type fullFile struct {
 }
 
 func (f *fullFile) Write(p []byte) (int, error) {
-	if !f.fs.full.Load() {
+	if !f.fs.full.Load() || !strings.Contains(f.name, f.fs.Match) {
 		return f.File.Write(p)
 	}
 	f.fs.failed.Add(1)
