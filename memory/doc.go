@@ -54,8 +54,14 @@
 // score is not positive shares nothing with the query and is dropped from its list. The two
 // lists are fused by a weighted sum of the cosine and the max-normalized BM25 score (default) or
 // by reciprocal rank fusion (k = 60), with weights from RecallOptions or else the store's
-// Options (0.5/0.5; Open with the built-in lexical embedder: 0.3/0.7, measured in
-// bench/results/retrieval.md), then each candidate is reranked by
+// Options (0.5/0.5). Weighted fusion has a vector gate per embedder (FusionWeighted): with the
+// built-in lexical embedder (LexicalVectorGate, 0.8) a cosine counts only for memories whose
+// BM25 score is at least 0.8 of the query's best, rising to full weight at the best, because
+// those vectors carry the words BM25 already scores, without IDF: ungated they lower
+// conversational recall below BM25 alone, gated hybrid recall is at least BM25 on every set of
+// bench/results/retrieval.md. A semantic embedder (BGE-M3) runs ungated: its list finds what
+// shares no word with the query, which a gate would throw away. Then each candidate is
+// reranked by
 //
 //	Final  = min(1, Fused × Decay × Weight)                       (every part but Weight in [0, 1])
 //	Decay  = Floor + (1 − Floor) × (1 − PerDay)^age_days          (defaults: Floor 0.5, PerDay 0.10)

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
+
+	"github.com/engramdb/engram/memory/lexical"
 )
 
 // Mode selects the candidate sources of Recall.
@@ -29,14 +31,20 @@ type Fusion int
 
 // Fusion methods.
 const (
-	// FusionWeighted: Fused = (wv*cos + wk*bm25/max_bm25) / (wv+wk), with the cosine clamped to
-	// [0, 1] and BM25 divided by the best BM25 score among the query's candidates (default: with
-	// the lexical embedder it beats RRF on 4 of the 5 sets in bench/results/retrieval.md, and
-	// BM25 alone on average).
+	// FusionWeighted: Fused = (wv*g*cos + wk*kw) / (wv+wk), with the cosine clamped to [0, 1] and
+	// kw the memory's BM25 score over the best BM25 score among the query's candidates (0 when it
+	// is not a keyword candidate). g is the vector gate (RecallOptions.VectorGate, γ):
+	// g = clamp((kw − γ)/(1 − γ), 0, 1), so the cosine counts only for memories keyword search
+	// ranks near its best, in full for the best; γ = 0 means g = 1 (plain weighted fusion), and a
+	// query with no keyword candidate has g = 1 too. The gate is what makes hybrid recall with the
+	// built-in lexical embedder at least as good as BM25 alone (its vectors see the same words
+	// without IDF, so alone they mostly promote memories that share frequent words); a
+	// semantic embedder runs ungated. Default fusion.
 	FusionWeighted Fusion = iota
-	// FusionRRF: reciprocal rank fusion, Fused = (wv/(RRFK+rank_v) + wk/(RRFK+rank_k)) ×
+	// FusionRRF: reciprocal rank fusion, Fused = (g*wv/(RRFK+rank_v) + wk/(RRFK+rank_k)) ×
 	// (RRFK+1)/(wv+wk), ranks from 1, so 1 means first in both lists; a memory missing from one
-	// list gets nothing from it. Blind to score scales, so a weak list weighs as much as a strong
+	// list gets nothing from it; g is the vector gate of FusionWeighted (with the lexical
+	// embedder, ungated RRF lowers locomo-dev from BM25's 0.570 to 0.45). Blind to score scales, so a weak list weighs as much as a strong
 	// one, and a memory that merely ranks 30th in both lists still scores about 0.5: a MinScore
 	// means little under RRF.
 	FusionRRF
@@ -102,6 +110,9 @@ type RecallOptions struct {
 	// VectorWeight and KeywordWeight weigh the two lists in fusion; both 0 means the store's
 	// Options.VectorWeight and KeywordWeight. Negative weights are rejected.
 	VectorWeight, KeywordWeight float64
+	// VectorGate is the vector gate of weighted fusion (see FusionWeighted), below 1; 0 means the
+	// store's Options.VectorGate, negative means no gate.
+	VectorGate float64
 	// RRFK is the RRF rank constant (DefaultRRFK).
 	RRFK float64
 	// Candidates is how many candidates each list fetches before reranking; 0 means
@@ -222,6 +233,8 @@ func (s *Store) plan(query string, o RecallOptions) (recallPlan, error) {
 		return p, errorf(ErrInvalidInput, "unknown fusion %d", p.Fusion)
 	case bad(p.VectorWeight) || bad(p.KeywordWeight) || p.VectorWeight < 0 || p.KeywordWeight < 0:
 		return p, errorf(ErrInvalidInput, "fusion weights %v, %v must be finite and non-negative", o.VectorWeight, o.KeywordWeight)
+	case bad(p.VectorGate) || p.VectorGate >= 1:
+		return p, errorf(ErrInvalidInput, "vector gate %v must be below 1", o.VectorGate)
 	case bad(p.RRFK) || p.RRFK <= 0:
 		return p, errorf(ErrInvalidInput, "RRFK %v must be positive", o.RRFK)
 	case bad(p.Decay.PerDay) || p.Decay.PerDay < 0 || p.Decay.PerDay >= 1:
@@ -295,6 +308,7 @@ func (s *Store) recall(ctx context.Context, query string, vec []float32, opts Re
 	if err != nil {
 		return nil, err
 	}
+	p.VectorGate = s.vectorGate(p.VectorGate, emb)
 	// Candidates may come without their text (CandidateSearcher); the results get it below.
 	searchVector, searchText := coll.SearchVector, coll.SearchText
 	cs, lean := coll.(CandidateSearcher)
@@ -478,15 +492,21 @@ func (p *recallPlan) fuse(c *candidate, maxKW float64) float64 {
 	if maxKW > 0 {
 		kw = c.kw / maxKW
 	}
-	switch {
-	case p.Mode == ModeVector:
+	switch p.Mode {
+	case ModeVector:
 		return cos
-	case p.Mode == ModeKeyword:
+	case ModeKeyword:
 		return kw
-	case p.Fusion == FusionRRF:
+	}
+	// The vector gate (see FusionWeighted) scales the vector list's part under either fusion.
+	gate := 1.0
+	if g := p.VectorGate; g > 0 && maxKW > 0 {
+		gate = max(0, min(1, (kw-g)/(1-g)))
+	}
+	if p.Fusion == FusionRRF {
 		f := 0.0
 		if c.vRank > 0 {
-			f += p.VectorWeight / (p.RRFK + float64(c.vRank))
+			f += gate * p.VectorWeight / (p.RRFK + float64(c.vRank))
 		}
 		if c.kRank > 0 {
 			f += p.KeywordWeight / (p.RRFK + float64(c.kRank))
@@ -494,7 +514,23 @@ func (p *recallPlan) fuse(c *candidate, maxKW float64) float64 {
 		// Scaled by the most RRF can give (first in both lists), so 1 means exactly that.
 		return f * (p.RRFK + 1) / (p.VectorWeight + p.KeywordWeight)
 	}
-	return (p.VectorWeight*cos + p.KeywordWeight*kw) / (p.VectorWeight + p.KeywordWeight)
+	return (p.VectorWeight*gate*cos + p.KeywordWeight*kw) / (p.VectorWeight + p.KeywordWeight)
+}
+
+// vectorGate resolves a recall's vector gate: its own when set (negative: none), else the
+// store's Options.VectorGate, else the embedder's default (LexicalVectorGate for the built-in
+// lexical embedder, none for any other). The embedder is the store's current one, so a store
+// re-embedded with a semantic model loses the lexical gate.
+func (s *Store) vectorGate(g float64, emb Embedder) float64 {
+	if g == 0 {
+		g = s.opts.VectorGate
+	}
+	if g == 0 {
+		if _, ok := emb.(*lexical.Embedder); ok {
+			g = LexicalVectorGate
+		}
+	}
+	return max(0, g)
 }
 
 // decay returns the time-decay factor of m at p.now, in [Floor, 1].

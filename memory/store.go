@@ -67,6 +67,10 @@ type Options struct {
 	// means 0.5 and 0.5, except that Open with the built-in lexical embedder uses
 	// LexicalVectorWeight and LexicalKeywordWeight.
 	VectorWeight, KeywordWeight float64
+	// VectorGate is the vector gate of weighted fusion (FusionWeighted) for a Recall that sets
+	// none, below 1: 0 means the embedder's default (LexicalVectorGate with the built-in lexical
+	// embedder, none with any other), negative means none.
+	VectorGate float64
 	// HistoryVersions is how many earlier versions of each memory History keeps
 	// (DefaultHistoryVersions, at most MaxHistoryVersions); negative keeps none.
 	HistoryVersions int
@@ -131,6 +135,8 @@ func (o Options) withDefaults() (Options, error) {
 		return o, errorf(ErrInvalidInput, "ChunkChars %d below 16", o.ChunkChars)
 	case !(o.VectorWeight >= 0 && o.KeywordWeight >= 0) || math.IsInf(o.VectorWeight+o.KeywordWeight, 0):
 		return o, errorf(ErrInvalidInput, "fusion weights %v, %v must be finite and non-negative", o.VectorWeight, o.KeywordWeight)
+	case !(o.VectorGate < 1):
+		return o, errorf(ErrInvalidInput, "vector gate %v must be below 1", o.VectorGate)
 	case o.MaxTextBytes < 0 || o.EmbedBatch < 0 || o.ShortTermTokens < 0:
 		return o, errorf(ErrInvalidInput, "negative MaxTextBytes, EmbedBatch or ShortTermTokens")
 	}
