@@ -7,7 +7,8 @@
 // Usage:
 //
 //	go run ./bench/cmd/retrieval -data DIR [-prefix P] -mode bm25|vector|hybrid [-embedder lexical]
-//	    [-dedup] [-decay] [-fusion weighted|rrf] [-chunk N] [-backend engine|mem] [-conversation=false]
+//	    [-dedup] [-decay] [-fusion weighted|rrf] [-vw W -kw W] [-gate G] [-chunk N] [-backend engine|mem]
+//	    [-conversation=false]
 //
 // Documents with a "session" field are the turns of that session's conversation, in file order,
 // and are remembered with memory.Store.RememberConversation (each turn a memory, its two
@@ -84,8 +85,9 @@ func run(args []string, stdout io.Writer) error {
 	embName := fs.String("embedder", "lexical", "embedder: lexical")
 	dim := fs.Int("dim", 0, "lexical embedder dimension (0: its default)")
 	fusion := fs.String("fusion", "weighted", "hybrid fusion: weighted or rrf")
-	vw := fs.Float64("vw", 0, "vector weight in fusion (0 with -kw 0: the lexical store default, 0.3/0.7)")
+	vw := fs.Float64("vw", 0, "vector weight in fusion (0 with -kw 0: the lexical store default, 0.5/0.5)")
 	kw := fs.Float64("kw", 0, "keyword weight in fusion")
+	gate := fs.Float64("gate", 0, "vector gate of weighted fusion (0: the store default, 0.8 for the lexical embedder; negative: none)")
 	candidates := fs.Int("candidates", 0, "candidates per list (0: the memory default)")
 	dedup := fs.Bool("dedup", false, "merge near-duplicate documents (breaks labels of merged documents)")
 	decay := fs.Bool("decay", false, "time decay, clock = newest time in the data")
@@ -136,7 +138,8 @@ func run(args []string, stdout io.Writer) error {
 	if !*dedup {
 		opts.DedupThreshold = -1
 	}
-	// The store default for the lexical embedder, as memory.Open sets it; -vw/-kw override per recall.
+	// The store default for the lexical embedder, as memory.Open sets it (the vector gate follows
+	// from the embedder); -vw/-kw/-gate override per recall.
 	opts.VectorWeight, opts.KeywordWeight = memory.LexicalVectorWeight, memory.LexicalKeywordWeight
 	ctx := context.Background()
 	var s *memory.Store
@@ -230,7 +233,7 @@ func run(args []string, stdout io.Writer) error {
 		return err
 	}
 
-	ro := memory.RecallOptions{K: 10, Mode: rmode, Fusion: rfusion, VectorWeight: *vw, KeywordWeight: *kw,
+	ro := memory.RecallOptions{K: 10, Mode: rmode, Fusion: rfusion, VectorWeight: *vw, KeywordWeight: *kw, VectorGate: *gate,
 		Candidates: *candidates, Decay: memory.Decay{Off: !*decay}, NoTouch: true}
 	r, err := beir.RunQueries(ds, func(q beir.Query) ([]string, error) {
 		o := ro

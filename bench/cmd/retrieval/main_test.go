@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/engramdb/engram/bench/beir"
 )
 
 // writeSet writes a tiny BEIR folder where each query names its document's unique words, with
@@ -65,4 +67,33 @@ func TestRunBadFlags(t *testing.T) {
 			t.Fatalf("%v: %v", args, err)
 		}
 	}
+}
+
+// TestHybridAtLeastBM25 runs locomo-dev, the set where ungated fusion with the lexical vectors
+// fell below BM25 alone (0.567 against 0.570), with the store defaults: hybrid must not be
+// below bm25 mode.
+func TestHybridAtLeastBM25(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs locomo-dev (about a minute)")
+	}
+	root, ok := beir.FindDatasets()
+	if !ok {
+		t.Skip("shared/datasets not found")
+	}
+	ndcg := map[string]float64{}
+	for _, mode := range []string{"bm25", "hybrid"} {
+		var out bytes.Buffer
+		if err := run([]string{"-data", filepath.Join(root, "text", "locomo-dev"), "-mode", mode, "-backend", "mem"}, &out); err != nil {
+			t.Fatal(err)
+		}
+		var o Output
+		if err := json.Unmarshal(out.Bytes(), &o); err != nil {
+			t.Fatal(err)
+		}
+		ndcg[mode] = o.NDCG10
+	}
+	if ndcg["hybrid"] < ndcg["bm25"] || ndcg["bm25"] < 0.55 {
+		t.Fatalf("locomo-dev nDCG@10: hybrid %.4f, bm25 %.4f", ndcg["hybrid"], ndcg["bm25"])
+	}
+	t.Logf("locomo-dev nDCG@10: hybrid %.4f, bm25 %.4f", ndcg["hybrid"], ndcg["bm25"])
 }

@@ -1,0 +1,62 @@
+package main
+
+import (
+	"fmt"
+	"sort"
+	"testing"
+
+	"github.com/engramdb/engram/bench/beir"
+)
+
+// TestFusionGateRRF measures the vector gate under reciprocal rank fusion (memory.FusionRRF):
+// the vector term of a memory scaled by the same gate factor as in weighted fusion.
+func TestFusionGateRRF(t *testing.T) {
+	if !*sweep {
+		t.Skip("measurement only; pass -sweep")
+	}
+	root, _ := beir.FindDatasets()
+	var sets []*setLists
+	for _, s := range sweepSets {
+		sets = append(sets, buildLists(t, root, s.dir, s.prefix, nil))
+	}
+	lex := func(q *qlists) ([]scored, []scored) { return q.KW, q.Vec }
+	rrf := func(wv, g float64) fuseFn {
+		return func(kw, vec []scored) []string {
+			nk := normMax(kw)
+			sc := map[string]float64{}
+			for i, s := range kw {
+				sc[s.ID] += (1 - wv) / (60 + float64(i+1))
+			}
+			for i, s := range vec {
+				f := 1.0
+				if g > 0 && len(kw) > 0 {
+					f = max(0, min(1, (nk[s.ID]-g)/(1-g)))
+				}
+				sc[s.ID] += f * wv / (60 + float64(i+1))
+			}
+			ids := make([]scored, 0, len(sc))
+			for id, s := range sc {
+				ids = append(ids, scored{id, s})
+			}
+			sort.Slice(ids, func(a, b int) bool {
+				if ids[a].Score != ids[b].Score {
+					return ids[a].Score > ids[b].Score
+				}
+				return ids[a].ID < ids[b].ID
+			})
+			out := []string{}
+			for _, s := range ids[:min(10, len(ids))] {
+				out = append(out, s.ID)
+			}
+			return out
+		}
+	}
+	for _, c := range [][2]float64{{0.3, 0}, {0.5, 0}, {0.3, 0.8}, {0.5, 0.8}} {
+		f := rrf(c[0], c[1])
+		line := fmt.Sprintf("rrf wv %.1f gate %.1f:", c[0], c[1])
+		for _, sl := range sets {
+			line += fmt.Sprintf(" %s %.4f", sl.Name, evalSet(sl, lex, f, nil))
+		}
+		t.Log(line)
+	}
+}
