@@ -59,7 +59,7 @@ func (f *fullFile) Write(p []byte) (int, error) {
 // WriteAt fails like Write (the WAL writes its preallocated segments in
 // place).
 func (f *fullFile) WriteAt(p []byte, off int64) (int, error) {
-	if !f.fs.full.Load() {
+	if !f.fs.full.Load() || !strings.Contains(f.name, f.fs.Match) {
 		return f.File.WriteAt(p, off)
 	}
 	f.fs.failed.Add(1)
