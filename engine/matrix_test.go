@@ -290,6 +290,9 @@ type scenario struct {
 	allowed func(b *matrixBase) []string
 	// harmless: the damage touches nothing a store reads (LOCK).
 	harmless bool
+	// walLost, when set, is the LSN Repair must name as the first WAL
+	// position lost (RepairReport.WALLost).
+	walLost func(b *matrixBase) wal.LSN
 	// pending names the missing piece when this row fails today.
 	pending string
 }
@@ -423,12 +426,13 @@ func TestCorruptionMatrix(t *testing.T) {
 	}
 	fromRecord := func(i int) func(b *matrixBase) []string { return func(b *matrixBase) []string { return b.tailIDs[i:] } }
 	rec10 := func(b *matrixBase) []string { return b.tailIDs[10:11] }
+	lsn10 := func(b *matrixBase) wal.LSN { return b.tailLSNs[10] }
 	scenarios = append(scenarios,
-		scenario{name: "WAL after checkpoint/flip", damage: onFile(tail, flip, tailAt(10)), allowed: rec10},
-		scenario{name: "WAL after checkpoint/zero", damage: onFile(tail, zero, tailAt(10)), allowed: rec10},
+		scenario{name: "WAL after checkpoint/flip", damage: onFile(tail, flip, tailAt(10)), allowed: rec10, walLost: lsn10},
+		scenario{name: "WAL after checkpoint/zero", damage: onFile(tail, zero, tailAt(10)), allowed: rec10, walLost: lsn10},
 		scenario{name: "WAL after checkpoint/truncate", damage: func(t *testing.T, b *matrixBase, dir string) {
 			applyDamage(t, b.rel(b.tailSeg, dir), truncate, tailAt(10)(b, 0), 0)
-		}, allowed: fromRecord(10)},
+		}, allowed: fromRecord(10), walLost: lsn10},
 		scenario{name: "WAL after checkpoint/delete", damage: onFile(tail, remove, nil), allowed: fromRecord(0)},
 		scenario{name: "WAL after checkpoint/append garbage", damage: onFile(tail, garbage, nil), allowed: none},
 	)
@@ -530,6 +534,11 @@ func runScenario(t *testing.T, b *matrixBase, sc scenario) matrixRow {
 	rep, err := Repair(dir, Options{})
 	if err != nil {
 		fail("Repair: %v", err)
+	}
+	if sc.walLost != nil {
+		if want := sc.walLost(b); len(rep.WALLost) == 0 || rep.WALLost[0].LSN != want {
+			fail("Repair reports WAL losses %+v, want the first at %v", rep.WALLost, want)
+		}
 	}
 	lost := map[string]bool{}
 	db, err = Open(dir, testOpts())
