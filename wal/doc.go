@@ -12,8 +12,9 @@
 //	err = l.Close()
 //
 // Also: Sync (make everything durable in any mode), LastLSN, Stats (appends,
-// writes, syncs and time spent syncing), Repair (cut off corruption), and
-// NewReader, which reads one segment's bytes (tools, fuzzing).
+// writes, syncs and time spent syncing), Holes (where Repair gave records
+// up), Repair (give up only the damaged bytes), and NewReader, which reads
+// one segment's bytes (tools, Check, fuzzing; Resync looks past damage).
 //
 // An LSN is (segment number << 32 | byte offset of the record in the
 // segment): it grows with every record, zero is before all records, and
@@ -45,8 +46,9 @@
 // truncated (ErrTruncated: corruption, not a clean end), and bytes after it
 // were appended by something else (ErrTrailingBytes: ignored by Open,
 // reported by Reader, cut by Repair). Version 1 segments (not
-// preallocated) are still read; the log never appends to one. A record is a sequence of fragments (full, or first/middle.../last)
-// that never crosses a page boundary; each fragment carries a type byte, a
+// preallocated) are still read; the log never appends to one. A record is
+// a sequence of fragments (full, or first/middle.../last) that never
+// crosses a page boundary; each fragment carries a type byte, a
 // length and a CRC32C over type, length and stored bytes. A record never
 // spans segments. Payloads of 32 bytes or more are compressed with zstd
 // (klauspost/compress, fastest level) and stored raw, with the flag bit
