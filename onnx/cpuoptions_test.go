@@ -23,8 +23,8 @@ import (
 //
 // The default session stays open; each variant gets a session of its own, and the two take
 // turns (who goes first alternates) on $ENGRAM_OPTIONS_ROUNDS (default 6) rounds of one
-// 8-32-token query and one mixed batch (8 queries and 8 300-character chunks, MaxBatch 4), so
-// load on a shared machine hits both alike. Ratios below 1 favour the variant. Every variant
+// 8-32-token query and one mixed batch ($ENGRAM_OPTIONS_PAIRS, default 8, queries and as many
+// 300-character chunks, MaxBatch 4), so load on a shared machine hits both alike. Ratios below 1 favour the variant. Every variant
 // must give the default's vectors (cosine >= 0.999): a setting may change speed, not results.
 // $ENGRAM_OPTIONS_ONLY (comma-separated names) runs a subset.
 func TestCPUOptions(t *testing.T) {
@@ -43,7 +43,7 @@ func TestCPUOptions(t *testing.T) {
 		chunks = append(chunks, chunk300(a)...)
 	}
 	var mixed []string // alternating short and long: the case length buckets are for
-	for i := range 8 {
+	for i := range envInt("ENGRAM_OPTIONS_PAIRS", 8) {
 		mixed = append(mixed, queries[len(queries)-1-i], chunks[i])
 	}
 
@@ -69,6 +69,8 @@ func TestCPUOptions(t *testing.T) {
 		{"no-arena", func(o *Options) { o.tune = func(so *ort.SessionOptions) error { return so.SetCpuMemArena(false) } }},
 		{"no-mem-pattern", func(o *Options) { o.tune = func(so *ort.SessionOptions) error { return so.SetMemPattern(false) } }},
 		{"no-spinning", func(o *Options) { o.tune = cfg("session.intra_op.allow_spinning", "0") }},
+		{"denormal-as-zero", func(o *Options) { o.tune = cfg("session.set_denormal_as_zero", "1") }},
+		{"dynamic-block-base-4", func(o *Options) { o.tune = cfg("session.dynamic_block_base", "4") }},
 		{"unsorted-batches", func(o *Options) { o.inOrder = true }},
 	}
 	only := map[string]bool{}

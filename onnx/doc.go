@@ -50,7 +50,9 @@
 // sha256, then fsynced and renamed into place. BGEM3 is the fp32 export,
 // BGEM3Int8 a published int8 one (MatMul weights dynamically quantized,
 // run by ORT's integer kernels); scripts/onnx/quantize_int8.py makes the
-// same form from any fp32 export (the tests' testdata/model/tiny-int8).
+// same form from any fp32 export (the tests' testdata/model/tiny-int8), or
+// ORT's block-quantized MatMulNBits form with 8-bit weights and int8
+// compute (testdata/model/tiny-nbits8). Either is an ordinary model to Open.
 //
 // # Fingerprint
 //

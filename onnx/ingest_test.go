@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -24,11 +25,15 @@ import (
 //	  ENGRAM_INT8_MODEL=/tmp/bge-m3-random-int8/model.onnx \
 //	  go test -run TestIngestThroughput -v -timeout 60m ./onnx/
 //
-// With $ENGRAM_INT8_MODEL the same two ways run on the int8 model too. Every way has its own
+// With $ENGRAM_INT8_MODEL (comma-separated: several rewrites by quantize_int8.py, named by
+// their directories) the same two ways run on each of those models too. Every way has its own
 // store; they take turns, $ENGRAM_INGEST_BATCH (default 16) memories each, for
 // $ENGRAM_INGEST_ROUNDS (default 2) rounds, so that load on a shared machine hits all alike.
 // The embedder is opened as memctl opens it (Open's defaults: MaxBatch 32, ORT's threads).
-// Each way's memories must all be stored.
+// Each way's memories must all be stored. Besides memories/s the table profiles the path: the
+// embedder's share (its Stats: tokenizer, input tensors, ORT run, pooling) against everything
+// else the memory layer does per memory (dedup search, keyword index, durable write), and
+// padded tokens per real token (what a batch pads to its longest text).
 func TestIngestThroughput(t *testing.T) {
 	fp32 := os.Getenv("ENGRAM_BENCH_MODEL")
 	if os.Getenv("ENGRAM_INGEST_BENCH") == "" || fp32 == "" {
@@ -47,11 +52,13 @@ func TestIngestThroughput(t *testing.T) {
 		name string
 		e    *Embedder
 	}{{"fp32", open(fp32)}}
-	if p := os.Getenv("ENGRAM_INT8_MODEL"); p != "" {
-		models = append(models, struct {
-			name string
-			e    *Embedder
-		}{"int8", open(p)})
+	for _, p := range strings.Split(os.Getenv("ENGRAM_INT8_MODEL"), ",") {
+		if p != "" {
+			models = append(models, struct {
+				name string
+				e    *Embedder
+			}{filepath.Base(filepath.Dir(p)), open(p)})
+		}
 	}
 
 	batch, rounds := envInt("ENGRAM_INGEST_BATCH", 16), envInt("ENGRAM_INGEST_ROUNDS", 2)
@@ -72,7 +79,7 @@ func TestIngestThroughput(t *testing.T) {
 		e         *Embedder
 		many      bool
 		wall, cpu time.Duration
-		tokens    int64
+		st        Stats // the embedder's work for this way
 	}
 	var ways []*way
 	for _, m := range models {
@@ -124,13 +131,20 @@ func TestIngestThroughput(t *testing.T) {
 			}
 			w.wall += time.Since(w0)
 			w.cpu += cpuTime() - c0
-			w.tokens += w.e.Stats().Tokens - st0.Tokens
+			st1 := w.e.Stats()
+			w.st.Tokens += st1.Tokens - st0.Tokens
+			w.st.PaddedTokens += st1.PaddedTokens - st0.PaddedTokens
+			w.st.Batches += st1.Batches - st0.Batches
+			w.st.Tokenize += st1.Tokenize - st0.Tokenize
+			w.st.Prepare += st1.Prepare - st0.Prepare
+			w.st.Run += st1.Run - st0.Run
+			w.st.Pool += st1.Pool - st0.Pool
 		}
 	}
 	n := batch * rounds
 	t.Logf("%d memories of 300-character chunks (SciFact) per way, %d rounds of %d, load average %s", n, rounds, batch, loadAvg())
-	t.Logf("| way | memories/s | CPU ms per memory | tokens per memory | speed vs fp32 one per Remember |")
-	t.Logf("|---|---|---|---|---|")
+	t.Logf("| way | memories/s | CPU ms per memory | tokens per memory | padded / real tokens | ORT runs | ORT run ms per memory | tokenize+tensors+pool ms | rest of the memory layer ms | speed vs fp32 one per Remember |")
+	t.Logf("|---|---|---|---|---|---|---|---|---|---|")
 	for _, w := range ways {
 		st, err := w.s.Stats(ctx)
 		if err != nil {
@@ -139,7 +153,10 @@ func TestIngestThroughput(t *testing.T) {
 		if st.Memories != n {
 			t.Errorf("%s: %d memories stored, want %d", w.name, st.Memories, n)
 		}
-		t.Logf("| %s | %.3f | %.0f | %.0f | %.2fx |", w.name, float64(n)/w.wall.Seconds(),
-			float64(w.cpu.Milliseconds())/float64(n), float64(w.tokens)/float64(n), ways[0].wall.Seconds()/w.wall.Seconds())
+		per := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / float64(n) }
+		goSide := w.st.Tokenize + w.st.Prepare + w.st.Pool
+		t.Logf("| %s | %.3f | %.0f | %.0f | %.3f | %d | %.0f | %.2f | %.1f | %.2fx |", w.name, float64(n)/w.wall.Seconds(),
+			per(w.cpu), float64(w.st.Tokens)/float64(n), float64(w.st.PaddedTokens)/float64(w.st.Tokens), w.st.Batches,
+			per(w.st.Run), per(goSide), per(w.wall-w.st.Run-goSide), ways[0].wall.Seconds()/w.wall.Seconds())
 	}
 }

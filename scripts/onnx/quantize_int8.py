@@ -16,6 +16,13 @@ its Python tools are not needed (only python3-onnx and numpy).
     /usr/bin/python3 scripts/onnx/quantize_int8.py IN/model.onnx OUT/model.onnx
     /usr/bin/python3 scripts/onnx/quantize_int8.py --inline testdata/model/tiny/model.onnx testdata/model/tiny-int8/model.onnx
 
+--op nbits writes com.microsoft MatMulNBits nodes instead (ONNX Runtime's block-quantized weight
+layout, the one its LLM kernels use): weights in blocks of --block values along K, one scale per
+block and column, --bits 8 or 4, and accuracy_level 4 (int8 activations quantized per block,
+int32 accumulation: VNNI / AVX2 integer kernels) unless --accuracy-level says otherwise:
+
+    /usr/bin/python3 scripts/onnx/quantize_int8.py --op nbits --bits 8 --block 32 IN/model.onnx OUT/model.onnx
+
 The output keeps its weights in OUT/model.onnx_data (one external file, as the input's
 export does) unless --inline is given (small models only: protobuf stops at 2 GB).
 """
@@ -48,6 +55,26 @@ def quantize_columns(w, fmt="s8"):
     return q.astype(dtype), scale, np.full(w.shape[1], zero, dtype=dtype)
 
 
+def quantize_blocks(w, bits, block):
+    """w: [K, N] float32 -> MatMulNBits' B [N, K/block, block*bits/8] uint8 and scales [N, K/block].
+
+    Symmetric per block: q = round(w / scale) + 2^(bits-1) with scale = max|w| / (2^(bits-1) - 1),
+    and no zero_points input, so ONNX Runtime uses its default zero point 2^(bits-1). For 4 bits
+    two values share a byte, the first in the low nibble.
+    """
+    k, n = w.shape
+    if k % block:
+        raise SystemExit(f"K={k} is not a multiple of --block {block}")
+    zero, qmax = 1 << (bits - 1), (1 << (bits - 1)) - 1
+    wb = np.ascontiguousarray(w.T).reshape(n, k // block, block)  # [N, blocks, block]
+    amax = np.abs(wb).max(axis=2)
+    scale = np.where(amax > 0, amax / float(qmax), 1.0).astype(np.float32)
+    q = (np.clip(np.rint(wb / scale[:, :, None]), -qmax, qmax) + zero).astype(np.uint8)
+    if bits == 4:
+        q = (q[:, :, 0::2] | (q[:, :, 1::2] << 4)).astype(np.uint8)
+    return q, scale
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("src")
@@ -57,6 +84,12 @@ def main():
                     help="weight format (see WEIGHT_FORMATS): s8-7bit (default), s8 full range, or u8")
     ap.add_argument("--min-elements", type=int, default=0,
                     help="leave weights with fewer elements in fp32")
+    ap.add_argument("--op", choices=["dqmm", "nbits"], default="dqmm",
+                    help="dqmm: DynamicQuantizeMatMul (default); nbits: MatMulNBits (see above)")
+    ap.add_argument("--bits", type=int, choices=[4, 8], default=8, help="MatMulNBits weight bits")
+    ap.add_argument("--block", type=int, default=32, help="MatMulNBits block size (power of 2, >= 16)")
+    ap.add_argument("--accuracy-level", type=int, default=4, choices=[0, 1, 4],
+                    help="MatMulNBits accuracy_level: 4 int8 compute, 0/1 fp32 compute")
     args = ap.parse_args()
 
     model = onnx.load(args.src)  # loads external data too
@@ -83,16 +116,29 @@ def main():
         wf = numpy_helper.to_array(w).astype(np.float32)
         if n.op_type == "Gemm" and attrs.get("transB", 0):
             wf = wf.T
-        q, scale, zp = quantize_columns(np.ascontiguousarray(wf), args.weights)
         base = f"{w_name}_int8q{count}"
-        new_inits += [numpy_helper.from_array(q, base + "_quantized"),
-                      numpy_helper.from_array(scale, base + "_scale"),
-                      numpy_helper.from_array(zp, base + "_zero_point")]
-        ins = [n.input[0], base + "_quantized", base + "_scale", base + "_zero_point"]
-        if n.op_type == "Gemm" and len(n.input) > 2 and n.input[2]:
-            ins.append(n.input[2])  # bias [N]
-        new_nodes.append(helper.make_node("DynamicQuantizeMatMul", ins, list(n.output),
-                                          name=(n.name or base) + "_int8", domain="com.microsoft"))
+        bias = n.input[2] if n.op_type == "Gemm" and len(n.input) > 2 and n.input[2] else ""
+        if args.op == "nbits":
+            q, scale = quantize_blocks(wf, args.bits, args.block)
+            new_inits += [numpy_helper.from_array(q, base + "_quantized"),
+                          numpy_helper.from_array(scale, base + "_scale")]
+            ins = [n.input[0], base + "_quantized", base + "_scale"]
+            if bias:
+                ins += ["", "", bias]  # zero_points and g_idx absent
+            new_nodes.append(helper.make_node(
+                "MatMulNBits", ins, list(n.output), name=(n.name or base) + "_nbits", domain="com.microsoft",
+                K=int(wf.shape[0]), N=int(wf.shape[1]), bits=args.bits, block_size=args.block,
+                accuracy_level=args.accuracy_level))
+        else:
+            q, scale, zp = quantize_columns(np.ascontiguousarray(wf), args.weights)
+            new_inits += [numpy_helper.from_array(q, base + "_quantized"),
+                          numpy_helper.from_array(scale, base + "_scale"),
+                          numpy_helper.from_array(zp, base + "_zero_point")]
+            ins = [n.input[0], base + "_quantized", base + "_scale", base + "_zero_point"]
+            if bias:
+                ins.append(bias)  # bias [N]
+            new_nodes.append(helper.make_node("DynamicQuantizeMatMul", ins, list(n.output),
+                                              name=(n.name or base) + "_int8", domain="com.microsoft"))
         uses[w_name] -= 1
         if uses[w_name] == 0:
             dropped.add(w_name)
@@ -121,7 +167,9 @@ def main():
                         location="model.onnx_data", size_threshold=1024)
         os.chmod(data, 0o600)
     os.chmod(args.dst, 0o600)
-    print(f"{args.dst}: {count} MatMul/Gemm weights quantized ({args.weights}, DynamicQuantizeMatMul)")
+    form = (f"MatMulNBits bits={args.bits} block={args.block} accuracy_level={args.accuracy_level}"
+            if args.op == "nbits" else f"{args.weights}, DynamicQuantizeMatMul")
+    print(f"{args.dst}: {count} MatMul/Gemm weights quantized ({form})")
 
 
 if __name__ == "__main__":
