@@ -483,6 +483,12 @@ func writeAllAt(f File, b []byte, off int64) error {
 // wraps ErrPoisoned: the failed records may reappear if the process dies
 // now, and every call retries the undo first, failing with ErrPoisoned
 // until it succeeds.
+//
+// Caveat: in Interval and UnsafeNoSync modes an Append that finds another
+// goroutine writing returns once its record is queued for that writer; if
+// that write then fails, the acknowledged record is dropped with the rest
+// of the group (as a power loss could drop it in those modes). Callers
+// that append one at a time, as the engine does, never hit this.
 func (l *Log) Append(payload []byte) (LSN, error) {
 	if len(payload) > MaxRecordSize {
 		return 0, fmt.Errorf("%w: %d bytes, limit %d", ErrRecordTooLarge, len(payload), MaxRecordSize)
