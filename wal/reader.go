@@ -222,8 +222,8 @@ func (r *Reader) readHeader() bool {
 	r.version = h[4]
 	if r.version == formatVersion {
 		r.declared = int64(uint32(h[5])<<16|uint32(h[6])<<8|uint32(h[7])) * PageSize
-		if r.declared == 0 {
-			return r.corrupt(0, errBadSize)
+		if r.declared == 0 || r.declared > preallocSize(MaxSegmentSize) {
+			return r.corrupt(0, errBadSize) // (Repair would allocate it)
 		}
 		r.size = min(r.size, r.declared)
 	}

@@ -41,7 +41,9 @@ func (l Loss) String() string {
 // log handed out before. The log must not be open. Every step can be
 // redone, so a crash midway leaves damage for the next Repair, never a log
 // that silently skips records. It returns what was lost, also logged to
-// opts.Logger.
+// opts.Logger. A file under a segment's name that is not a segment of
+// this format (another magic: ErrNotWAL; an unknown version: ErrVersion)
+// is left alone, and its error returned.
 func Repair(dir string, opts Options, cause error) ([]Loss, error) {
 	var ce *CorruptionError
 	if !errors.As(cause, &ce) {
