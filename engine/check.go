@@ -23,7 +23,11 @@ import (
 // every file is intact but a segment's graph does not reach all its live
 // records (a full walk from the entry point), an *UnreachableError. It
 // holds the write lock, so writers wait while it runs.
-func (d *DB) Check() error {
+func (d *DB) Check() error { return d.CheckProgress(nil) }
+
+// CheckProgress is Check reporting through p (nil: none) how many of the
+// segments' records it has checked.
+func (d *DB) CheckProgress(p Progress) error {
 	d.writeMu.Lock()
 	defer d.writeMu.Unlock()
 	if d.closed {
@@ -38,6 +42,15 @@ func (d *DB) Check() error {
 		path := filepath.Join(walDir, fmt.Sprintf("%08d", seg))
 		return &CorruptionError{File: path, Err: walSegmentDamage(d.opts.FS, path, seg)}
 	}
+	pc := &progressCounter{p: p}
+	for _, c := range d.colls {
+		c.mu.RLock()
+		for _, s := range c.segs {
+			pc.total += int64(s.n)
+		}
+		c.mu.RUnlock()
+	}
+	pc.add(0)
 	var unreachable error // reported after every other check passed
 	for _, name := range sortedKeys(d.colls) {
 		c := d.colls[name]
@@ -45,7 +58,7 @@ func (d *DB) Check() error {
 			return c.broken
 		}
 		var ue *UnreachableError
-		if err := c.check(); errors.As(err, &ue) {
+		if err := c.check(pc); errors.As(err, &ue) {
 			unreachable = cmp.Or(unreachable, err)
 		} else if err != nil {
 			return err
@@ -96,7 +109,7 @@ func sortedNums[V any](m map[uint64]V) []uint64 {
 	return out
 }
 
-func (c *Collection) check() error {
+func (c *Collection) check(pc *progressCounter) error {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	seen := map[string]bool{}
@@ -115,6 +128,9 @@ func (c *Collection) check() error {
 			return err
 		}
 		for node := uint32(0); node < uint32(s.n); node++ {
+			if node%1024 == 1023 {
+				pc.add(1024)
+			}
 			if s.isDeleted(node) {
 				continue
 			}
@@ -127,6 +143,7 @@ func (c *Collection) check() error {
 				return &CorruptionError{File: s.sf.path, Err: fmt.Errorf("id map does not find %q at node %d", id, node)}
 			}
 		}
+		pc.add(int64(s.n % 1024))
 	}
 	return unreachable
 }

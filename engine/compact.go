@@ -19,6 +19,10 @@ var errStopping = errors.New("engine: store is closing")
 // flush plus a manifest write).
 func (d *DB) Compact() error { return d.compact(true) }
 
+// CompactProgress is Compact reporting through p (nil: none) how many of the
+// records of the segments it merges it has copied.
+func (d *DB) CompactProgress(p Progress) error { return d.compactWith(true, p) }
+
 // Background policy: a segment with more than compactDeletedFraction of its
 // records deleted is rewritten, the smallest segments are merged while a
 // collection has more than compactMaxSegments, and everything is merged
@@ -31,7 +35,9 @@ const (
 	compactMaxOverrides = 1 << 16
 )
 
-func (d *DB) compact(all bool) error {
+func (d *DB) compact(all bool) error { return d.compactWith(all, nil) }
+
+func (d *DB) compactWith(all bool, p Progress) error {
 	d.compactMu.Lock()
 	defer d.compactMu.Unlock()
 	if d.stopping.Load() {
@@ -43,6 +49,17 @@ func (d *DB) compact(all bool) error {
 		colls = append(colls, d.colls[name])
 	}
 	d.mu.RUnlock()
+	pc := &progressCounter{p: p}
+	if p != nil {
+		for _, c := range colls {
+			c.mu.RLock()
+			for _, s := range c.pick(all) {
+				pc.total += int64(s.n)
+			}
+			c.mu.RUnlock()
+		}
+		pc.add(0)
+	}
 	var reps []*replacement
 	defer func() {
 		for _, r := range reps {
@@ -53,7 +70,7 @@ func (d *DB) compact(all bool) error {
 		}
 	}()
 	for _, c := range colls {
-		r, err := d.buildReplacement(c, all)
+		r, err := d.buildReplacement(c, all, pc)
 		if err != nil {
 			return err
 		}
@@ -116,7 +133,7 @@ func (c *Collection) pick(all bool) []*segment {
 // nothing to do). It holds no lock while building: the segments it reads
 // stay mapped because only an install (which needs compactMu's holder, us)
 // or Close and Drop (which wait for compactMu) close them.
-func (d *DB) buildReplacement(c *Collection, all bool) (rep *replacement, err error) {
+func (d *DB) buildReplacement(c *Collection, all bool, pc *progressCounter) (rep *replacement, err error) {
 	// The output's number is taken before the inputs are read, so every
 	// file flushed after that read (which may hold newer copies of its
 	// records) has a larger number: a manifest rebuilt from seg/ alone
@@ -162,6 +179,9 @@ func (d *DB) buildReplacement(c *Collection, all bool) (rep *replacement, err er
 	}
 	for i, s := range old {
 		for node := uint32(0); node < uint32(s.n); node++ {
+			if node%1024 == 1023 {
+				pc.add(1024)
+			}
 			if w := int(node >> 6); w < len(deleted[i]) && deleted[i][w]&(1<<(node&63)) != 0 {
 				continue
 			}
@@ -181,6 +201,7 @@ func (d *DB) buildReplacement(c *Collection, all bool) (rep *replacement, err er
 			}
 			r.src = append(r.src, srcRef{seg: i, node: node})
 		}
+		pc.add(int64(s.n % 1024))
 	}
 	if mem.live == 0 {
 		return r, nil

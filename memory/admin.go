@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -210,6 +212,98 @@ func (s *Store) maintainer() (Maintainer, error) {
 		return nil, ErrUnsupported
 	}
 	return m, nil
+}
+
+// ProgressMaintainer is implemented by Maintainer backends that report how far Check and Compact
+// have come (the engine backend: records checked or copied).
+type ProgressMaintainer interface {
+	CheckProgress(p func(done, total int64)) error
+	CompactProgress(p func(done, total int64)) error
+}
+
+// CheckProgress is Check reporting through p how many of the backend's segment records it has
+// checked; p may be nil.
+func (s *Store) CheckProgress(ctx context.Context, p func(done, total int64)) error {
+	m, err := s.maintainer()
+	if err != nil {
+		return err
+	}
+	if pm, ok := m.(ProgressMaintainer); ok && p != nil {
+		err = pm.CheckProgress(p)
+	} else {
+		err = m.Check()
+	}
+	if err != nil {
+		return err
+	}
+	return s.checkRecords(ctx)
+}
+
+// CompactProgress is Compact reporting through p how many records it has copied into the merged
+// segments; p may be nil.
+func (s *Store) CompactProgress(_ context.Context, p func(done, total int64)) error {
+	m, err := s.maintainer()
+	if err != nil {
+		return err
+	}
+	if pm, ok := m.(ProgressMaintainer); ok && p != nil {
+		return pm.CompactProgress(p)
+	}
+	return m.Compact()
+}
+
+// BackupProgress is Backup reporting through p the bytes written into dir, of the store's
+// segment bytes (the backup copies the segments after a flush, so the total is an estimate
+// until the end, when done and total are the bytes written); p may be nil.
+func (s *Store) BackupProgress(ctx context.Context, dir string, p func(done, total int64)) error {
+	if p == nil {
+		return s.Backup(ctx, dir)
+	}
+	m, err := s.maintainer()
+	if err != nil {
+		return err
+	}
+	total := m.BackendStats().DiskBytes + m.BackendStats().MemBytes
+	p(0, max(total, 1))
+	stop := make(chan struct{})
+	polled := make(chan struct{})
+	go func() { // the copy runs inside the backend: watch the files grow
+		defer close(polled)
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				n := dirBytes(dir)
+				p(min(n, total), max(total, n))
+			}
+		}
+	}()
+	err = m.Backup(dir)
+	close(stop)
+	<-polled
+	if err != nil {
+		return err
+	}
+	n := dirBytes(dir)
+	p(n, n)
+	return nil
+}
+
+// dirBytes sums the sizes of the regular files under dir (0 where unreadable).
+func dirBytes(dir string) int64 {
+	var n int64
+	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if info, err := d.Info(); err == nil {
+				n += info.Size()
+			}
+		}
+		return nil
+	})
+	return n
 }
 
 // Flush makes the backend write its in-memory state to its files (ErrUnsupported if it has none).

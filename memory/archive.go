@@ -171,7 +171,12 @@ type CleanupPolicy struct {
 	Filter *Filter
 	// DryRun lists what would move and changes nothing.
 	DryRun bool
+	// Progress, if set, hears how many of the selected memories have moved (after each batch).
+	Progress func(done, total int64)
 }
+
+// cleanupBatch is how many memories Cleanup moves at a time.
+const cleanupBatch = 256
 
 // DefaultCleanupAge is the default CleanupPolicy.OlderThan.
 const DefaultCleanupAge = 180 * 24 * time.Hour
@@ -183,10 +188,10 @@ type CleanupResult struct {
 	Batch string
 }
 
-// Cleanup moves the memories the policy selects into the cold archive: first it writes and
-// syncs the archive batch, then it deletes the memories, so a crash in between leaves them
-// both live and archived (Restore then keeps the live copy), never lost. With DryRun it only
-// lists them.
+// Cleanup moves the memories the policy selects into the cold archive, 256 at a time: it writes
+// and syncs each part into the archive, then deletes those memories, so a crash in between leaves
+// them both live and archived (Restore then keeps the live copy), never lost; a cancelled ctx
+// stops it between parts. With DryRun it only lists them.
 func (s *Store) Cleanup(ctx context.Context, p CleanupPolicy) (CleanupResult, error) {
 	if p.OlderThan == 0 {
 		p.OlderThan = DefaultCleanupAge
@@ -228,15 +233,30 @@ func (s *Store) Cleanup(ctx context.Context, p CleanupPolicy) (CleanupResult, er
 	if err != nil {
 		return CleanupResult{}, err
 	}
-	if err := upsert(ctx, ac, ms); err != nil {
-		return CleanupResult{}, fmt.Errorf("memory: writing archive: %w", err)
+	report := func(done int) {
+		if p.Progress != nil {
+			p.Progress(int64(done), int64(len(ms)))
+		}
 	}
-	ids := make([]string, len(ms))
-	for i := range ms {
-		ids[i] = ms[i].ID
-	}
-	if _, err := coll.Delete(ctx, ids); err != nil {
-		return CleanupResult{}, fmt.Errorf("memory: archived batch %s, deleting its memories: %w (they are safe; run the cleanup again)", res.Batch, err)
+	report(0)
+	// Batch by batch, each archived (durably) before its memories are deleted, so progress and
+	// cancellation come between batches and a crash still loses nothing.
+	for i := 0; i < len(ms); i += cleanupBatch {
+		if err := ctx.Err(); err != nil {
+			return CleanupResult{}, fmt.Errorf("memory: cleanup moved %d of %d memories, then: %w", i, len(ms), err)
+		}
+		part := ms[i:min(i+cleanupBatch, len(ms))]
+		if err := upsert(ctx, ac, part); err != nil {
+			return CleanupResult{}, fmt.Errorf("memory: writing archive: %w", err)
+		}
+		ids := make([]string, len(part))
+		for j := range part {
+			ids[j] = part[j].ID
+		}
+		if _, err := coll.Delete(ctx, ids); err != nil {
+			return CleanupResult{}, fmt.Errorf("memory: archived batch %s, deleting its memories: %w (they are safe; run the cleanup again)", res.Batch, err)
+		}
+		report(i + len(part))
 	}
 	return stripped(res), nil
 }

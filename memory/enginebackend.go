@@ -548,9 +548,15 @@ func Open(dir string, opts OpenOptions) (*Store, error) {
 	return s, nil
 }
 
-func (b *engineBackend) Flush() error            { return b.db.Flush() }
-func (b *engineBackend) Compact() error          { return b.db.Compact() }
-func (b *engineBackend) Check() error            { return b.db.Check() }
+func (b *engineBackend) Flush() error   { return b.db.Flush() }
+func (b *engineBackend) Compact() error { return b.db.Compact() }
+func (b *engineBackend) Check() error   { return b.db.Check() }
+func (b *engineBackend) CheckProgress(p func(done, total int64)) error {
+	return b.db.CheckProgress(p)
+}
+func (b *engineBackend) CompactProgress(p func(done, total int64)) error {
+	return b.db.CompactProgress(p)
+}
 func (b *engineBackend) Backup(dir string) error { return b.db.Backup(dir) }
 
 func (b *engineBackend) BackendStats() BackendStats {

@@ -200,9 +200,9 @@ func (h *Handler) adminCheck(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return h.startJob(w, "check", func(ctx context.Context, p *progress) (any, error) {
-		p.Set(0, 1)
+		p.SetUnit("records")
 		var res CheckResult
-		err := h.store.Check(ctx)
+		err := h.store.CheckProgress(ctx, p.Func())
 		var unreachable *engine.UnreachableError
 		switch {
 		case errors.As(err, &unreachable):
@@ -221,7 +221,11 @@ func (h *Handler) adminCheck(w http.ResponseWriter, r *http.Request) error {
 			}
 			res.Unknown = unknown
 		}
-		p.Set(1, 1)
+		if t := p.total.Load(); t > 0 {
+			p.Set(t, t)
+		} else {
+			p.Set(1, 1) // nothing in segments yet: one step, done
+		}
 		return res, nil
 	})
 }
@@ -237,7 +241,7 @@ func (h *Handler) adminCompact(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return h.startJob(w, "compact", func(ctx context.Context, p *progress) (any, error) {
-		p.Set(0, 2)
+		p.SetUnit("records")
 		before, err := h.store.Stats(ctx)
 		if err != nil {
 			return nil, err
@@ -245,14 +249,17 @@ func (h *Handler) adminCompact(w http.ResponseWriter, r *http.Request) error {
 		if err := h.store.Flush(ctx); err != nil {
 			return nil, err
 		}
-		p.Set(1, 2)
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		if err := h.store.Compact(ctx); err != nil {
+		if err := h.store.CompactProgress(ctx, p.Func()); err != nil {
 			return nil, err
 		}
-		p.Set(2, 2)
+		if t := p.total.Load(); t > 0 {
+			p.Set(t, t)
+		} else {
+			p.Set(1, 1) // nothing to merge
+		}
 		after, err := h.store.Stats(ctx)
 		if err != nil {
 			return nil, err
@@ -336,12 +343,15 @@ func (h *Handler) adminCleanup(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return h.startJob(w, "cleanup", func(ctx context.Context, pr *progress) (any, error) {
-		pr.Set(0, 1)
+		pr.SetUnit("memories")
+		p.Progress = pr.Func()
 		res, err := h.store.Cleanup(ctx, p)
 		if err != nil {
 			return nil, err
 		}
-		pr.Set(1, 1)
+		if pr.total.Load() == 0 {
+			pr.Set(1, 1) // nothing selected (or a dry run)
+		}
 		return CleanupResult{DryRun: req.DryRun, Batch: res.Batch, Memories: memoriesJSON(res.Memories)}, nil
 	})
 }
@@ -380,6 +390,7 @@ func (h *Handler) adminRestore(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	return h.startJob(w, "restore", func(ctx context.Context, p *progress) (any, error) {
+		p.SetUnit("memories")
 		ids := req.IDs
 		if req.All {
 			ms, err := h.store.Archived(ctx)
@@ -472,14 +483,13 @@ func (h *Handler) adminBackup(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return h.startJob(w, "backup", func(ctx context.Context, p *progress) (any, error) {
-		p.Set(0, 1)
+		p.SetUnit("bytes")
 		if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
 			return nil, err
 		}
-		if err := h.store.Backup(ctx, dir); err != nil {
+		if err := h.store.BackupProgress(ctx, dir, p.Func()); err != nil {
 			return nil, err
 		}
-		p.Set(1, 1)
 		return map[string]string{"dir": dir}, nil
 	})
 }
@@ -493,6 +503,7 @@ func (h *Handler) adminBackupTar(w http.ResponseWriter, r *http.Request) error {
 	type tarDone struct{ files, bytes int64 }
 	var sent tarDone
 	j, err := h.jobs.start("backup-download", func(ctx context.Context, p *progress) (any, error) {
+		p.SetUnit("bytes")
 		tmp, err := os.MkdirTemp(h.opts.Admin.BackupRoot, ".engram-backup-")
 		if err != nil {
 			return nil, err
@@ -665,6 +676,7 @@ func (h *Handler) adminImport(w http.ResponseWriter, r *http.Request) error {
 		return fmt.Errorf("%w: nothing to import (send export's JSON lines)", errBadRequest)
 	}
 	return h.startJob(w, "import", func(ctx context.Context, p *progress) (any, error) {
+		p.SetUnit("memories")
 		p.Set(0, int64(len(ms)))
 		for i := 0; i < len(ms); i += importBatch {
 			end := min(i+importBatch, len(ms))
@@ -704,6 +716,7 @@ func (h *Handler) adminReembed(w http.ResponseWriter, r *http.Request) error {
 		return fmt.Errorf("%w: %v", errBadRequest, err)
 	}
 	return h.startJob(w, "reembed", func(ctx context.Context, p *progress) (any, error) {
+		p.SetUnit("memories")
 		err := h.store.Reembed(ctx, target, func(done, total int) { p.Set(int64(done), int64(total)) })
 		if err != nil {
 			return nil, err

@@ -105,7 +105,8 @@ func TestAdminStatsFlushCheckCompact(t *testing.T) {
 	s.do("POST", "/v1/admin/flush", "{}", nil)
 	s.do("POST", "/v1/forget", ForgetRequest{IDs: ids[:10]}, nil)
 	j := s.runJob("/v1/admin/compact", struct{}{})
-	if j.State != JobDone || j.Kind != "compact" || j.Done != 2 || j.Total != 2 {
+	// Progress in records: every record of the merged segments, deleted ones included.
+	if j.State != JobDone || j.Kind != "compact" || j.Unit != "records" || j.Done != j.Total || j.Total < 20 {
 		t.Fatalf("compact job: %+v", j)
 	}
 	var cr CompactResult
@@ -116,7 +117,8 @@ func TestAdminStatsFlushCheckCompact(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("mine"), 0o600)
 	j = s.runJob("/v1/admin/check", "")
 	var chk CheckResult
-	if err := json.Unmarshal(j.Result, &chk); err != nil || j.State != JobDone || !chk.OK || len(chk.Unknown) != 1 || chk.Unknown[0] != "notes.txt" {
+	if err := json.Unmarshal(j.Result, &chk); err != nil || j.State != JobDone || !chk.OK || len(chk.Unknown) != 1 || chk.Unknown[0] != "notes.txt" ||
+		j.Unit != "records" || j.Done != j.Total || j.Total < 10 {
 		t.Fatalf("check: %+v %s", j, j.Result)
 	}
 
@@ -261,7 +263,8 @@ func TestBackupUnderRoot(t *testing.T) {
 		t.Fatalf("a refused backup wrote outside the root: %v", entries)
 	}
 	j := s.runJob("/v1/admin/backup", BackupRequest{Dir: "nightly/1"})
-	if j.State != JobDone {
+	// Progress in bytes: at the end, the bytes written into the backup.
+	if j.State != JobDone || j.Unit != "bytes" || j.Done != j.Total || j.Total < 1000 {
 		t.Fatalf("backup: %+v", j)
 	}
 	// The same name again: the target holds a store now.
@@ -440,7 +443,8 @@ func TestCleanupArchiveRestore(t *testing.T) {
 		t.Fatalf("bad age: %d", code)
 	}
 	j = s.runJob("/v1/admin/cleanup", CleanupRequest{OlderThan: "365d"})
-	if err := json.Unmarshal(j.Result, &cr); err != nil || cr.DryRun || len(cr.Memories) != 6 || cr.Batch == "" || s.count() != 3 {
+	if err := json.Unmarshal(j.Result, &cr); err != nil || cr.DryRun || len(cr.Memories) != 6 || cr.Batch == "" || s.count() != 3 ||
+		j.Unit != "memories" || j.Done != 6 || j.Total != 6 {
 		t.Fatalf("cleanup: %+v %s, %d live", j, j.Result, s.count())
 	}
 	var arch struct{ Memories []MemoryJSON }

@@ -25,14 +25,17 @@ const (
 )
 
 // Job is the JSON view of a long admin operation (GET /v1/jobs/{id}).
-// Done and Total count the operation's units (memories, steps); Total is 0
+// Done and Total count the operation's units (Unit: bytes, records, memories); Total is 0
 // while unknown. Result is the operation's answer once it is done.
 type Job struct {
-	ID       string          `json:"id"`
-	Kind     string          `json:"kind"`
-	State    JobState        `json:"state"`
-	Done     int64           `json:"done"`
-	Total    int64           `json:"total"`
+	ID    string   `json:"id"`
+	Kind  string   `json:"kind"`
+	State JobState `json:"state"`
+	Done  int64    `json:"done"`
+	Total int64    `json:"total"`
+	// Unit is what Done and Total count: "bytes", "records" (segment
+	// records checked or copied), "memories" or "steps".
+	Unit     string          `json:"unit,omitempty"`
 	Started  time.Time       `json:"started"`
 	Finished time.Time       `json:"finished,omitzero"`
 	Error    string          `json:"error,omitempty"`
@@ -54,7 +57,14 @@ var errConflict = errors.New("conflict")
 // progress is what a running job reports through.
 type progress struct {
 	done, total atomic.Int64
+	unit        atomic.Pointer[string]
 }
+
+// SetUnit names what the job counts (Job.Unit).
+func (p *progress) SetUnit(u string) { p.unit.Store(&u) }
+
+// Func adapts p to the func(done, total) callbacks of the memory layer.
+func (p *progress) Func() func(done, total int64) { return func(d, t int64) { p.Set(d, t) } }
 
 // Set records done units of total (total <= 0 leaves it unchanged).
 func (p *progress) Set(done, total int64) {
@@ -80,6 +90,9 @@ func (j *job) snapshot() Job {
 	v := j.view
 	j.mu.Unlock()
 	v.Done, v.Total = j.prog.done.Load(), j.prog.total.Load()
+	if u := j.prog.unit.Load(); u != nil {
+		v.Unit = *u
+	}
 	return v
 }
 

@@ -30,9 +30,9 @@ type adminOps interface {
 	sessions(ctx context.Context) ([]memory.SessionInfo, error)
 	// stats returns the figures and the store's directory.
 	stats(ctx context.Context) (memory.Stats, string, error)
-	check(ctx context.Context) (server.CheckResult, error)
+	check(ctx context.Context, prog func(done, total int64)) (server.CheckResult, error)
 	compact(ctx context.Context, prog func(done, total int64)) (server.CompactResult, error)
-	cleanup(ctx context.Context, p memory.CleanupPolicy, session *string) (server.CleanupResult, error)
+	cleanup(ctx context.Context, p memory.CleanupPolicy, session *string, prog func(done, total int64)) (server.CleanupResult, error)
 	archived(ctx context.Context) ([]memoryJSON, error)
 	// restore restores ids (nil: every archived memory).
 	restore(ctx context.Context, ids []string, prog func(done, total int64)) (int, error)
@@ -103,8 +103,8 @@ func (l *localOps) stats(ctx context.Context) (memory.Stats, string, error) {
 	return st, l.a.dir, err
 }
 
-func (l *localOps) check(ctx context.Context) (server.CheckResult, error) {
-	err := l.s.Check(ctx)
+func (l *localOps) check(ctx context.Context, prog func(done, total int64)) (server.CheckResult, error) {
+	err := l.s.CheckProgress(ctx, prog)
 	var unreachable *engine.UnreachableError
 	switch {
 	case errors.As(err, &unreachable):
@@ -124,15 +124,12 @@ func (l *localOps) compact(ctx context.Context, prog func(done, total int64)) (s
 	if err != nil {
 		return server.CompactResult{}, err
 	}
-	prog(0, 2)
 	if err := l.s.Flush(ctx); err != nil {
 		return server.CompactResult{}, err
 	}
-	prog(1, 2)
-	if err := l.s.Compact(ctx); err != nil {
+	if err := l.s.CompactProgress(ctx, prog); err != nil {
 		return server.CompactResult{}, err
 	}
-	prog(2, 2)
 	after, err := l.s.Stats(ctx)
 	if err != nil {
 		return server.CompactResult{}, err
@@ -140,7 +137,8 @@ func (l *localOps) compact(ctx context.Context, prog func(done, total int64)) (s
 	return server.CompactResult{Before: before.Backend, After: after.Backend}, nil
 }
 
-func (l *localOps) cleanup(ctx context.Context, p memory.CleanupPolicy, session *string) (server.CleanupResult, error) {
+func (l *localOps) cleanup(ctx context.Context, p memory.CleanupPolicy, session *string, prog func(done, total int64)) (server.CleanupResult, error) {
+	p.Progress = prog
 	if session != nil {
 		p.Filter = memory.AllOf(p.Filter, memory.Eq(memory.FieldSession, *session))
 	}
@@ -189,8 +187,8 @@ func (l *localOps) importMemories(ctx context.Context, ms []memory.Memory, recs 
 	return nil
 }
 
-func (l *localOps) backup(ctx context.Context, dir string, _ func(done, total int64)) error {
-	return l.s.Backup(ctx, dir)
+func (l *localOps) backup(ctx context.Context, dir string, prog func(done, total int64)) error {
+	return l.s.BackupProgress(ctx, dir, prog)
 }
 
 func (l *localOps) reembed(ctx context.Context, spec string, prog func(done, total int64)) (string, error) {
@@ -228,8 +226,8 @@ func (r *remoteOps) stats(ctx context.Context) (memory.Stats, string, error) {
 	return st.Stats, st.Dir, err
 }
 
-func (r *remoteOps) check(ctx context.Context) (server.CheckResult, error) {
-	j, err := r.c.job(ctx, "/v1/admin/check", nil, nil)
+func (r *remoteOps) check(ctx context.Context, prog func(done, total int64)) (server.CheckResult, error) {
+	j, err := r.c.job(ctx, "/v1/admin/check", nil, prog)
 	if err != nil {
 		return server.CheckResult{}, err
 	}
@@ -244,12 +242,12 @@ func (r *remoteOps) compact(ctx context.Context, prog func(done, total int64)) (
 	return jobResult[server.CompactResult](j)
 }
 
-func (r *remoteOps) cleanup(ctx context.Context, p memory.CleanupPolicy, session *string) (server.CleanupResult, error) {
+func (r *remoteOps) cleanup(ctx context.Context, p memory.CleanupPolicy, session *string, prog func(done, total int64)) (server.CleanupResult, error) {
 	req := server.CleanupRequest{DryRun: p.DryRun, IncludeRecalled: p.IncludeRecalled, Session: session, Filter: p.Filter}
 	if p.OlderThan > 0 {
 		req.OlderThan = p.OlderThan.String()
 	}
-	j, err := r.c.job(ctx, "/v1/admin/cleanup", req, nil)
+	j, err := r.c.job(ctx, "/v1/admin/cleanup", req, prog)
 	if err != nil {
 		return server.CleanupResult{}, err
 	}

@@ -91,7 +91,8 @@ func (a *app) checkCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			res, err := ops.check(cmd.Context())
+			bar := a.lazyProgress("checking")
+			res, err := ops.check(cmd.Context(), bar.set)
 			if err != nil {
 				return err
 			}
@@ -246,7 +247,8 @@ func (a *app) cleanupCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			res, err := ops.cleanup(cmd.Context(), p, sess)
+			bar := a.lazyProgress("archiving")
+			res, err := ops.cleanup(cmd.Context(), p, sess, bar.set)
 			if err != nil {
 				return err
 			}

@@ -23,12 +23,13 @@ func (a *app) serviceCommands() []*cobra.Command {
 
 func (a *app) serveCommand() *cobra.Command {
 	var (
-		addr       string
-		sa         serveAuth
-		backupRoot string
-		allowHosts []string
-		maxBody    int64
-		timeout    time.Duration
+		addr        string
+		sa          serveAuth
+		backupRoot  string
+		sampleEvery time.Duration
+		allowHosts  []string
+		maxBody     int64
+		timeout     time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -53,7 +54,7 @@ func (a *app) serveCommand() *cobra.Command {
 				return err
 			}
 			opts.Store = s
-			opts.Admin = server.AdminOptions{StoreDir: a.dir, BackupRoot: backupRoot, NewEmbedder: a.newEmbedder,
+			opts.Admin = server.AdminOptions{StoreDir: a.dir, BackupRoot: backupRoot, NewEmbedder: a.newEmbedder, SampleEvery: sampleEvery,
 				Reembedded: func(spec string) { a.recordEmbedder(s, spec) }}
 			h, err := server.New(opts)
 			if err != nil {
@@ -82,6 +83,7 @@ func (a *app) serveCommand() *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&addr, "addr", "127.0.0.1:7077", "listen address")
 	sa.addFlags(f)
+	f.DurationVar(&sampleEvery, "sample-every", server.DefaultSampleEvery, "how often the dashboard's plots (GET /v1/admin/series) take a point")
 	f.StringVar(&backupRoot, "backup-root", "", "directory under which POST /v1/admin/backup (memctl backup --server-side) may write backups")
 	f.StringSliceVar(&allowHosts, "allow-host", nil, "extra host names clients may use in Host/Origin (loopback names and the bound address are always allowed)")
 	f.Int64Var(&maxBody, "max-body", server.DefaultMaxBodyBytes, "largest request body in bytes")

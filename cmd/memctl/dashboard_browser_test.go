@@ -145,7 +145,13 @@ func TestDashboardInBrowser(t *testing.T) {
 	mustRun(t, dir, "", "remember", "--session", "alice", markup)
 	mustRun(t, dir, "", "remember", "--session", "bob", "Bob drinks pour-over coffee, never instant.")
 	mustRun(t, dir, "", "tasks", "start", "trip", "--goal", "plan the trip to Porto")
-	url, _ := startServe(t, dir)
+	mustRun(t, dir, "", "context", "add", "--session", "alice", "I'd like a window seat on the Porto flight.")
+	mustRun(t, dir, "", "context", "add", "--session", "alice", "--role", "assistant", "Noted: window seat.")
+	mustRun(t, dir, "", "import", oldMemories(t, 1)) // one stale memory (carol) for the cleanup
+	backupRoot := t.TempDir()
+	url, _ := startServe(t, dir, "--sample-every", "200ms", "--backup-root", backupRoot)
+	start := time.Now()
+	defer func() { t.Logf("browser test took %v", time.Since(start)) }()
 
 	c := func(sel string) chromedp.CSS { return chromedp.CSS(sel) }
 	text := func(sel string) string {
@@ -179,8 +185,8 @@ func TestDashboardInBrowser(t *testing.T) {
 	if got := text(`#sessions tbody`); !strings.Contains(got, "alice") || !strings.Contains(got, "bob") {
 		t.Fatalf("sessions table: %q", got)
 	}
-	if got := text(`#counts .card[data-count="memories"] .n`); got != "4" {
-		t.Fatalf("memory count card = %q, want 4", got)
+	if got := text(`#counts .card[data-count="memories"] .n`); got != "5" {
+		t.Fatalf("memory count card = %q, want 5", got)
 	}
 	screenshot(t, ctx, shots, "overview.png")
 
@@ -219,24 +225,32 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 	screenshot(t, ctx, shots, "memory.png")
 
-	// Forget it (two clicks), check through the API, then restore it.
+	// Forget it (two clicks), check through the API, then restore it: the
+	// same ID comes back with its text.
 	do("forgetting",
 		chromedp.Click(c(`#forget`)),
 		chromedp.WaitVisible(c(`#forget[data-armed="1"]`)),
 		chromedp.Click(c(`#forget`)),
 		chromedp.WaitVisible(c(`#restore`)),
 	)
-	if got := text(`#detail-status`); !strings.Contains(got, "Forgotten.") {
+	if got := text(`#detail-status`); !strings.Contains(got, "Forgotten.") || !strings.Contains(got, "Restorable until") {
 		t.Fatalf("status after forget: %q", got)
 	}
 	if ids := recallIDs(t, url, "alice", "green tea"); len(ids) > 0 && ids[0] == id {
 		t.Fatalf("memory %s still recalled after the page forgot it: %v", id, ids)
+	}
+	if code := apiGet(t, url, "/v1/memories/"+id, nil); code != 404 {
+		t.Fatalf("GET the forgotten memory: %d, want 404", code)
 	}
 	if n := eval(fmt.Sprintf(`document.querySelectorAll('#results tr[data-id=%q]').length`, id)); n != 0 {
 		t.Fatalf("the forgotten memory's row is still listed (%d)", n)
 	}
 	screenshot(t, ctx, shots, "forgotten.png")
 	do("restoring", chromedp.Click(c(`#restore`)), chromedp.WaitVisible(c(`#restored`)))
+	var back struct{ ID, Text string }
+	if code := apiGet(t, url, "/v1/memories/"+id, &back); code != 200 || back.ID != id || back.Text != "Alice prefers green tea in the morning." {
+		t.Fatalf("after restore, GET /v1/memories/%s: %d %+v", id, code, back)
+	}
 	if ids := recallIDs(t, url, "alice", "green tea"); len(ids) == 0 || ids[0] != id {
 		t.Fatalf("after restore, recall gives %v, want %s first", ids, id)
 	}
@@ -258,25 +272,186 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Fatalf("stored markup became %d elements", n)
 	}
 
-	// Tasks, the archive and health render from the API too.
-	do("tasks and health views",
+	// Tasks and conversations.
+	do("tasks view",
 		chromedp.Navigate(url+"/#tasks"),
 		chromedp.WaitVisible(c(`#tasks tbody tr[data-task="trip"]`)),
+		chromedp.Click(c(`#tasks tbody tr[data-task="trip"]`)),
+		chromedp.WaitVisible(c(`#task-detail h2`)),
+	)
+	if got := text(`#task-detail`); !strings.Contains(got, "plan the trip to Porto") {
+		t.Fatalf("task detail %q", got)
+	}
+	do("conversations view",
+		chromedp.Navigate(url+"/#conversations"),
+		chromedp.WaitReady(c(`#conv-session option[value="alice"]`)),
+		chromedp.SetValue(c(`#conv-session`), "alice"),
+		chromedp.Click(c(`#conv-form button[type=submit]`)),
+		chromedp.WaitVisible(c(`#conversation .turn`)),
+	)
+	if got := text(`#conversation`); !strings.Contains(got, "window seat on the Porto flight") || !strings.Contains(got, "assistant") {
+		t.Fatalf("conversation %q", got)
+	}
+	screenshot(t, ctx, shots, "conversation.png")
+
+	// The archive: a cleanup dry run and a run, then the trash: a memory
+	// forgotten through the API is listed and restored from the page.
+	bobIDs := recallIDs(t, url, "bob", "coffee")
+	if len(bobIDs) != 1 {
+		t.Fatalf("bob's memories: %v", bobIDs)
+	}
+	var forgot struct{ Forgotten int }
+	apiPost(t, url, "/v1/forget", map[string]any{"ids": bobIDs}, &forgot)
+	do("archive view and cleanup",
+		chromedp.Navigate(url+"/#archive"),
+		chromedp.WaitVisible(c(`#forgotten tbody tr[data-id="`+bobIDs[0]+`"]`)),
+		chromedp.SetValue(c(`#cleanup-age`), "300d"),
+		chromedp.Click(c(`#cleanup-dry`)),
+		poll(`document.querySelector('#cleanup-out').textContent.startsWith('would archive 1 memories')`),
+		chromedp.Click(c(`#cleanup-run`)),
+		chromedp.WaitVisible(c(`#archive tbody tr[data-id="old-00"]`)),
+	)
+	if got := text(`#forgotten tbody`); !strings.Contains(got, "pour-over coffee") {
+		t.Fatalf("trash table %q", got)
+	}
+	screenshot(t, ctx, shots, "archive.png")
+	do("restoring from the trash",
+		chromedp.Click(c(`#forgotten button[data-unforget="`+bobIDs[0]+`"]`)),
+		poll(`document.querySelector('#trash-out').textContent.startsWith('restored 1 memory')`),
+	)
+	if ids := recallIDs(t, url, "bob", "coffee"); len(ids) != 1 || ids[0] != bobIDs[0] {
+		t.Fatalf("bob's memory after restoring it from the trash: %v, want %v", ids, bobIDs)
+	}
+
+	// Health: counts, a check and a compaction as jobs whose progress (in
+	// records) runs to completion, a server-side backup (bytes), an export.
+	do("health view",
 		chromedp.Navigate(url+"/#health"),
 		chromedp.WaitVisible(c(`#store-stats td[data-stat="memories"]`)),
 	)
 	if got := text(`#store-stats td[data-stat="memories"]`); got != "4" {
-		t.Fatalf("health shows %q memories, want 4", got)
+		t.Fatalf("health shows %q memories, want 4 (one archived)", got)
 	}
-	do("running a check from the page",
+	if got := text(`#store-stats td[data-stat="archived"]`); got != "1" {
+		t.Fatalf("health shows %q archived, want 1", got)
+	}
+	do("running a check and a compaction from the page",
 		chromedp.Click(c(`#do-check`)),
-		chromedp.WaitVisible(c(`#jobs tbody tr`)),
-		chromedp.Steps(func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
-			_, err := chromedp.Poll[bool](`document.querySelector('#health-out').textContent.startsWith('check: ok')`, chromedp.WithPollingTimeout(20*time.Second))(ctx, tg)
-			return chromedp.Void{}, err
-		}),
+		poll(`document.querySelector('#health-out').textContent.startsWith('check: ok')`),
+		chromedp.Click(c(`#do-compact`)),
+		poll(`document.querySelector('#health-out').dataset.done === 'compact'`),
+		chromedp.WaitVisible(c(`#jobs tbody tr[data-kind="compact"][data-state="done"]`)),
 	)
+	if got := text(`#health-out`); !strings.HasPrefix(got, "compacted: disk") || !strings.Contains(got, "records") {
+		t.Fatalf("compaction result %q", got)
+	}
+	for _, kind := range []string{"check", "compact"} {
+		row := `#jobs tbody tr[data-kind="` + kind + `"][data-state="done"]`
+		if v := eval(`Math.round(document.querySelector('` + row + ` progress').value * 100)`); v != 100 {
+			t.Fatalf("%s job progress %d%%, want 100", kind, v)
+		}
+		got := text(row + ` .job-count`)
+		var done, total int
+		if _, err := fmt.Sscanf(got, "%d / %d records", &done, &total); err != nil || done != total || total < 4 {
+			t.Fatalf("%s job count %q (%v): want N / N records", kind, got, err)
+		}
+	}
+	do("a server-side backup and an export from the page",
+		chromedp.SetValue(c(`#backup-dir`), "from-the-page"),
+		chromedp.Click(c(`#do-backup`)),
+		poll(`document.querySelector('#admin-out').dataset.done === 'backup'`),
+	)
+	if got := text(`#admin-out`); !strings.Contains(got, "backed up into") || !strings.Contains(got, "KiB") {
+		t.Fatalf("backup result %q", got)
+	}
+	if _, err := os.Stat(filepath.Join(backupRoot, "from-the-page", "CURRENT")); err != nil {
+		t.Fatalf("the page's backup is not a store: %v", err)
+	}
+	do("an export from the page",
+		chromedp.Click(c(`#do-export`)),
+		poll(`document.querySelector('#admin-out').dataset.done === 'export'`),
+	)
+	if got := text(`#admin-out`); !strings.HasPrefix(got, "exported ") {
+		t.Fatalf("export result %q", got)
+	}
 	screenshot(t, ctx, shots, "health.png")
+
+	// Plots: the series samples every 200ms; after recalls both plots have points.
+	for range 3 {
+		recallIDs(t, url, "alice", "porto flight")
+	}
+	time.Sleep(500 * time.Millisecond)
+	do("plots",
+		chromedp.Navigate(url+"/#overview"),
+		chromedp.WaitVisible(c(`#plot-growth svg polyline`)),
+		chromedp.WaitVisible(c(`#plot-latency svg polyline`)),
+	)
+	// Few points are marked with a circle each (the latency plot: only the
+	// intervals with recalls); many make a line.
+	if n := eval(`document.querySelectorAll('#plot-latency svg circle').length`); n < 1 {
+		t.Fatalf("latency plot has %d points", n)
+	}
+	if n := eval(`document.querySelector('#plot-growth svg polyline').getAttribute('points').split(' ').length`); n < 2 {
+		t.Fatalf("growth line has %d points", n)
+	}
+	screenshot(t, ctx, shots, "plots.png")
+
+	// A read-only key: the admin controls are disabled, with the reason shown.
+	roDir := filepath.Join(t.TempDir(), "ro")
+	keys := filepath.Join(t.TempDir(), "keys.json")
+	mustRun(t, roDir, "", "remember", "--session", "alice", "Alice reads only.")
+	roKey := strings.TrimSpace(mustRun(t, roDir, "", "keys", "add", "reader", "--keys", keys, "--sessions", "*", "--rights", "read"))
+	roURL, _ := startServe(t, roDir, "--keys", keys)
+	do("a read-only key",
+		chromedp.Navigate(roURL+"/#health"),
+		chromedp.WaitVisible(c(`#banner`)),
+		chromedp.SetValue(c(`#key`), roKey),
+		chromedp.Click(c(`#key-form button[type=submit]`)),
+		poll(`document.querySelector('#banner').textContent.includes('Not allowed with this key')`),
+		chromedp.WaitVisible(c(`#admin-note`)),
+	)
+	if got := text(`#admin-note`); !strings.Contains(got, "admin right") {
+		t.Fatalf("admin note %q", got)
+	}
+	if got := text(`#banner`); !strings.Contains(got, "Not allowed with this key") {
+		t.Fatalf("banner %q", got)
+	}
+	for _, b := range []string{"do-check", "do-compact", "do-flush", "do-backup", "do-export", "do-import", "do-reembed"} {
+		if n := eval(`document.getElementById('` + b + `').disabled ? 1 : 0`); n != 1 {
+			t.Fatalf("#%s is enabled for a read-only key", b)
+		}
+	}
+	screenshot(t, ctx, shots, "read-only.png")
+	do("the read-only key browses",
+		chromedp.Navigate(roURL+"/#memories"),
+		chromedp.WaitReady(c(`#search-session option[value="alice"]`)),
+		chromedp.Click(c(`#search-go`)),
+		chromedp.WaitVisible(c(`#results tbody tr`)),
+	)
+}
+
+// poll waits (up to 20s) until the JavaScript expression is true.
+func poll(expr string) chromedp.Action[chromedp.Void] {
+	return chromedp.Steps(func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+		_, err := chromedp.Poll[bool](expr, chromedp.WithPollingTimeout(20*time.Second))(ctx, tg)
+		return chromedp.Void{}, err
+	})
+}
+
+// apiGet GETs path from the served API into out (when not nil) and returns the status.
+func apiGet(t *testing.T, url, path string, out any) int {
+	t.Helper()
+	resp, err := http.Get(url + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if out != nil && resp.StatusCode == 200 {
+		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return resp.StatusCode
 }
 
 // TestDashboardScreenshot writes the README's screenshot of the dashboard

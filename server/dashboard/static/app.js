@@ -115,13 +115,71 @@ async function runJob(path, body, onProgress) {
   return job;
 }
 
+// jobLine shows a job's state and progress in target, with a Cancel button
+// while it runs. Jobs count bytes (unit "bytes") or records.
 function jobLine(target, job) {
   clear(target);
   const pct = job.total > 0 ? job.done / job.total : (job.state === 'running' ? null : 1);
-  const prog = el('progress', { max: 1 });
+  const prog = el('progress', { max: 1, dataset: { job: job.id } });
   if (pct !== null) prog.value = pct;
-  target.append(el('span', { text: job.kind + ' ' + job.state + ' ' }), prog,
-    el('span', { text: job.total > 0 ? ' ' + job.done + ' / ' + job.total : '' }));
+  const n = (x) => job.unit === 'bytes' ? fmtBytes(x) : String(x);
+  const count = job.total > 0 ? ' ' + n(job.done) + ' / ' + n(job.total) + (job.unit && job.unit !== 'bytes' ? ' ' + job.unit : '') : '';
+  target.append(el('span', { class: 'job-state', dataset: { state: job.state }, text: job.kind + ' ' + job.state + ' ' }), prog,
+    el('span', { class: 'job-count', text: count }));
+  if (job.state === 'running' && job.id) {
+    const b = el('button', { type: 'button', class: 'cancel', text: job.cancel_requested ? 'Cancelling…' : 'Cancel' });
+    b.disabled = !!job.cancel_requested;
+    b.addEventListener('click', async () => {
+      b.disabled = true;
+      try { await api('POST', '/v1/jobs/' + encodeURIComponent(job.id) + '/cancel'); } catch (err) { banner(err.message); }
+    });
+    target.append(' ', b);
+  }
+}
+
+// adminDenied is set once the server refused the admin right to this key:
+// the admin controls are then disabled, with the reason shown.
+let adminDenied = '';
+function gateAdmin(err) {
+  if (err instanceof APIError && (err.status === 403 || err.status === 401)) {
+    adminDenied = err.message;
+  }
+  const note = $('#admin-note');
+  note.hidden = !adminDenied;
+  note.textContent = adminDenied ? 'Maintenance needs the admin right; these controls are disabled for this key. (' + adminDenied + ')' : '';
+  for (const e of document.querySelectorAll('.admin button, .admin input, .admin select')) e.disabled = !!adminDenied;
+}
+
+// download saves a response body as a file, counting the bytes into
+// onProgress(done, total).
+async function download(path, name, accept, onProgress) {
+  const headers = { 'Accept': accept };
+  if (key()) headers['Authorization'] = 'Bearer ' + key();
+  const r = await fetch(path, { headers, credentials: 'omit', cache: 'no-store' });
+  if (!r.ok) {
+    let msg = r.status + ' ' + r.statusText;
+    try { msg = (await r.json()).error || msg; } catch (_) { /* not JSON */ }
+    if (r.status === 403) msg = 'Not allowed with this key: ' + msg;
+    throw new APIError(r.status, msg);
+  }
+  const total = Number(r.headers.get('Engram-Backup-Bytes') || r.headers.get('Content-Length') || 0);
+  const reader = r.body.getReader();
+  const parts = [];
+  let done = 0;
+  for (;;) {
+    const { value, done: end } = await reader.read();
+    if (end) break;
+    parts.push(value);
+    done += value.length;
+    if (onProgress) onProgress(done, total);
+  }
+  const blob = new Blob(parts, { type: accept });
+  const a = el('a', { href: URL.createObjectURL(blob), download: name });
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(a.href), 10000);
+  return { bytes: done, blob };
 }
 
 // ---------- views ----------
@@ -144,11 +202,11 @@ async function show(view) {
 async function loadSessions() {
   const d = await api('GET', '/v1/sessions');
   sessionsCache = d.sessions || [];
-  for (const id of ['#search-session', '#conv-session']) {
+  for (const id of ['#search-session', '#conv-session', '#export-session']) {
     const sel = $(id);
     const prev = sel.value;
     clear(sel);
-    if (id === '#search-session') sel.append(el('option', { value: ALL, text: '(all sessions)' }));
+    if (id !== '#conv-session') sel.append(el('option', { value: ALL, text: '(all sessions)' }));
     for (const s of sessionsCache) sel.append(el('option', { value: s.name, text: sessionLabel(s.name) + ' (' + s.memories + ')' }));
     if ([...sel.options].some((o) => o.value === prev)) sel.value = prev;
   }
@@ -184,7 +242,7 @@ const loaders = {
   },
   async conversations() { await loadSessions(); },
   async archive() { await loadArchive(); },
-  async health() { await loadHealth(); },
+  async health() { await loadSessions().catch(() => {}); await loadHealth(); },
 };
 
 // ---------- plots ----------
@@ -400,7 +458,9 @@ async function loadHistory(id) {
 }
 
 // forget asks for a second click, then forgets the memory and offers to
-// restore it (an import of the same record: same ID, text and metadata).
+// restore it: POST /v1/restore brings back the same ID, text, metadata,
+// vector and history while the store keeps forgotten memories; a store that
+// forgets for good gets an import of the record as it was shown.
 async function forget(m, btn, status) {
   if (btn.dataset.armed !== '1') {
     btn.dataset.armed = '1';
@@ -413,9 +473,12 @@ async function forget(m, btn, status) {
     const row = document.querySelector('#results tr[data-id="' + CSS.escape(m.id) + '"]');
     if (row) row.remove();
     clear(status).append(el('span', { text: d.forgotten === 1 ? 'Forgotten. ' : 'Nothing to forget (already gone). ' }));
+    if (d.restorable) status.append(el('span', { id: 'restorable', text: 'Restorable until ' + fmtTime(d.purge_after).slice(0, 10) + '. ' }));
     const restore = el('button', { id: 'restore', type: 'button', text: 'Restore' });
-    restore.addEventListener('click', () => restoreForgotten(m, restore, status));
-    status.append(restore);
+    restore.addEventListener('click', () => restoreForgotten(m, d.restorable, restore, status));
+    const purge = el('button', { id: 'purge', type: 'button', class: 'danger', text: 'Delete for good' });
+    purge.addEventListener('click', () => purgeMemory(m.id, purge, status));
+    status.append(restore, ' ', purge);
   } catch (err) {
     btn.disabled = false;
     banner(err.message);
@@ -432,12 +495,29 @@ function memoryRecord(m) {
   return rec;
 }
 
-async function restoreForgotten(m, btn, status) {
+async function restoreForgotten(m, restorable, btn, status) {
   btn.disabled = true;
   try {
-    await runJob('/v1/admin/import', memoryRecord(m), (job) => jobLine(status, job));
-    clear(status).append(el('span', { id: 'restored', text: 'Restored.' }));
+    if (restorable) await api('POST', '/v1/restore', { ids: [m.id] });
+    else await runJob('/v1/admin/import', memoryRecord(m), (job) => jobLine(status, job));
+    clear(status).append(el('span', { id: 'restored', text: 'Restored (same ID ' + m.id + ').' }));
     banner('Memory restored', true);
+  } catch (err) {
+    btn.disabled = false;
+    banner(err.message);
+  }
+}
+
+async function purgeMemory(id, btn, status) {
+  if (btn.dataset.armed !== '1') {
+    btn.dataset.armed = '1';
+    btn.textContent = 'Really delete for good?';
+    return;
+  }
+  btn.disabled = true;
+  try {
+    const d = await api('POST', '/v1/forget', { ids: [id], purge: true });
+    clear(status).append(el('span', { id: 'purged', text: 'Deleted for good (' + d.forgotten + ').' }));
   } catch (err) {
     btn.disabled = false;
     banner(err.message);
@@ -472,7 +552,15 @@ async function showConversation(ev) {
 // ---------- archive ----------
 
 async function loadArchive() {
-  const d = await api('GET', '/v1/admin/archive');
+  await loadForgotten();
+  let d;
+  try {
+    d = await api('GET', '/v1/admin/archive');
+  } catch (err) {
+    gateAdmin(err);
+    $('#cleanup-out').textContent = 'archive: ' + err.message;
+    return;
+  }
   const ms = d.memories || [];
   fill($('#archive tbody'), ms.map((m) => {
     const btn = el('button', { type: 'button', text: 'Restore', dataset: { restore: m.id } });
@@ -490,6 +578,39 @@ async function loadArchive() {
   if (ms.length === 0) $('#cleanup-out').textContent = $('#cleanup-out').textContent || 'the archive is empty';
 }
 
+// loadForgotten lists the trash in this key's scope (read right).
+async function loadForgotten() {
+  const out = $('#trash-out');
+  let d;
+  try {
+    d = await api('GET', '/v1/forgotten');
+  } catch (err) {
+    out.textContent = noRoute(err) ? 'this server keeps no forgotten memories' : err.message;
+    return;
+  }
+  const ms = d.memories || [];
+  out.textContent = ms.length === 0 ? 'nothing forgotten' : ms.length + ' forgotten';
+  fill($('#forgotten tbody'), ms.map((m) => {
+    const restore = el('button', { type: 'button', text: 'Restore', dataset: { unforget: m.id } });
+    restore.addEventListener('click', async () => {
+      restore.disabled = true;
+      try {
+        const r = await api('POST', '/v1/restore', { ids: [m.id] });
+        await loadForgotten();
+        out.textContent = 'restored ' + r.restored + ' memory (same ID ' + m.id + ')';
+      } catch (err) { restore.disabled = false; banner(err.message); }
+    });
+    const purge = el('button', { type: 'button', class: 'danger', text: 'Delete for good', dataset: { purge: m.id } });
+    purge.addEventListener('click', async () => {
+      if (purge.dataset.armed !== '1') { purge.dataset.armed = '1'; purge.textContent = 'Really?'; return; }
+      purge.disabled = true;
+      try { await api('POST', '/v1/forget', { ids: [m.id], purge: true }); await loadForgotten(); } catch (err) { purge.disabled = false; banner(err.message); }
+    });
+    return el('tr', { dataset: { id: m.id } }, el('td', { class: 'text', text: oneLine(m.text, 120) }), el('td', { text: sessionLabel(m.session) }),
+      el('td', { text: fmtTime(m.forgotten) }), el('td', { text: fmtTime(m.purge_after).slice(0, 10) }), el('td', {}, restore, ' ', purge));
+  }));
+}
+
 async function cleanup(dry) {
   const out = $('#cleanup-out');
   try {
@@ -505,10 +626,18 @@ async function cleanup(dry) {
 // ---------- health ----------
 
 async function loadHealth() {
-  const [st, jobs] = await Promise.all([api('GET', '/v1/admin/stats'), api('GET', '/v1/jobs')]);
+  let st, jobs;
+  try {
+    [st, jobs] = await Promise.all([api('GET', '/v1/admin/stats'), api('GET', '/v1/jobs')]);
+  } catch (err) {
+    gateAdmin(err);
+    throw err;
+  }
+  adminDenied = '';
+  gateAdmin(null);
   const b = pick(st, 'backend') || {};
   fill($('#store-stats tbody'), [['store', pick(st, 'dir') || ''], ['collection', pick(st, 'collection')], ['embedder', pick(st, 'fingerprint')], ['dimension', pick(st, 'dim')],
-    ['memories', pick(st, 'memories')], ['sessions', pick(st, 'sessions')], ['archived', pick(st, 'archived')], ['tasks', pick(st, 'tasks')],
+    ['memories', pick(st, 'memories')], ['sessions', pick(st, 'sessions')], ['archived', pick(st, 'archived')], ['forgotten', pick(st, 'forgotten') || 0], ['tasks', pick(st, 'tasks')],
     ['disk', fmtBytes(pick(b, 'disk_bytes'))], ['segments', pick(b, 'segments')], ['WAL', fmtBytes(pick(b, 'wal_bytes'))], ['in memory', fmtBytes(pick(b, 'mem_bytes'))]]
     .map(([k, v]) => el('tr', {}, el('td', { text: k }), el('td', { dataset: { stat: k }, text: v }))));
   fill($('#jobs tbody'), (jobs.jobs || []).map((j) => {
@@ -517,20 +646,60 @@ async function loadHealth() {
     const cancel = j.state === 'running' ? el('button', { type: 'button', text: 'Cancel', onclick: async () => {
       try { await api('POST', '/v1/jobs/' + encodeURIComponent(j.id) + '/cancel'); await loadHealth(); } catch (err) { banner(err.message); }
     } }) : null;
-    return el('tr', {}, el('td', { text: j.id }), el('td', { text: j.kind }), el('td', { text: j.state + (j.error ? ': ' + j.error : '') }), prog,
+    return el('tr', { dataset: { job: j.id, kind: j.kind, state: j.state } }, el('td', { text: j.id }), el('td', { text: j.kind }), el('td', { text: j.state + (j.error ? ': ' + j.error : '') }), prog,
       el('td', { text: fmtTime(j.started) }), el('td', {}, cancel));
   }));
 }
 
-async function healthJob(path) {
-  const out = $('#health-out');
+async function healthJob(path, body, out) {
+  out = out || $('#health-out');
   try {
-    const job = await runJob(path, {}, (j) => jobLine(out, j));
+    const job = await runJob(path, body || {}, (j) => jobLine(out, j));
     const r = job.result || {};
+    const count = el('span', { class: 'job-count', text: job.total > 0 ? ' (' + (job.unit === 'bytes' ? fmtBytes(job.total) : job.total + ' ' + (job.unit || '')) + ')' : '' });
     if (job.kind === 'check') out.textContent = r.ok ? 'check: ok' + (r.unknown ? ' (unknown files: ' + r.unknown.join(', ') + ')' : '') : 'check found a problem: ' + r.error;
     else if (job.kind === 'compact') out.textContent = 'compacted: disk ' + fmtBytes(pick(r.before, 'disk_bytes')) + ' → ' + fmtBytes(pick(r.after, 'disk_bytes')) + ', segments ' + pick(r.before, 'segments') + ' → ' + pick(r.after, 'segments');
+    else if (job.kind === 'backup') out.textContent = 'backed up into ' + r.dir;
+    else if (job.kind === 'import') out.textContent = 'imported ' + r.imported + ' memories and ' + r.records + ' records';
+    else if (job.kind === 'reembed') out.textContent = 're-embedded with ' + r.to + ' (' + r.fingerprint + ')';
+    out.dataset.done = job.kind;
+    out.append(count);
     await loadHealth();
+  } catch (err) { banner(err.message); await loadHealth().catch(() => {}); }
+}
+
+async function exportDownload(ev) {
+  if (ev) ev.preventDefault();
+  const out = $('#admin-out');
+  const qs = new URLSearchParams();
+  const s = $('#export-session').value;
+  if (s !== ALL) qs.set('session', s);
+  if ($('#export-vectors').checked) qs.set('vectors', 'true');
+  try {
+    const res = await download('/v1/admin/export?' + qs, 'engram-export.jsonl', 'application/x-ndjson',
+      (done) => { out.textContent = 'exporting… ' + fmtBytes(done); });
+    const lines = (await res.blob.text()).split('\n').filter((l) => l.trim()).length;
+    out.textContent = 'exported ' + lines + ' lines (' + fmtBytes(res.bytes) + ') to engram-export.jsonl';
+    out.dataset.done = 'export';
   } catch (err) { banner(err.message); }
+}
+
+async function backupDownload() {
+  const out = $('#admin-out');
+  try {
+    const res = await download('/v1/admin/backup.tar', 'engram-backup.tar', 'application/x-tar', (done, total) => {
+      jobLine(out, { kind: 'backup.tar', state: 'running', unit: 'bytes', done, total });
+    });
+    out.textContent = 'downloaded a backup of ' + fmtBytes(res.bytes) + ' (engram-backup.tar)';
+    out.dataset.done = 'backup.tar';
+  } catch (err) { banner(err.message); }
+}
+
+async function importUpload() {
+  const f = $('#import-file').files[0];
+  if (!f) { banner('choose an export file to import first'); return; }
+  const text = await f.text();
+  await healthJob('/v1/admin/import', text, $('#admin-out'));
 }
 
 // ---------- wiring ----------
@@ -552,6 +721,17 @@ document.addEventListener('DOMContentLoaded', () => {
   });
   $('#do-check').addEventListener('click', () => healthJob('/v1/admin/check'));
   $('#do-compact').addEventListener('click', () => healthJob('/v1/admin/compact'));
+  $('#backup-form').addEventListener('submit', (ev) => { ev.preventDefault(); healthJob('/v1/admin/backup', { dir: $('#backup-dir').value.trim() }, $('#admin-out')); });
+  $('#do-backup-download').addEventListener('click', backupDownload);
+  $('#export-form').addEventListener('submit', exportDownload);
+  $('#do-import').addEventListener('click', importUpload);
+  $('#reembed-form').addEventListener('submit', (ev) => { ev.preventDefault(); healthJob('/v1/admin/reembed', { to: $('#reembed-to').value.trim() }, $('#admin-out')); });
+  $('#trash-empty').addEventListener('click', async (ev) => {
+    const b = ev.target;
+    if (b.dataset.armed !== '1') { b.dataset.armed = '1'; b.textContent = 'Really delete every forgotten memory?'; return; }
+    b.dataset.armed = ''; b.textContent = 'Empty the trash (delete for good)';
+    try { const d = await api('POST', '/v1/admin/forgotten/purge'); await loadForgotten(); $('#trash-out').textContent = 'purged ' + d.purged; } catch (err) { banner(err.message); }
+  });
   $('#do-flush').addEventListener('click', async () => {
     try { await api('POST', '/v1/admin/flush'); $('#health-out').textContent = 'flushed'; await loadHealth(); } catch (err) { banner(err.message); }
   });
