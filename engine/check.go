@@ -172,7 +172,7 @@ func (d *DB) Backup(dir string) error {
 		return err
 	}
 	fsys := d.opts.FS
-	if err := fsys.MkdirAll(filepath.Join(dir, "seg"), 0o700); err != nil {
+	if err := mkdirDurable(fsys, filepath.Join(dir, "seg")); err != nil {
 		return fmt.Errorf("engine: backup: %w", err)
 	}
 	m := d.manifestLocked(nil, nil)

@@ -146,7 +146,7 @@ func Open(dir string, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := opts.FS.MkdirAll(dir, 0o700); err != nil {
+	if err := mkdirDurable(opts.FS, dir); err != nil {
 		return nil, fmt.Errorf("engine: create %s: %w", dir, err)
 	}
 	lock, err := lockDir(opts.FS, filepath.Join(dir, "LOCK"))
@@ -246,7 +246,7 @@ func (d *DB) open(fresh bool) error {
 		}
 	}
 	d.lenient = m.rebuilt
-	if err := fsys.MkdirAll(d.segDir(), 0o700); err != nil {
+	if err := mkdirDurable(fsys, d.segDir()); err != nil {
 		return fmt.Errorf("engine: %w", err)
 	}
 	if err := d.removeUnreferenced(st); err != nil {
@@ -287,6 +287,10 @@ func (d *DB) open(fresh bool) error {
 	walDir := filepath.Join(d.dir, "wal")
 	if err := checkWALReaches(fsys, walDir, m); err != nil {
 		return err
+	}
+	// The log makes its directory, but syncs only the files in it.
+	if err := mkdirDurable(fsys, walDir); err != nil {
+		return fmt.Errorf("engine: %w", err)
 	}
 	d.log, err = wal.Open(walDir, wal.Options{FS: fsys, Sync: syncMode, SegmentSize: walSegmentSize,
 		IgnoreBefore: walIgnoreBefore(m), OwnDir: true})

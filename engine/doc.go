@@ -215,6 +215,16 @@
 // refuses it with a *CorruptionError and writes nothing. Acknowledged
 // writes are in the WAL behind the checkpoint or in a named segment.
 //
+// A power loss (which keeps only what was fsynced) is held to the same:
+// every file is synced before its rename and its directory after, and a
+// directory the engine makes (the store's, seg/, wal/, a backup's) is
+// synced into its parent when made. All store I/O goes through
+// Options.FS (the LOCK file excepted: see FS), so TestPowerLoss runs the
+// crash loop on a vfs.MemFS that drops everything not synced, cutting the
+// power before random (and, in TestPowerLossEveryPoint, each) file system
+// operations; TestPowerLossCatchesMissingSync shows it fails when one of
+// those directory syncs is dropped.
+//
 // # Caveats
 //
 //   - One process, one handle: a second Open of the same directory fails

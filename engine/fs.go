@@ -1,8 +1,11 @@
 package engine
 
 import (
+	"errors"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 
 	"github.com/engramdb/engram/internal/vfs"
 )
@@ -50,4 +53,32 @@ func writeAtomic(fsys FS, dir, name string, write func(w io.Writer) error) error
 		return err
 	}
 	return fsys.SyncDir(dir)
+}
+
+// mkdirDurable is MkdirAll that also syncs the parent of each directory it
+// creates: a new directory's entry is metadata of its parent, and until the
+// parent is synced a power loss may take the directory away with every
+// file in it, however well those were synced (a store's dir, seg/, wal/).
+func mkdirDurable(fsys FS, dir string) error {
+	var created []string
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if _, err := fsys.Stat(d); err == nil {
+			break
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		created = append(created, d)
+		if filepath.Dir(d) == d {
+			break
+		}
+	}
+	if err := fsys.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	for i := len(created) - 1; i >= 0; i-- {
+		if err := fsys.SyncDir(filepath.Dir(created[i])); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -84,3 +84,43 @@ func TestMemFSStore(t *testing.T) {
 		t.Fatalf("backup: %v", err)
 	}
 }
+
+// TestNewDirectoriesAreSynced: a store's directory, seg/ and wal/ (and a
+// backup's) are synced into their parents when made, so a power loss right
+// after the first acknowledged write keeps it (found by TestPowerLoss with
+// MemFS.RequireDirSync: the store came back empty).
+func TestNewDirectoriesAreSynced(t *testing.T) {
+	mem := vfs.NewMem()
+	mem.RequireDirSync()
+	opts := Options{FS: mem, FlushBytes: -1, CompactInterval: -1}
+	db, err := Open("/a/b/store", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	c, err := db.CreateCollection(crashCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Upsert(ctx, []Record{{ID: "x", Vector: crashVec("x", 1), Text: "x v1"}}); err != nil {
+		t.Fatal(err)
+	}
+	crashed := mem.Crash()
+	if err := db.Backup("/c/d/backup"); err != nil {
+		t.Fatal(err)
+	}
+	afterBackup := mem.Crash()
+	for i, tc := range []struct {
+		fs  *vfs.MemFS
+		dir string
+	}{{crashed, "/a/b/store"}, {afterBackup, "/a/b/store"}, {afterBackup, "/c/d/backup"}} {
+		db, err := Open(tc.dir, Options{FS: tc.fs.Crash(), FlushBytes: -1, CompactInterval: -1})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.dir, err)
+		}
+		if err := crashStateMatches(db, map[string]int{"x": 1}, nil); err != nil {
+			t.Errorf("case %d: %s after a power loss: %v", i, tc.dir, err)
+		}
+		db.Close()
+	}
+}

@@ -44,7 +44,7 @@ type plFS struct {
 	image      *vfs.MemFS
 	phase      string            // the workload operation running
 	lostIn     string            // the phase the loss struck in ("end": after the last op)
-	lastRename map[string]string // dir -> base name of the file last renamed into it, if nothing was removed there since
+	lastRename map[string]string // dir -> base name of the file last renamed (or "name/": directory made) in it, unless a removal came after
 	skipped    int               // SyncDir calls dropped
 }
 
@@ -93,6 +93,27 @@ func (p *plFS) OpenFile(name string, flag int, perm fs.FileMode) (vfs.File, erro
 		return nil, err
 	}
 	return &plFile{File: f, fs: p}, nil
+}
+
+// MkdirAll records each directory it creates as the last event of its
+// parent (the name with a trailing slash), for skip.
+func (p *plFS) MkdirAll(dir string, perm fs.FileMode) error {
+	var created []string
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if _, err := p.MemFS.Stat(d); err == nil || filepath.Dir(d) == d {
+			break
+		}
+		created = append(created, d)
+	}
+	if err := p.MemFS.MkdirAll(dir, perm); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	for _, d := range created {
+		p.lastRename[filepath.Dir(d)] = filepath.Base(d) + "/"
+	}
+	p.mu.Unlock()
+	return nil
 }
 
 func (p *plFS) Remove(name string) error {
@@ -168,6 +189,15 @@ type plRun struct {
 	skipped        int
 	lostIn         map[string]int // power losses by the operation they struck
 	firstLostIn    string
+	backups        []plBackup // acknowledged backups, checked after every loss
+	seenBackups    int        // backups started, for unique target names
+}
+
+// plBackup is an acknowledged Backup and the state it must hold.
+type plBackup struct {
+	dir   string
+	model map[string]int
+	kv    map[string]string
 }
 
 const plDir = "/pl/store"
@@ -177,6 +207,7 @@ func (pr *plRun) run() error {
 	rng := rand.New(rand.NewPCG(pr.seed, 0x5eed))
 	pr.lostIn = map[string]int{}
 	mem := vfs.NewMem()
+	mem.RequireDirSync() // a directory the engine makes must be synced into its parent too
 	model := map[string]int{}
 	kv := map[string]string{}
 	ver := 0
@@ -209,6 +240,11 @@ func (pr *plRun) run() error {
 		}
 		if withPending {
 			applyCrashOp(model, kv, pending)
+		}
+		for _, b := range pr.backups {
+			if err := plMatchesAt(mem, b.dir, b.model, b.kv); err != nil {
+				return fmt.Errorf("seed %d cycle %d (power lost at FS op %d): backup %s: %w", pr.seed, cycle, fsys.crashAt, b.dir, err)
+			}
 		}
 	}
 	return nil
@@ -251,7 +287,7 @@ func (pr *plRun) workload(rng *rand.Rand, fsys *plFS, opts Options, model map[st
 	pool := func() string { return fmt.Sprintf("m%02d", rng.IntN(48)) }
 	for range 40 {
 		var op func() error
-		switch k := rng.IntN(20); {
+		switch k := rng.IntN(21); {
 		case k < 9:
 			var recs []Record
 			var parts []string
@@ -296,6 +332,21 @@ func (pr *plRun) workload(rng *rand.Rand, fsys *plFS, opts Options, model map[st
 			pending = "C"
 			fsys.setPhase("compact")
 			op = db.Compact
+		case k < 19:
+			b := plBackup{dir: fmt.Sprintf("/pl/backup%d", pr.seenBackups), model: cloneMap(model), kv: cloneMap(kv)}
+			pr.seenBackups++
+			for _, a := range acked {
+				applyCrashOp(b.model, b.kv, a)
+			}
+			pending = "B " + b.dir
+			fsys.setPhase("backup")
+			op = func() error {
+				err := db.Backup(b.dir)
+				if err == nil && !fsys.crashed() {
+					pr.backups = append(pr.backups, b)
+				}
+				return err
+			}
 		default:
 			pending = "R"
 			fsys.setPhase("reopen")
@@ -349,8 +400,13 @@ func plVerify(mem *vfs.MemFS, model map[string]int, kv map[string]string, pendin
 // in mem itself: the next cycle starts from the image as the loss left it)
 // and compares it with the model.
 func plMatches(mem *vfs.MemFS, model map[string]int, kv map[string]string) error {
+	return plMatchesAt(mem, plDir, model, kv)
+}
+
+// plMatchesAt is plMatches for the store in dir.
+func plMatchesAt(mem *vfs.MemFS, dir string, model map[string]int, kv map[string]string) error {
 	fsys := mem.Crash()
-	db, err := Open(plDir, Options{FS: fsys, FlushBytes: -1, CompactInterval: -1})
+	db, err := Open(dir, Options{FS: fsys, FlushBytes: -1, CompactInterval: -1})
 	if err != nil {
 		return fmt.Errorf("reopen: %w", err)
 	}
@@ -361,7 +417,7 @@ func plMatches(mem *vfs.MemFS, model map[string]int, kv map[string]string) error
 	if err := crashStateMatches(db, model, kv); err != nil {
 		return err
 	}
-	if u, err := unknownFiles(fsys, plDir); err != nil || len(u) > 0 {
+	if u, err := unknownFiles(fsys, dir); err != nil || len(u) > 0 {
 		return fmt.Errorf("unknown files %v (%v)", u, err)
 	}
 	return nil
@@ -396,7 +452,7 @@ func TestPowerLoss(t *testing.T) {
 		seeds = plSeedList(12)
 	}
 	start := time.Now()
-	var crashes, acked int
+	var crashes, acked, backups int
 	lostIn := map[string]int{}
 	for _, seed := range seeds {
 		pr := &plRun{seed: seed, cycles: cycles}
@@ -408,12 +464,13 @@ func TestPowerLoss(t *testing.T) {
 		}
 		crashes += pr.crashes
 		acked += pr.acked
+		backups += len(pr.backups)
 		for k, v := range pr.lostIn {
 			lostIn[k] += v
 		}
 	}
-	t.Logf("%d seeds, %d power losses (by op: %v), %d acknowledged ops checked in %v",
-		len(seeds), crashes, lostIn, acked, time.Since(start).Round(time.Millisecond))
+	t.Logf("%d seeds, %d power losses (by op: %v), %d acknowledged ops (%d backups) checked in %v",
+		len(seeds), crashes, lostIn, acked, backups, time.Since(start).Round(time.Millisecond))
 }
 
 // TestPowerLossEveryPoint cuts the power before each file system operation
@@ -467,20 +524,27 @@ func TestPowerLossCatchesMissingSync(t *testing.T) {
 	}{
 		{"flush segment", func(phase, dir, last string) bool { return phase == "flush" && newSeg(dir, last) }},
 		{"compaction segment", func(phase, dir, last string) bool { return phase == "compact" && newSeg(dir, last) }},
-		{"manifest writer", func(_, dir, last string) bool { return dir == plDir && (isManifest(last) || last == currentName) }},
+		{"manifest writer", func(_, _, last string) bool { return isManifest(last) || last == currentName }},
+		{"new store directory", func(_, dir, last string) bool { return last == filepath.Base(plDir)+"/" }},
+		{"new wal directory", func(_, dir, last string) bool { return dir == plDir && last == "wal/" }},
 	} {
 		t.Run(strings.ReplaceAll(tc.name, " ", "_"), func(t *testing.T) {
 			skipped := 0
-			for seed := uint64(1); seed <= 40; seed++ {
-				pr := &plRun{seed: seed, cycles: 6, skip: tc.skip}
+			// First every crash point of seed 3's first 150 FS ops (the
+			// store's creation and first writes), then random seeds.
+			for i := 1; i <= 190; i++ {
+				pr := &plRun{seed: 3, cycles: 1, crashAt: i, skip: tc.skip}
+				if i > 150 {
+					pr = &plRun{seed: uint64(i - 150), cycles: 6, skip: tc.skip}
+				}
 				err := pr.run()
 				skipped += pr.skipped
 				if err != nil {
-					t.Logf("caught at seed %d, %d syncs dropped: %v", seed, skipped, err)
+					t.Logf("caught at try %d, %d syncs dropped: %v", i, skipped, err)
 					return
 				}
 			}
-			t.Errorf("40 seeds passed with %d such syncs dropped", skipped)
+			t.Errorf("150 crash points and 40 seeds passed with %d such syncs dropped", skipped)
 		})
 	}
 }

@@ -133,7 +133,7 @@ func repair(dir string, opts Options) (rep RepairReport, rebuilt bool, err error
 		}
 		changed = true
 	}
-	if err := opts.FS.MkdirAll(d.segDir(), 0o700); err != nil {
+	if err := mkdirDurable(opts.FS, d.segDir()); err != nil {
 		return rep, false, fmt.Errorf("engine: repair: %w", err)
 	}
 	if m == nil {
@@ -260,6 +260,9 @@ func repair(dir string, opts Options) (rep RepairReport, rebuilt bool, err error
 		// The segments after the checkpoint are gone, and with them what
 		// they held. The log must go on above every LSN handed out.
 		need := max(m.walSeg, wal.LSN(m.checkpoint).Segment())
+		if err := mkdirDurable(opts.FS, walDir); err != nil {
+			return rep, false, fmt.Errorf("engine: repair: WAL: %w", err)
+		}
 		if err := wal.CreateSegment(walDir, wopts, need); err != nil {
 			return rep, false, fmt.Errorf("engine: repair: WAL: %w", err)
 		}

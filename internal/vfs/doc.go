@@ -27,7 +27,8 @@
 //
 // # Caveats
 //
-// MemFS directories are durable as soon as MkdirAll returns, a crash keeps a
+// MemFS directories are durable as soon as MkdirAll returns unless
+// RequireDirSync asks for SyncDir of the parent as for files; a crash keeps a
 // durable file's synced data whole (no torn sectors; tests that want those
 // damage bytes themselves with SetBytes), and it copies a file's contents on
 // every Sync, so it is meant for small test data.

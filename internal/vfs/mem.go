@@ -33,12 +33,16 @@ const (
 // on request (InjectError). Directories created by MkdirAll are durable at
 // once. It is safe for concurrent use.
 type MemFS struct {
-	mu     sync.Mutex
-	dirs   map[string]bool
-	live   map[string]*memNode // path -> file, as the running program sees it
-	stable map[string]*memNode // path -> file, as the disk has it after SyncDir
-	faults []*fault
-	locks  map[string]bool // held Lock names
+	mu   sync.Mutex
+	dirs map[string]bool // directories, as the running program sees them
+	// stableDirs are the directories a crash keeps (with their parents):
+	// all of dirs, unless dirSync asks for SyncDir of the parent first.
+	stableDirs map[string]bool
+	dirSync    bool
+	live       map[string]*memNode // path -> file, as the running program sees it
+	stable     map[string]*memNode // path -> file, as the disk has it after SyncDir
+	faults     []*fault
+	locks      map[string]bool // held Lock names
 }
 
 type memNode struct {
@@ -55,7 +59,19 @@ type fault struct {
 
 // NewMem returns an empty MemFS.
 func NewMem() *MemFS {
-	return &MemFS{dirs: map[string]bool{"/": true, ".": true}, live: map[string]*memNode{}, stable: map[string]*memNode{}, locks: map[string]bool{}}
+	return &MemFS{dirs: map[string]bool{"/": true, ".": true}, stableDirs: map[string]bool{"/": true, ".": true},
+		live: map[string]*memNode{}, stable: map[string]*memNode{}, locks: map[string]bool{}}
+}
+
+// RequireDirSync makes directories as fragile as files: a directory created
+// (or removed) by MkdirAll (Remove) from now on is kept by a crash only
+// once SyncDir of its parent has run, as POSIX promises no more, and a
+// crash loses every file in a directory it loses. By default directories
+// are durable at once.
+func (m *MemFS) RequireDirSync() {
+	m.mu.Lock()
+	m.dirSync = true
+	m.mu.Unlock()
 }
 
 // InjectError makes the operation op on a path containing pathSubstr fail
@@ -90,10 +106,23 @@ func (m *MemFS) Crash() *MemFS {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	c := NewMem()
-	for d := range m.dirs {
-		c.dirs[d] = true
+	c.dirSync = m.dirSync
+	var kept func(d string) bool
+	kept = func(d string) bool {
+		if p := filepath.Dir(d); p != d && !kept(p) {
+			return false
+		}
+		return m.stableDirs[d]
+	}
+	for d := range m.stableDirs {
+		if kept(d) {
+			c.dirs[d], c.stableDirs[d] = true, true
+		}
 	}
 	for p, n := range m.stable {
+		if !c.dirs[filepath.Dir(p)] {
+			continue // its directory did not survive
+		}
 		nn := &memNode{data: append([]byte(nil), n.synced...), synced: append([]byte(nil), n.synced...)}
 		c.live[p] = nn
 		c.stable[p] = nn
@@ -175,6 +204,9 @@ func (m *MemFS) Remove(name string) error {
 			}
 		}
 		delete(m.dirs, name)
+		if !m.dirSync {
+			delete(m.stableDirs, name)
+		}
 		return nil
 	}
 	return &os.PathError{Op: "remove", Path: name, Err: fs.ErrNotExist}
@@ -233,6 +265,9 @@ func (m *MemFS) MkdirAll(dir string, perm fs.FileMode) error {
 			return &os.PathError{Op: "mkdir", Path: d, Err: errors.New("not a directory")}
 		}
 		m.dirs[d] = true
+		if !m.dirSync {
+			m.stableDirs[d] = true
+		}
 	}
 	return nil
 }
@@ -300,6 +335,16 @@ func (m *MemFS) SyncDir(dir string) error {
 	for p, n := range m.live {
 		if filepath.Dir(p) == dir {
 			m.stable[p] = n
+		}
+	}
+	for d := range m.stableDirs {
+		if d != dir && filepath.Dir(d) == dir && !m.dirs[d] {
+			delete(m.stableDirs, d)
+		}
+	}
+	for d := range m.dirs {
+		if d != dir && filepath.Dir(d) == dir {
+			m.stableDirs[d] = true
 		}
 	}
 	return nil

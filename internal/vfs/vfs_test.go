@@ -204,6 +204,41 @@ func TestMemCrash(t *testing.T) {
 	}
 }
 
+// TestMemRequireDirSync: a new directory, and the files in it, survive a
+// crash only once its parent is synced; so does a removal.
+func TestMemRequireDirSync(t *testing.T) {
+	m := NewMem()
+	m.RequireDirSync()
+	m.MkdirAll("/a/b", 0o700)
+	f, _ := m.OpenFile("/a/b/f", os.O_CREATE|os.O_RDWR, 0o600)
+	f.Write([]byte("x"))
+	f.Sync()
+	m.SyncDir("/a/b")
+	if _, err := m.Crash().Stat("/a"); err == nil {
+		t.Fatal("an unsynced directory survived")
+	}
+	m.SyncDir("/")
+	if c := m.Crash(); !exists(c, "/a") || exists(c, "/a/b") || exists(c, "/a/b/f") {
+		t.Fatal("/a synced, /a/b not: only /a may survive")
+	}
+	m.SyncDir("/a")
+	if got, err := m.Crash().Bytes("/a/b/f"); err != nil || string(got) != "x" {
+		t.Fatalf("after syncing every parent: %q %v", got, err)
+	}
+	m.Remove("/a/b/f")
+	m.SyncDir("/a/b")
+	m.Remove("/a/b")
+	if !exists(m.Crash(), "/a/b") {
+		t.Fatal("an unsynced directory removal was durable")
+	}
+	m.SyncDir("/a")
+	if exists(m.Crash(), "/a/b") {
+		t.Fatal("a synced directory removal was undone")
+	}
+}
+
+func exists(fsys FS, name string) bool { _, err := fsys.Stat(name); return err == nil }
+
 func TestMemInjectError(t *testing.T) {
 	m := NewMem()
 	m.MkdirAll("/d", 0o700)
