@@ -53,11 +53,18 @@ type Options struct {
 	VerifyOnOpen bool
 	// M and EfConstruction tune the HNSW graphs (0: hnsw defaults).
 	M, EfConstruction int
+
+	// walSegSize is the WAL segment size (0: walSegmentSize); tests on a
+	// MemFS make it small, as every segment is preallocated in memory.
+	walSegSize int64
 }
 
 func (o Options) withDefaults() Options {
 	if o.FS == nil {
 		o.FS = vfs.OS
+	}
+	if o.walSegSize == 0 {
+		o.walSegSize = walSegmentSize
 	}
 	if o.NamespaceField == "" {
 		o.NamespaceField = "session"
@@ -292,7 +299,7 @@ func (d *DB) open(fresh bool) error {
 	if err := mkdirDurable(fsys, walDir); err != nil {
 		return fmt.Errorf("engine: %w", err)
 	}
-	d.log, err = wal.Open(walDir, wal.Options{FS: fsys, Sync: syncMode, SegmentSize: walSegmentSize,
+	d.log, err = wal.Open(walDir, wal.Options{FS: fsys, Sync: syncMode, SegmentSize: d.opts.walSegSize,
 		IgnoreBefore: walIgnoreBefore(m), OwnDir: true})
 	if err != nil {
 		return fmt.Errorf("engine: open WAL: %w", walCorruption(d.dir, err))

@@ -163,6 +163,11 @@ func (f *plFile) Write(b []byte) (int, error) {
 	return f.File.Write(b)
 }
 
+func (f *plFile) WriteAt(b []byte, off int64) (int, error) {
+	f.fs.tick()
+	return f.File.WriteAt(b, off)
+}
+
 func (f *plFile) Sync() error {
 	f.fs.tick()
 	return f.File.Sync()
@@ -202,6 +207,11 @@ type plBackup struct {
 
 const plDir = "/pl/store"
 
+// plWALSegment keeps the preallocated WAL segments small: MemFS copies
+// them on every crash image, and small ones roll often, which the loop
+// should cut through too.
+const plWALSegment = 64 << 10
+
 // run returns the first broken guarantee, nil when every cycle held.
 func (pr *plRun) run() error {
 	rng := rand.New(rand.NewPCG(pr.seed, 0x5eed))
@@ -217,7 +227,7 @@ func (pr *plRun) run() error {
 			at = pr.crashAt
 		}
 		fsys := newPLFS(mem, at, pr.skip)
-		opts := Options{FS: fsys, FlushBytes: -1, CompactInterval: -1}
+		opts := Options{FS: fsys, FlushBytes: -1, CompactInterval: -1, walSegSize: plWALSegment}
 		pending, ops, err := pr.workload(rng, fsys, opts, model, kv, &ver)
 		pr.skipped += fsys.skipped
 		if err != nil {
@@ -406,7 +416,7 @@ func plMatches(mem *vfs.MemFS, model map[string]int, kv map[string]string) error
 // plMatchesAt is plMatches for the store in dir.
 func plMatchesAt(mem *vfs.MemFS, dir string, model map[string]int, kv map[string]string) error {
 	fsys := mem.Crash()
-	db, err := Open(dir, Options{FS: fsys, FlushBytes: -1, CompactInterval: -1})
+	db, err := Open(dir, Options{FS: fsys, FlushBytes: -1, CompactInterval: -1, walSegSize: plWALSegment})
 	if err != nil {
 		return fmt.Errorf("reopen: %w", err)
 	}

@@ -95,7 +95,7 @@ func Repair(dir string, opts Options) (RepairReport, error) {
 	// The rebuilt manifest has no checkpoint: open replays the whole WAL
 	// over the segments (leniently), and a flush writes an ordinary
 	// manifest, so later opens replay nothing twice.
-	db, err := Open(dir, Options{FS: opts.FS, NamespaceField: opts.NamespaceField, FlushBytes: -1, CompactInterval: -1, M: opts.M, EfConstruction: opts.EfConstruction})
+	db, err := Open(dir, Options{FS: opts.FS, NamespaceField: opts.NamespaceField, FlushBytes: -1, CompactInterval: -1, M: opts.M, EfConstruction: opts.EfConstruction, walSegSize: opts.walSegSize})
 	if err != nil {
 		return rep, fmt.Errorf("engine: repair: open the rebuilt store: %w", err)
 	}
@@ -255,7 +255,7 @@ func repair(dir string, opts Options) (rep RepairReport, rebuilt bool, err error
 		}
 	}
 	walDir := filepath.Join(dir, "wal")
-	wopts := wal.Options{FS: opts.FS, SegmentSize: walSegmentSize, IgnoreBefore: walIgnoreBefore(m), OwnDir: true}
+	wopts := wal.Options{FS: opts.FS, SegmentSize: opts.walSegSize, IgnoreBefore: walIgnoreBefore(m), OwnDir: true}
 	if err := checkWALReaches(opts.FS, walDir, m); err != nil {
 		// The segments after the checkpoint are gone, and with them what
 		// they held. The log must go on above every LSN handed out.

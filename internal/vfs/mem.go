@@ -47,7 +47,36 @@ type MemFS struct {
 
 type memNode struct {
 	data   []byte // what reads see (the page cache)
-	synced []byte // what survives a crash
+	synced []byte // what survives a crash; never shares data's array
+	// dirtyLo and dirtyHi bound the bytes of data below len(synced) that
+	// may differ from synced (dirtyLo >= dirtyHi: none), so Sync copies
+	// only those and the growth: a WAL segment preallocated to megabytes
+	// is synced a few hundred bytes at a time.
+	dirtyLo, dirtyHi int64
+}
+
+// dirty marks data[lo:hi] as changed since the last sync. m.mu is held.
+func (n *memNode) dirty(lo, hi int64) {
+	if n.dirtyLo >= n.dirtyHi {
+		n.dirtyLo, n.dirtyHi = lo, hi
+		return
+	}
+	n.dirtyLo, n.dirtyHi = min(n.dirtyLo, lo), max(n.dirtyHi, hi)
+}
+
+// sync makes synced equal data. m.mu is held.
+func (n *memNode) sync() {
+	s := n.synced
+	if len(s) > len(n.data) {
+		s = s[:len(n.data)]
+	}
+	if hi := min(n.dirtyHi, int64(len(s))); n.dirtyLo < hi {
+		copy(s[n.dirtyLo:hi], n.data[n.dirtyLo:hi])
+	}
+	if len(s) < len(n.data) {
+		s = append(s, n.data[len(s):]...)
+	}
+	n.synced, n.dirtyLo, n.dirtyHi = s, 0, 0
 }
 
 type fault struct {
@@ -152,6 +181,7 @@ func (m *MemFS) SetBytes(name string, b []byte) error {
 	}
 	n.data = append([]byte(nil), b...)
 	n.synced = append([]byte(nil), b...)
+	n.dirtyLo, n.dirtyHi = 0, 0
 	return nil
 }
 
@@ -180,6 +210,7 @@ func (m *MemFS) OpenFile(name string, flag int, perm fs.FileMode) (File, error) 
 		m.live[name] = n
 	}
 	if flag&os.O_TRUNC != 0 {
+		n.dirty(0, int64(len(n.data)))
 		n.data = n.data[:0:0]
 	}
 	return &memFile{fs: m, name: name, node: n, flag: flag}, nil
@@ -389,6 +420,7 @@ func (f *memFile) Write(p []byte) (int, error) {
 		f.node.data = append(f.node.data, make([]byte, end-int64(len(f.node.data)))...)
 	}
 	copy(f.node.data[f.pos:], p[:n])
+	f.node.dirty(f.pos, end)
 	f.pos = end
 	return n, err
 }
@@ -419,6 +451,7 @@ func (f *memFile) WriteAt(p []byte, off int64) (int, error) {
 		f.node.data = append(f.node.data, make([]byte, end-int64(len(f.node.data)))...)
 	}
 	copy(f.node.data[off:], p[:n])
+	f.node.dirty(off, end)
 	return n, err
 }
 
@@ -447,7 +480,7 @@ func (f *memFile) Sync() error {
 	if err := f.guard(OpSync); err != nil {
 		return err
 	}
-	f.node.synced = append(f.node.synced[:0:0], f.node.data...)
+	f.node.sync()
 	return nil
 }
 
@@ -473,6 +506,7 @@ func (f *memFile) Truncate(size int64) error {
 		return &os.PathError{Op: "truncate", Path: f.name, Err: errors.New("negative size")}
 	}
 	if size <= int64(len(f.node.data)) {
+		f.node.dirty(size, int64(len(f.node.data)))
 		f.node.data = f.node.data[:size]
 	} else {
 		f.node.data = append(f.node.data, make([]byte, size-int64(len(f.node.data)))...)
