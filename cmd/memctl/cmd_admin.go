@@ -72,7 +72,7 @@ func (a *app) statsCommand() *cobra.Command {
 			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 			for _, row := range [][2]any{
 				{"store", dir}, {"collection", st.Collection}, {"embedder", st.Fingerprint}, {"dimension", st.Dim},
-				{"memories", st.Memories}, {"sessions", st.Sessions}, {"archived", st.Archived}, {"tasks", st.Tasks},
+				{"memories", st.Memories}, {"sessions", st.Sessions}, {"archived", st.Archived}, {"forgotten", st.Forgotten}, {"tasks", st.Tasks},
 				{"disk bytes", st.Backend.DiskBytes}, {"segments", st.Backend.Segments}, {"wal bytes", st.Backend.WALBytes},
 				{"memory bytes", st.Backend.MemBytes},
 			} {

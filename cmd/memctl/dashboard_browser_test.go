@@ -374,6 +374,21 @@ func TestDashboardInBrowser(t *testing.T) {
 	if got := text(`#admin-out`); !strings.HasPrefix(got, "exported ") {
 		t.Fatalf("export result %q", got)
 	}
+	importFile := filepath.Join(t.TempDir(), "import.jsonl")
+	when := time.Now().UTC().Format(time.RFC3339Nano)
+	line := fmt.Sprintf(`{"id":"imported-1","session":"dave","text":"Dave uploaded this through the page.","importance":0.5,"created":%q,"updated":%q}`+"\n", when, when)
+	if err := os.WriteFile(importFile, []byte(line), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	do("an import upload from the page",
+		chromedp.SetUploadFiles(c(`#import-file`), []string{importFile}),
+		chromedp.Click(c(`#do-import`)),
+		poll(`document.querySelector('#admin-out').dataset.done === 'import'`),
+	)
+	var imported struct{ ID, Session, Text string }
+	if code := apiGet(t, url, "/v1/memories/imported-1", &imported); code != 200 || imported.Session != "dave" {
+		t.Fatalf("the uploaded memory: %d %+v", code, imported)
+	}
 	screenshot(t, ctx, shots, "health.png")
 
 	// Plots: the series samples every 200ms; after recalls both plots have points.
