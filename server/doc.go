@@ -1,8 +1,8 @@
 // Package server exposes a memory.Store to other programs: an HTTP JSON API
-// (remember, recall, forget, sessions, short-term context, working-memory
+// (remember, recall, forget and restore, sessions, short-term context, working-memory
 // tasks, stats, health), Prometheus metrics at /metrics, an OpenAPI document
 // at /openapi.json, and the Model Context Protocol over streamable HTTP at
-// /mcp: remember, recall and forget, short-term memory (context, add_turn,
+// /mcp: remember, recall, forget and restore, short-term memory (context, add_turn,
 // clear_context) and working memory (tasks, task, start_task, update_step,
 // finish_task, delete_task). NewMCP builds the same MCP tools for other
 // transports (memctl mcp serves them over stdio).

@@ -1,8 +1,12 @@
 package server
 
 import (
+	"context"
+	"encoding/json"
 	"slices"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/engramdb/engram/memory"
 )
@@ -65,5 +69,61 @@ func TestForgetRestorePurge(t *testing.T) {
 	var st memory.Stats
 	if code := s.do("GET", "/v1/stats", nil, &st); code != 200 || st.Forgotten != 0 || st.Memories != 0 {
 		t.Fatalf("stats: %d %+v", code, st)
+	}
+}
+
+// TestMCPForgetRestore: the MCP forget tool says the memory is restorable, restore brings the
+// same ID back, and purge deletes for good.
+func TestMCPForgetRestore(t *testing.T) {
+	ctx := context.Background()
+	server := NewMCP(newStore(t))
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := server.Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	call := func(name string, args map[string]any, out any) bool {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if out != nil && !res.IsError {
+			data, _ := json.Marshal(res.StructuredContent)
+			if err := json.Unmarshal(data, out); err != nil {
+				t.Fatalf("%s: structured content %s: %v", name, data, err)
+			}
+		}
+		return !res.IsError
+	}
+	var rem MCPRememberOutput
+	call("remember", map[string]any{"session": "alice", "text": "Alice's cat is called Miso."}, &rem)
+	id := rem.IDs[0]
+	var forgot MCPForgetOutput
+	if !call("forget", map[string]any{"ids": []string{id}}, &forgot) || forgot.Forgotten != 1 || !forgot.Restorable {
+		t.Fatalf("forget: %+v", forgot)
+	}
+	if call("get", map[string]any{"id": id}, nil) {
+		t.Fatal("get after forget succeeded")
+	}
+	var restored MCPRestoreOutput
+	if !call("restore", map[string]any{"ids": []string{id}}, &restored) || restored.Restored != 1 {
+		t.Fatalf("restore: %+v", restored)
+	}
+	var m memory.MemoryJSON
+	if !call("get", map[string]any{"id": id}, &m) || m.Text != "Alice's cat is called Miso." {
+		t.Fatalf("get after restore: %+v", m)
+	}
+	if !call("forget", map[string]any{"ids": []string{id}, "purge": true}, &forgot) || !forgot.Purged || forgot.Restorable {
+		t.Fatalf("purge: %+v", forgot)
+	}
+	if call("restore", map[string]any{"ids": []string{id}}, nil) {
+		t.Fatal("restore after purge succeeded")
 	}
 }
