@@ -12,9 +12,12 @@ const attnRefLen = 512
 // planBatches groups the indexes of sequences with token counts lens into
 // batches that respect the budgets above and hold at most maxBatch sequences.
 // Sequences are sorted by length first, so a batch pads little (length
-// buckets). A sequence that alone exceeds the budget still gets a batch of
-// its own: truncation, not batching, bounds a single text.
-func planBatches(lens []int, budget, maxBatch int) [][]int {
+// buckets). With maxPad > 0 a batch also stops growing before its padded
+// tokens would exceed maxPad times its real ones: on a CPU a batch saves
+// little per token, so padding there is mostly waste. A sequence that alone
+// exceeds the budget still gets a batch of its own: truncation, not
+// batching, bounds a single text.
+func planBatches(lens []int, budget, maxBatch int, maxPad float64) [][]int {
 	order := make([]int, len(lens))
 	for i := range order {
 		order[i] = i
@@ -23,13 +26,16 @@ func planBatches(lens []int, budget, maxBatch int) [][]int {
 
 	var batches [][]int
 	var cur []int
+	real := 0 // tokens of cur before padding
 	for _, i := range order {
 		n, t := len(cur)+1, lens[i] // lens ascend, so t is the new padded length
-		if len(cur) > 0 && (n > maxBatch || n*t > budget || n*t*t > budget*attnRefLen) {
+		if len(cur) > 0 && (n > maxBatch || n*t > budget || n*t*t > budget*attnRefLen ||
+			(maxPad > 0 && float64(n*t) > maxPad*float64(real+t))) {
 			batches = append(batches, cur)
-			cur = nil
+			cur, real = nil, 0
 		}
 		cur = append(cur, i)
+		real += t
 	}
 	if len(cur) > 0 {
 		batches = append(batches, cur)

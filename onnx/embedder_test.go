@@ -383,6 +383,7 @@ func TestOpenBadModel(t *testing.T) {
 		"bad output":         {ModelPath: good, Tokenizer: byteTokenizer{128}, Output: "pooler_output"},
 		"negative option":    {ModelPath: good, Tokenizer: byteTokenizer{128}, MaxBatch: -1},
 		"max tokens too low": {ModelPath: good, Tokenizer: byteTokenizer{128}, MaxTokens: 1},
+		"padding below 1":    {ModelPath: good, Tokenizer: byteTokenizer{128}, MaxPadding: 0.5},
 		"unknown device":     {ModelPath: good, Tokenizer: byteTokenizer{128}, Device: "tpu"},
 		"missing library":    {ModelPath: good, Tokenizer: byteTokenizer{128}, LibraryPath: filepath.Join(dir, "libonnxruntime.so")},
 	}
@@ -451,7 +452,7 @@ func TestRuntimeLibraryPath(t *testing.T) {
 func TestPlanBatches(t *testing.T) {
 	lens := []int{5, 300, 2, 2, 40, 1000, 7, 7, 7, 120}
 	const budget, maxBatch = 1024, 3
-	batches := planBatches(lens, budget, maxBatch)
+	batches := planBatches(lens, budget, maxBatch, 0)
 	seen := make([]bool, len(lens))
 	prevMax := 0
 	for _, b := range batches {
@@ -476,7 +477,7 @@ func TestPlanBatches(t *testing.T) {
 			t.Fatalf("index %d in no batch", i)
 		}
 	}
-	if len(planBatches(nil, budget, maxBatch)) != 0 {
+	if len(planBatches(nil, budget, maxBatch, 1.1)) != 0 {
 		t.Error("no lengths should give no batches")
 	}
 }
@@ -610,5 +611,32 @@ func TestEmbedIDOutOfVocabulary(t *testing.T) {
 	}
 	if _, err := e.Embed(context.Background(), []string{""}); err != nil {
 		t.Fatalf("the embedder is unusable after a failed run: %v", err)
+	}
+}
+
+// TestPlanBatchesPadding: with a padding bound no batch pads past it (a text that would make
+// it pad more starts a new batch), and 0 leaves the token budgets alone in charge.
+func TestPlanBatchesPadding(t *testing.T) {
+	lens := []int{72, 60, 95, 61, 88, 64, 70, 79, 110, 66, 74, 81}
+	if got := planBatches(lens, 8192, 32, 0); len(got) != 1 {
+		t.Fatalf("unbounded padding: %d batches, want 1", len(got))
+	}
+	batches := planBatches(lens, 8192, 32, 1.1)
+	if len(batches) < 2 {
+		t.Fatalf("padding bound 1.1: %d batches, want several", len(batches))
+	}
+	n := 0
+	for _, b := range batches {
+		long, real := 0, 0
+		for _, i := range b {
+			long, real = max(long, lens[i]), real+lens[i]
+		}
+		n += len(b)
+		if pad := float64(len(b)*long) / float64(real); pad > 1.1 {
+			t.Errorf("batch %v pads %.3f tokens per real token, bound 1.1", b, pad)
+		}
+	}
+	if n != len(lens) {
+		t.Fatalf("%d texts batched, want %d", n, len(lens))
 	}
 }

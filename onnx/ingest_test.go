@@ -33,7 +33,8 @@ import (
 // Each way's memories must all be stored. Besides memories/s the table profiles the path: the
 // embedder's share (its Stats: tokenizer, input tensors, ORT run, pooling) against everything
 // else the memory layer does per memory (dedup search, keyword index, durable write), and
-// padded tokens per real token (what a batch pads to its longest text).
+// padded tokens per real token (what a batch pads to its longest text). Import also runs with
+// the padding bound lifted (Options.MaxPadding's default against none), on the same embedder.
 func TestIngestThroughput(t *testing.T) {
 	fp32 := os.Getenv("ENGRAM_BENCH_MODEL")
 	if os.Getenv("ENGRAM_INGEST_BENCH") == "" || fp32 == "" {
@@ -78,15 +79,24 @@ func TestIngestThroughput(t *testing.T) {
 		s         *memory.Store
 		e         *Embedder
 		many      bool
+		maxPad    float64 // the embedder's padding bound during this way's turns
 		wall, cpu time.Duration
 		st        Stats // the embedder's work for this way
 	}
 	var ways []*way
 	for _, m := range models {
-		for _, many := range []bool{false, true} {
+		def := m.e.maxPad // Open's default (Options.MaxPadding)
+		for _, k := range []struct {
+			many bool
+			pad  float64
+		}{{false, def}, {true, def}, {true, 0}} {
+			many := k.many
 			name := m.name + ", one Remember per memory"
 			if many {
 				name = m.name + ", Import of " + fmt.Sprint(batch) + " (memctl import)"
+				if k.pad == 0 {
+					name += ", padding unbounded"
+				}
 			}
 			s, err := memory.Open(filepath.Join(t.TempDir(), "store"), memory.OpenOptions{
 				Options: memory.Options{Embedder: m.e, DedupThreshold: -1}})
@@ -94,7 +104,7 @@ func TestIngestThroughput(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { s.Close() })
-			ways = append(ways, &way{name: name, s: s, e: m.e, many: many})
+			ways = append(ways, &way{name: name, s: s, e: m.e, many: many, maxPad: k.pad})
 		}
 	}
 	for _, w := range ways { // warm-up: the first runs size ORT's buffers
@@ -107,6 +117,7 @@ func TestIngestThroughput(t *testing.T) {
 		set := chunks[r*batch : (r+1)*batch]
 		for k := range ways {
 			w := ways[(r+k)%len(ways)]
+			w.e.maxPad = w.maxPad
 			st0 := w.e.Stats()
 			c0, w0 := cpuTime(), time.Now()
 			if w.many {
