@@ -112,7 +112,11 @@ type DB struct {
 	keepFrom       wal.LSN
 	manProblems    []error // damage loadManifests found at Open; cleared by the next manifest
 	prevManifest   uint64  // number of the fallback manifest kept besides manNum
-	cleanupErr     error   // CURRENT's write failed: reported by the next cleanup
+	// cleanupErr is CURRENT's failed write for manifest manNum: CURRENT
+	// may still name a manifest older than the fallback, so the cleanup
+	// rewrites it before removing any manifest, and removes nothing
+	// (returning this error) while it cannot.
+	cleanupErr error
 
 	// lenient is set while replaying the WAL over a rebuilt manifest: an
 	// op on an unknown collection is skipped (counted in replaySkipped),
@@ -711,9 +715,7 @@ func (d *DB) writeManifestLocked(m *manifest) error {
 	d.pendingNew = nil
 	d.manProblems = nil
 	d.prevManifest = prevNum
-	if curErr != nil {
-		d.cleanupErr = curErr
-	}
+	d.cleanupErr = curErr // nil: CURRENT names num
 	return nil
 }
 
@@ -725,7 +727,11 @@ func (d *DB) writeManifestLocked(m *manifest) error {
 func (d *DB) cleanupLocked(m *manifest) error {
 	var errs []error
 	if d.cleanupErr != nil {
-		errs = append(errs, d.cleanupErr)
+		// Removing the manifest a stale CURRENT names would make a store
+		// that reads as corrupt (TestFailedCURRENTKeepsItsManifest).
+		if err := writeFileAtomic(d.opts.FS, d.dir, currentName, []byte(manifestFileName(d.manNum)+"\n")); err != nil {
+			return errors.Join(d.cleanupErr, fmt.Errorf("engine: write CURRENT: %w", err))
+		}
 		d.cleanupErr = nil
 	}
 	// Old manifests first: until they are gone, the files they name stay.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"syscall"
 	"testing"
 
 	"github.com/engramdb/engram/internal/vfs"
@@ -122,5 +123,53 @@ func TestNewDirectoriesAreSynced(t *testing.T) {
 			t.Errorf("case %d: %s after a power loss: %v", i, tc.dir, err)
 		}
 		db.Close()
+	}
+}
+
+// TestFailedCURRENTKeepsItsManifest: when CURRENT cannot be rewritten
+// (ENOSPC) twice in a row, the cleanup must not remove the manifest the
+// CURRENT on disk still names: the store would read as corrupt ("named by
+// CURRENT, but missing") to Check, before and after a power loss. Found by
+// TestPowerLossAfterIOError (seed 36).
+func TestFailedCURRENTKeepsItsManifest(t *testing.T) {
+	mem := vfs.NewMem()
+	opts := Options{FS: mem, FlushBytes: -1, CompactInterval: -1, walSegSize: plWALSegment}
+	db, err := Open("/s", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	c, err := db.CreateCollection(crashCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := map[string]int{}
+	write := func(i int) {
+		id := fmt.Sprintf("r%d", i)
+		if err := c.Upsert(ctx, []Record{{ID: id, Vector: crashVec(id, i), Text: fmt.Sprintf("%s v%d", id, i)}}); err != nil {
+			t.Fatal(err)
+		}
+		model[id] = i
+	}
+	for i := range 2 {
+		write(i)
+		if err := db.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mem.InjectError(vfs.OpOpen, "CURRENT.tmp", 0, syscall.ENOSPC)
+	mem.InjectError(vfs.OpOpen, "CURRENT.tmp", 0, syscall.ENOSPC)
+	for i := 2; i < 5; i++ {
+		write(i)
+		ferr := db.Flush()
+		if err := db.Check(); err != nil {
+			t.Fatalf("after flush %d (%v): Check: %v", i, ferr, err)
+		}
+		if err := plMatchesAt(mem, "/s", model, nil); err != nil {
+			t.Fatalf("after flush %d (%v) and a power loss: %v", i, ferr, err)
+		}
+	}
+	if err := crashStateMatches(db, model, nil); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -196,6 +197,23 @@ type plRun struct {
 	firstLostIn    string
 	backups        []plBackup // acknowledged backups, checked after every loss
 	seenBackups    int        // backups started, for unique target names
+	// faults makes one random operation of each cycle fail (ENOSPC or
+	// EIO) before the power is lost; an op that fails ends the cycle with
+	// the power loss, pending.
+	faults  bool
+	faulted int    // ops that failed
+	fault   string // the last cycle's injected fault
+}
+
+// injectFault arms one failure of a random kind of operation on a random
+// kind of file, after a random number of matching successes.
+func (pr *plRun) injectFault(rng *rand.Rand, mem *vfs.MemFS) {
+	ops := []vfs.Op{vfs.OpWrite, vfs.OpSync, vfs.OpOpen, vfs.OpTruncate, vfs.OpRename, vfs.OpRemove, vfs.OpSyncDir}
+	paths := []string{"/wal/", "/seg/", "MANIFEST", "CURRENT", "/backup", ""}
+	errs := []error{syscall.ENOSPC, syscall.EIO}
+	op, path, after, err := ops[rng.IntN(len(ops))], paths[rng.IntN(len(paths))], rng.IntN(40), errs[rng.IntN(len(errs))]
+	mem.InjectError(op, path, after, err)
+	pr.fault = fmt.Sprintf("%s on %q after %d: %v", op, path, after, err)
 }
 
 // plBackup is an acknowledged Backup and the state it must hold.
@@ -245,8 +263,8 @@ func (pr *plRun) run() error {
 		mem = fsys.image
 		withPending, err := plVerify(mem, model, kv, pending)
 		if err != nil {
-			return fmt.Errorf("seed %d cycle %d (power lost at FS op %d, %d ops acknowledged, pending %q): %w",
-				pr.seed, cycle, fsys.crashAt, len(ops), pending, err)
+			return fmt.Errorf("seed %d cycle %d (power lost at FS op %d, %d ops acknowledged, pending %q, fault %q): %w",
+				pr.seed, cycle, fsys.crashAt, len(ops), pending, pr.fault, err)
 		}
 		if withPending {
 			applyCrashOp(model, kv, pending)
@@ -268,9 +286,15 @@ func (pr *plRun) workload(rng *rand.Rand, fsys *plFS, opts Options, model map[st
 	// Everything acknowledged is in the model only once the ops are applied
 	// by the caller; ids to overwrite or delete come from both.
 	live := cloneMap(model)
+	if pr.faults {
+		pr.injectFault(rng, fsys.MemFS)
+	}
 	pending = "open"
 	fsys.setPhase("open")
 	db, err := Open(plDir, opts)
+	if err != nil && pr.faults {
+		fsys.crashNow() // the injected error, then the power
+	}
 	if fsys.crashed() {
 		if db != nil {
 			db.Close()
@@ -287,6 +311,9 @@ func (pr *plRun) workload(rng *rand.Rand, fsys *plFS, opts Options, model map[st
 		}
 	}()
 	c, err := db.CreateCollection(crashCfg)
+	if err != nil && pr.faults {
+		fsys.crashNow()
+	}
 	if fsys.crashed() {
 		return pending, nil, nil // the collection is empty either way
 	}
@@ -374,6 +401,10 @@ func (pr *plRun) workload(rng *rand.Rand, fsys *plFS, opts Options, model map[st
 			}
 		}
 		err := op()
+		if err != nil && pr.faults {
+			pr.faulted++
+			fsys.crashNow() // the injected error, then the power: the op is pending
+		}
 		if fsys.crashed() {
 			return pending, acked, nil
 		}
@@ -481,6 +512,31 @@ func TestPowerLoss(t *testing.T) {
 	}
 	t.Logf("%d seeds, %d power losses (by op: %v), %d acknowledged ops (%d backups) checked in %v",
 		len(seeds), crashes, lostIn, acked, backups, time.Since(start).Round(time.Millisecond))
+}
+
+// TestPowerLossAfterIOError is TestPowerLoss with one operation of each
+// cycle failing first (ENOSPC or EIO on a write, sync, open, truncate,
+// rename, remove or directory sync of the WAL, a segment, a manifest,
+// CURRENT or a backup): the failed op and the power loss right after it
+// must cost no acknowledged write and leave a store that opens clean.
+func TestPowerLossAfterIOError(t *testing.T) {
+	seeds := plSeedList(40)
+	if testing.Short() {
+		seeds = plSeedList(12)
+	}
+	faulted, crashes := 0, 0
+	for _, seed := range seeds {
+		pr := &plRun{seed: seed, cycles: 6, faults: true}
+		if err := pr.run(); err != nil {
+			t.Fatalf("%v\nreplay: go test ./engine -run 'TestPowerLossAfterIOError$' -powerloss.seed=%d", err, seed)
+		}
+		faulted += pr.faulted
+		crashes += pr.crashes
+	}
+	if faulted == 0 {
+		t.Fatal("no injected error reached an operation")
+	}
+	t.Logf("%d seeds, %d power losses, %d after a failed op", len(seeds), crashes, faulted)
 }
 
 // TestPowerLossEveryPoint cuts the power before each file system operation
