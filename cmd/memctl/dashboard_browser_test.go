@@ -322,6 +322,16 @@ func TestDashboardInBrowser(t *testing.T) {
 	if ids := recallIDs(t, url, "bob", "coffee"); len(ids) != 1 || ids[0] != bobIDs[0] {
 		t.Fatalf("bob's memory after restoring it from the trash: %v, want %v", ids, bobIDs)
 	}
+	// An archived memory deleted for good (two clicks).
+	do("purging an archived memory",
+		chromedp.Click(c(`#archive button[data-purge-archived="old-00"]`)),
+		chromedp.WaitVisible(c(`#archive button[data-purge-archived="old-00"][data-armed="1"]`)),
+		chromedp.Click(c(`#archive button[data-purge-archived="old-00"]`)),
+		poll(`document.querySelector('#cleanup-out').textContent === 'deleted old-00 for good'`),
+	)
+	if n := eval(`document.querySelectorAll('#archive tbody tr').length`); n != 0 {
+		t.Fatalf("%d archive rows after the purge", n)
+	}
 
 	// Health: counts, a check and a compaction as jobs whose progress (in
 	// records) runs to completion, a server-side backup (bytes), an export.
@@ -330,10 +340,10 @@ func TestDashboardInBrowser(t *testing.T) {
 		chromedp.WaitVisible(c(`#store-stats td[data-stat="memories"]`)),
 	)
 	if got := text(`#store-stats td[data-stat="memories"]`); got != "4" {
-		t.Fatalf("health shows %q memories, want 4 (one archived)", got)
+		t.Fatalf("health shows %q memories, want 4 (carol's archived, then purged)", got)
 	}
-	if got := text(`#store-stats td[data-stat="archived"]`); got != "1" {
-		t.Fatalf("health shows %q archived, want 1", got)
+	if got := text(`#store-stats td[data-stat="archived"]`); got != "0" {
+		t.Fatalf("health shows %q archived, want 0 (purged)", got)
 	}
 	do("running a check and a compaction from the page",
 		chromedp.Click(c(`#do-check`)),

@@ -572,8 +572,18 @@ async function loadArchive() {
         await loadArchive();
       } catch (err) { btn.disabled = false; banner(err.message); }
     });
+    const purge = el('button', { type: 'button', class: 'danger', text: 'Delete for good', dataset: { purgeArchived: m.id } });
+    purge.addEventListener('click', async () => {
+      if (purge.dataset.armed !== '1') { purge.dataset.armed = '1'; purge.textContent = 'Really?'; return; }
+      purge.disabled = true;
+      try {
+        await api('POST', '/v1/forget', { ids: [m.id], purge: true });
+        await loadArchive();
+        $('#cleanup-out').textContent = 'deleted ' + m.id + ' for good';
+      } catch (err) { purge.disabled = false; banner(err.message); }
+    });
     return el('tr', { dataset: { id: m.id } }, el('td', { class: 'text', text: oneLine(m.text, 120) }), el('td', { text: sessionLabel(m.session) }),
-      el('td', { text: fmtTime(m.updated) }), el('td', {}, btn));
+      el('td', { text: fmtTime(m.updated) }), el('td', {}, btn, ' ', purge));
   }));
   if (ms.length === 0) $('#cleanup-out').textContent = $('#cleanup-out').textContent || 'the archive is empty';
 }
