@@ -26,11 +26,15 @@ func cpuTime() time.Duration {
 // times Open, the first 10-NN search (which verifies the record sections
 // and the whole graph section of each segment once), a second search, and
 // the verification alone, in wall and CPU time, with the bytes verified.
+// It writes format 3 (whole sections verified: the baseline of
+// bench/results/engine.md); TestOpenToFirstQuery measures format 4.
 func TestFirstQueryVerifyCost(t *testing.T) {
 	n, _ := strconv.Atoi(os.Getenv("ENGRAM_VERIFY_BENCH"))
 	if n == 0 {
 		t.Skip("set ENGRAM_VERIFY_BENCH=N to measure")
 	}
+	writeVersion = segVersionV3
+	t.Cleanup(func() { writeVersion = segVersion })
 	dim := 1024
 	if s := os.Getenv("ENGRAM_VERIFY_DIM"); s != "" {
 		dim, _ = strconv.Atoi(s)
