@@ -3,8 +3,10 @@ package hnsw
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"slices"
+	"sync/atomic"
 	"testing"
 
 	"github.com/engramdb/engram/quant"
@@ -159,5 +161,47 @@ func TestCheckedSearchCoversItsReads(t *testing.T) {
 		if kept > len(good)/2 {
 			t.Fatalf("query %d checked %d of %d bytes: not a partial read", qi, kept, len(good))
 		}
+	}
+}
+
+// BenchmarkCheckedSearch prices the read tracing of a View with a
+// ReadVerifier once everything is verified (the steady state after the
+// first queries): the verifier tests one bit per 4 KiB chunk, as the
+// engine's does, against the same search with no verifier.
+func BenchmarkCheckedSearch(b *testing.B) {
+	const n, dim = 20000, 128
+	rows := synthetic(n, dim, 21)
+	ix := build(b, Config{Dim: dim, Metric: quant.Cosine, Seed: 4}, rows)
+	lay := alignedCopy(serialize(b, ix), 0)
+	ok := make([]atomic.Uint64, (len(lay)>>12)/64+1)
+	for i := range ok {
+		ok[i].Store(^uint64(0))
+	}
+	verify := func(off, k uint64) error {
+		for c := off >> 12; c <= (off+k-1)>>12; c++ {
+			if ok[c>>6].Load()&(1<<(c&63)) == 0 {
+				return errors.New("unverified")
+			}
+		}
+		return nil
+	}
+	for _, checked := range []bool{false, true} {
+		b.Run(fmt.Sprintf("checked=%v", checked), func(b *testing.B) {
+			v, err := OpenViewUnverified(lay)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if checked {
+				v.SetReadVerifier(verify)
+			}
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				if _, err := v.Search(rows[i%n], 10, SearchOptions{}); err != nil {
+					b.Fatal(err)
+				}
+				i += 7
+			}
+		})
 	}
 }
