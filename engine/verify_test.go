@@ -2,9 +2,11 @@ package engine
 
 import (
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -190,5 +192,58 @@ func TestVersion3ReadAndUpgraded(t *testing.T) {
 	}
 	if _, err := c.Get(recs[0].ID); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("version 3 Get over a damaged graph: %v", err)
+	}
+}
+
+// TestConcurrentFirstQueries: searches racing on a freshly opened store
+// verify the same chunks at once (the bitmap is shared) and all answer as
+// one search alone does; on the damaged copy every answer is a corruption
+// error or that same intact answer. Run it with -race.
+func TestConcurrentFirstQueries(t *testing.T) {
+	dir, recs := damagedGraphStore(t)
+	intact := filepath.Join(t.TempDir(), "intact")
+	db := openT(t, intact, testOpts())
+	c, err := db.CreateCollection(CollectionConfig{Name: "a", Dim: 64, Metric: quant.Cosine})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Upsert(ctx, recs); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	want := make([][]Hit, 16)
+	db = openT(t, intact, testOpts())
+	c, _ = db.Collection("a")
+	for i := range want {
+		if want[i], err = c.Search(ctx, SearchRequest{Vector: recs[i*7].Vector, K: 5}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	for _, d := range []string{intact, dir} {
+		db := openT(t, d, testOpts())
+		c, _ := db.Collection("a")
+		errs := make(chan error, len(want))
+		for i := range want {
+			go func() {
+				got, err := c.Search(ctx, SearchRequest{Vector: recs[i*7].Vector, K: 5})
+				switch {
+				case err != nil && (d == intact || !errors.Is(err, ErrCorrupt)):
+					errs <- err
+				case err == nil && !reflect.DeepEqual(got, want[i]):
+					errs <- fmt.Errorf("query %d answered %v, want %v", i, got, want[i])
+				default:
+					errs <- nil
+				}
+			}()
+		}
+		for range want {
+			if err := <-errs; err != nil {
+				t.Errorf("%s: %v", filepath.Base(d), err)
+			}
+		}
+		db.Close()
 	}
 }
