@@ -136,11 +136,16 @@ func (a *app) getCommand() *cobra.Command {
 		Short: "Print memories by ID (all must exist)",
 		Args:  minArgs(1, "get takes one or more memory IDs"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := a.openStore()
+			s, c, err := a.openOrRemote(cmd.Context())
 			if err != nil {
 				return err
 			}
-			ms, err := s.Get(cmd.Context(), args...)
+			var ms []memory.Memory
+			if c != nil {
+				ms, err = c.get(cmd.Context(), args, vector)
+			} else {
+				ms, err = s.Get(cmd.Context(), args...)
+			}
 			if err != nil {
 				return err
 			}
@@ -234,11 +239,17 @@ func (a *app) listCommand() *cobra.Command {
 			if !allSessions {
 				f = memory.AllOf(memory.Eq(memory.FieldSession, session), f)
 			}
-			s, err := a.openStore()
+			s, c, err := a.openOrRemote(cmd.Context())
 			if err != nil {
 				return err
 			}
-			page, err := s.List(cmd.Context(), memory.ListOptions{Filter: f, Limit: limit, Cursor: cursor})
+			lo := memory.ListOptions{Filter: f, Limit: limit, Cursor: cursor}
+			var page memory.ListPage
+			if c != nil {
+				page, err = c.list(cmd.Context(), lo)
+			} else {
+				page, err = s.List(cmd.Context(), lo)
+			}
 			if err != nil {
 				return err
 			}

@@ -65,14 +65,19 @@ func (a *app) rememberCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			s, err := a.openStore()
+			s, c, err := a.openOrRemote(cmd.Context())
 			if err != nil {
 				return err
 			}
 			opts := memory.RememberOptions{Source: source, Tags: tags, Importance: importance, Metadata: md}
 			var all []rememberOutput
 			for _, t := range texts {
-				res, err := s.Remember(cmd.Context(), session, t.text, opts)
+				var res memory.RememberResult
+				if c != nil {
+					res, err = c.remember(cmd.Context(), session, t.text, opts)
+				} else {
+					res, err = s.Remember(cmd.Context(), session, t.text, opts)
+				}
 				if err != nil {
 					return fmt.Errorf("remembering %s: %w", t.origin, err)
 				}
@@ -193,17 +198,25 @@ func (a *app) recallCommand() *cobra.Command {
 			if ro.Filter, err = ff.filter(cmd, time.Now()); err != nil {
 				return err
 			}
-			s, err := a.openStore()
+			s, c, err := a.openOrRemote(cmd.Context())
 			if err != nil {
 				return err
 			}
-			results, err := s.Recall(cmd.Context(), query, ro)
+			var results []memory.Result
+			sessionEmpty := false
+			if c != nil {
+				results, sessionEmpty, err = c.recall(cmd.Context(), server.RecallRequest{
+					Query: query, Session: ro.Session, AllSessions: ro.AllSessions, K: ro.K, Mode: mode, Fusion: fusion,
+					MinScore: ro.MinScore, NoTouch: ro.NoTouch, Turns: ro.Turns, Filter: ro.Filter,
+				})
+			} else {
+				results, err = s.Recall(cmd.Context(), query, ro)
+			}
 			if err != nil {
 				return err
 			}
 			// An empty answer from a session without memories says so (nothing about others).
-			sessionEmpty := false
-			if len(results) == 0 && !ro.AllSessions {
+			if c == nil && len(results) == 0 && !ro.AllSessions {
 				n, err := s.Count(cmd.Context(), memory.Eq(memory.FieldSession, ro.Session))
 				if err != nil {
 					return err
