@@ -77,6 +77,12 @@ type Options struct {
 	// IntraOpThreads and InterOpThreads size ORT's thread pools; 0 lets ORT
 	// choose (one intra-op thread per physical core).
 	IntraOpThreads, InterOpThreads int
+	// Spin lets ORT's intra-op threads spin while they wait for work (ORT's
+	// own default). Off by default: on a machine whose cores other programs
+	// use too, spinning threads take turns from the ones doing the work
+	// (BGE-M3-sized model, 2 cores at load 11: query 0.61x the wall time and
+	// 0.68x the CPU time without spinning; bench/results/onnx.md).
+	Spin bool
 
 	// Device selects the execution provider; default DeviceCPU.
 	Device Device
@@ -352,6 +358,11 @@ func (e *Embedder) trySession(opts Options, dev Device) (*ort.DynamicAdvancedSes
 	if opts.InterOpThreads > 0 {
 		if err := so.SetInterOpNumThreads(opts.InterOpThreads); err != nil {
 			return nil, fmt.Errorf("onnx: inter-op threads: %w", err)
+		}
+	}
+	if !opts.Spin {
+		if err := so.AddSessionConfigEntry("session.intra_op.allow_spinning", "0"); err != nil {
+			return nil, fmt.Errorf("onnx: thread spinning: %w", err)
 		}
 	}
 	if opts.tune != nil {
