@@ -397,6 +397,7 @@ func TestCorruptionMatrix(t *testing.T) {
 		{"keyword", int(l.table[secKeyword].off + l.table[secKeyword].len/2), nil},
 		{"namespace", int(l.table[secNamespace].off) + 5, nil},
 		{"sums", int(l.table[secSums].off) + 8 + 4*77, nil},
+		{"chunks", int(l.table[secChunks].off) + 20 + 4*3, nil},
 	}
 	for _, tg := range targets {
 		for _, k := range []damageKind{flip, zero} {
