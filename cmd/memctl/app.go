@@ -74,7 +74,7 @@ func (a *app) rootCommand() *cobra.Command {
 	pf.IntVar(&a.shortTermTokens, "short-term-tokens", 0, fmt.Sprintf("token budget of a session's conversation buffer (default %d)", memory.DefaultShortTermTokens))
 	pf.StringVar(&a.forgetRetention, "forget-retention", "30d", "how long forgotten memories stay restorable (memctl restore) before they are deleted for good; 0 makes forgetting final")
 	pf.StringVar(&a.summarizer, "summarizer", "extractive", "how old turns are compressed: extractive (built in) or ollama:MODEL")
-	pf.StringVar(&a.server, "server", "", "run admin commands through this memctl serve (http://HOST:PORT); by default they do when the server holds --dir")
+	pf.StringVar(&a.server, "server", "", "run commands through this memctl serve (http://HOST:PORT); by default they do when the server holds --dir")
 	pf.StringVar(&a.serverKey, "server-token", "", "token or API key sent to the server (default $ENGRAM_TOKEN)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err.Error()} })
 

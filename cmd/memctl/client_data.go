@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 
 	"github.com/engramdb/engram/memory"
 	"github.com/engramdb/engram/server"
@@ -96,4 +97,72 @@ func (c *client) list(ctx context.Context, o memory.ListOptions) (memory.ListPag
 		p.Memories[i] = resp.Memories[i].Memory()
 	}
 	return p, nil
+}
+
+// update applies o to memory id.
+func (c *client) update(ctx context.Context, id string, o memory.UpdateOptions) (memory.Memory, error) {
+	req := server.UpdateRequest{Text: o.Text, Source: o.Source, Tags: o.Tags, Importance: o.Importance, Metadata: o.Metadata}
+	var j memory.MemoryJSON
+	if err := c.do(ctx, http.MethodPatch, "/v1/memories/"+url.PathEscape(id), req, &j); err != nil {
+		return memory.Memory{}, err
+	}
+	return j.Memory(), nil
+}
+
+// history returns the earlier versions of memory id, in JSON form.
+func (c *client) history(ctx context.Context, id string) ([]memory.VersionJSON, error) {
+	var resp server.HistoryResponse
+	if err := c.do(ctx, http.MethodGet, "/v1/memories/"+url.PathEscape(id)+"/history", nil, &resp); err != nil {
+		return nil, err
+	}
+	return resp.Versions, nil
+}
+
+// revert brings version n of memory id back.
+func (c *client) revert(ctx context.Context, id string, n int) (memory.Memory, error) {
+	var j memory.MemoryJSON
+	if err := c.do(ctx, http.MethodPost, "/v1/memories/"+url.PathEscape(id)+"/revert", map[string]int{"version": n}, &j); err != nil {
+		return memory.Memory{}, err
+	}
+	return j.Memory(), nil
+}
+
+func (c *client) tasks(ctx context.Context) ([]memory.Task, error) {
+	var resp struct {
+		Tasks []memory.Task `json:"tasks"`
+	}
+	err := c.do(ctx, http.MethodGet, "/v1/tasks", nil, &resp)
+	return resp.Tasks, err
+}
+
+// task sends body (nil: a GET) to the task route path and returns the task it answers.
+func (c *client) task(ctx context.Context, method, path string, body any) (memory.Task, error) {
+	var t memory.Task
+	err := c.do(ctx, method, path, body, &t)
+	return t, err
+}
+
+func taskPath(id string) string { return "/v1/tasks/" + url.PathEscape(id) }
+
+// contextPath is the route of a session's conversation. The default session
+// ("") has none: a path segment cannot be empty.
+func contextPath(session string) (string, error) {
+	if session == "" {
+		return "", errors.New("the default session's conversation is not reachable through the server's API (it has no path); stop the server or name a session")
+	}
+	return "/v1/sessions/" + url.PathEscape(session) + "/context", nil
+}
+
+// conversation sends body (nil: a GET) to a session's context route.
+func (c *client) conversation(ctx context.Context, method, session, suffix string, body any) (memory.Conversation, error) {
+	var conv memory.Conversation
+	path, err := contextPath(session)
+	if err != nil {
+		return conv, err
+	}
+	if suffix != "" {
+		path = strings.TrimSuffix(path, "/context") + suffix
+	}
+	err = c.do(ctx, method, path, body, &conv)
+	return conv, err
 }

@@ -137,3 +137,60 @@ func TestRememberThroughServer(t *testing.T) {
 		t.Fatalf("the served store lacks what was remembered through it:\n%s", out)
 	}
 }
+
+func TestUpdateHistoryRevertThroughServer(t *testing.T) {
+	local, served := servedPair(t)
+	stamps := regexp.MustCompile(`\d{4}-\d\d-\d\d[T ]\d\d:\d\d(:\d\d(\.\d+)?Z?)?`)
+	norm := func(s string) string { return stamps.ReplaceAllString(s, "TIME") }
+	sameThroughServer(t, local, served, norm,
+		[]string{"update", "m1", "--text", "Alice now prefers oolong tea."},
+		[]string{"update", "m1", "--json", "--tag", "drinks", "--importance", "0.8", "--metadata", `{"confidence": 0.7}`},
+		[]string{"update", "m2", "--source", "doc:\u001b[31mred"},
+		[]string{"update", "nosuch", "--text", "x"}, []string{"update", "m1", "--importance", "9"}, []string{"update", "m1"},
+		[]string{"get", "m1"}, []string{"history", "m1"}, []string{"history", "--json", "m1"},
+		[]string{"history", "m3"}, []string{"history", "--json", "m3"}, []string{"history", "nosuch"},
+		[]string{"history", "revert", "m1", "1"}, []string{"history", "revert", "--json", "m1", "2"},
+		[]string{"history", "revert", "m1", "99"}, []string{"history", "revert", "nosuch", "1"}, []string{"history", "revert", "m1", "x"},
+		[]string{"get", "--json", "m1"}, []string{"history", "m1"},
+	)
+}
+
+func TestTasksThroughServer(t *testing.T) {
+	local, served := servedPair(t)
+	stamps := regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z`)
+	norm := func(s string) string { return stamps.ReplaceAllString(s, "TIME") }
+	sameThroughServer(t, local, served, norm,
+		[]string{"tasks"}, []string{"tasks", "list", "--json"},
+		[]string{"tasks", "start", "trip", "--goal", "plan the trip to \u001b[2JPorto"},
+		[]string{"tasks", "start", "--json", "pack", "--goal", "pack the bags"},
+		[]string{"tasks", "start", "trip", "--goal", "again"},
+		[]string{"tasks", "step", "trip", "flights", "--result", `{"airline": "TAP", "price": 212}`, "--next", "hotel"},
+		[]string{"tasks", "step", "--json", "trip", "hotel", "--status", "running"},
+		[]string{"tasks", "step", "trip", "bad", "--status", "nonsense"},
+		[]string{"tasks", "step", "trip", "x", "--result", "not json"},
+		[]string{"tasks", "step", "nosuch", "flights"},
+		[]string{"tasks", "show", "trip"}, []string{"tasks", "show", "--json", "trip"}, []string{"tasks", "show", "nosuch"},
+		[]string{"tasks", "finish", "pack", "--status", "failed"}, []string{"tasks", "finish", "--json", "trip"},
+		[]string{"tasks", "finish", "nosuch"},
+		[]string{"tasks", "list"}, []string{"tasks", "--json"},
+		[]string{"tasks", "delete", "pack"}, []string{"tasks", "delete", "--json", "trip"}, []string{"tasks", "delete", "nosuch"},
+		[]string{"tasks"},
+	)
+}
+
+func TestContextThroughServer(t *testing.T) {
+	local, served := servedPair(t)
+	stamps := regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z`)
+	norm := func(s string) string { return stamps.ReplaceAllString(s, "TIME") }
+	sameThroughServer(t, local, served, norm,
+		[]string{"context", "--session", "alice"}, []string{"context", "show", "--json", "--session", "alice"},
+		[]string{"context", "add", "--session", "alice", "I'm", "flying", "to", "Osaka"},
+		[]string{"context", "add", "--session", "alice", "--role", "assistant", "--json", "Have a good \u001b]0;x\u0007 trip"},
+		[]string{"context", "add", "--session", "alice", ""},
+		[]string{"context", "show", "--session", "alice"}, []string{"context", "--json", "--session", "alice"},
+		[]string{"context", "show", "--session", "a/b"},
+		[]string{"context", "show"},
+		[]string{"context", "clear", "--session", "alice"}, []string{"context", "clear", "--json", "--session", "bob"},
+		[]string{"context", "show", "--session", "alice"},
+	)
+}

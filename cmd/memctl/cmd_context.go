@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"net/http"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -52,11 +53,16 @@ func (a *app) contextCommand() *cobra.Command {
 		if err := needSession(cmd); err != nil {
 			return err
 		}
-		s, err := a.openStore()
+		s, cl, err := a.openOrRemote(cmd.Context())
 		if err != nil {
 			return err
 		}
-		c, err := s.Context(cmd.Context(), session)
+		var c memory.Conversation
+		if cl != nil {
+			c, err = cl.conversation(cmd.Context(), http.MethodGet, session, "", nil)
+		} else {
+			c, err = s.Context(cmd.Context(), session)
+		}
 		if err != nil {
 			return err
 		}
@@ -91,11 +97,17 @@ func (a *app) contextCommand() *cobra.Command {
 				}
 				text = string(b)
 			}
-			s, err := a.openStore()
+			s, cl, err := a.openOrRemote(cmd.Context())
 			if err != nil {
 				return err
 			}
-			c, err := s.AddTurn(cmd.Context(), session, memory.Turn{Role: role, Text: text})
+			turn := memory.Turn{Role: role, Text: text}
+			var c memory.Conversation
+			if cl != nil {
+				c, err = cl.conversation(cmd.Context(), http.MethodPost, session, "/turns", turn)
+			} else {
+				c, err = s.AddTurn(cmd.Context(), session, turn)
+			}
 			if err != nil {
 				return err
 			}
@@ -107,11 +119,19 @@ func (a *app) contextCommand() *cobra.Command {
 			if err := needSession(cmd); err != nil {
 				return err
 			}
-			s, err := a.openStore()
+			s, cl, err := a.openOrRemote(cmd.Context())
 			if err != nil {
 				return err
 			}
-			if err := s.ClearConversation(cmd.Context(), session); err != nil {
+			if cl != nil {
+				var path string
+				if path, err = contextPath(session); err == nil {
+					err = cl.do(cmd.Context(), http.MethodDelete, path, nil, nil)
+				}
+			} else {
+				err = s.ClearConversation(cmd.Context(), session)
+			}
+			if err != nil {
 				return err
 			}
 			if a.jsonOut {

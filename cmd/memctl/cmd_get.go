@@ -332,11 +332,16 @@ func (a *app) updateCommand() *cobra.Command {
 			if o == (memory.UpdateOptions{}) {
 				return usagef("update needs --text, --source, --tag, --importance or --metadata")
 			}
-			s, err := a.openStore()
+			s, c, err := a.openOrRemote(cmd.Context())
 			if err != nil {
 				return err
 			}
-			m, err := s.Update(cmd.Context(), args[0], o)
+			var m memory.Memory
+			if c != nil {
+				m, err = c.update(cmd.Context(), args[0], o)
+			} else {
+				m, err = s.Update(cmd.Context(), args[0], o)
+			}
 			if err != nil {
 				return err
 			}
@@ -362,11 +367,20 @@ func (a *app) historyCommand() *cobra.Command {
 		Short: "Show the earlier versions of a memory (what merges, updates and superseding facts replaced)",
 		Args:  exactArgs(1, "history takes one memory ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := a.openStore()
+			s, c, err := a.openOrRemote(cmd.Context())
 			if err != nil {
 				return err
 			}
-			vs, err := s.History(cmd.Context(), args[0])
+			var vs []memory.VersionJSON
+			if c != nil {
+				vs, err = c.history(cmd.Context(), args[0])
+			} else {
+				var local []memory.Version
+				local, err = s.History(cmd.Context(), args[0])
+				for i := range local {
+					vs = append(vs, memory.VersionToJSON(&local[i]))
+				}
+			}
 			if err != nil {
 				return err
 			}
@@ -374,10 +388,7 @@ func (a *app) historyCommand() *cobra.Command {
 				out := struct {
 					ID       string               `json:"id"`
 					Versions []memory.VersionJSON `json:"versions"`
-				}{ID: args[0], Versions: make([]memory.VersionJSON, 0, len(vs))}
-				for i := range vs {
-					out.Versions = append(out.Versions, memory.VersionToJSON(&vs[i]))
-				}
+				}{ID: args[0], Versions: append([]memory.VersionJSON{}, vs...)}
 				return a.printJSON(out)
 			}
 			if len(vs) == 0 {
@@ -402,11 +413,16 @@ func (a *app) historyCommand() *cobra.Command {
 			if err != nil || n < 1 {
 				return usagef("version %q is not a positive number", args[1])
 			}
-			s, err := a.openStore()
+			s, c, err := a.openOrRemote(cmd.Context())
 			if err != nil {
 				return err
 			}
-			m, err := s.Revert(cmd.Context(), args[0], n)
+			var m memory.Memory
+			if c != nil {
+				m, err = c.revert(cmd.Context(), args[0], n)
+			} else {
+				m, err = s.Revert(cmd.Context(), args[0], n)
+			}
 			if err != nil {
 				return err
 			}

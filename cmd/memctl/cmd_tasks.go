@@ -1,13 +1,16 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
 	"github.com/engramdb/engram/memory"
+	"github.com/engramdb/engram/server"
 )
 
 func (a *app) tasksCommand() *cobra.Command {
@@ -21,7 +24,10 @@ func (a *app) tasksCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error { return a.listTasks(cmd) }}
 	show := &cobra.Command{Use: "show ID", Short: "Show a task with its steps", Args: exactArgs(1, "show takes a task ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withTask(cmd, func(s *memory.Store) (memory.Task, error) { return s.Task(cmd.Context(), args[0]) })
+			return a.withTask(cmd, func(s *memory.Store) (memory.Task, error) { return s.Task(cmd.Context(), args[0]) },
+				func(c *client) (memory.Task, error) {
+					return c.task(cmd.Context(), http.MethodGet, taskPath(args[0]), nil)
+				})
 		}}
 	var goal string
 	start := &cobra.Command{Use: "start [ID]", Short: "Start a task (a random ID when none is given)",
@@ -36,7 +42,10 @@ func (a *app) tasksCommand() *cobra.Command {
 			if len(args) == 1 {
 				id = args[0]
 			}
-			return a.withTask(cmd, func(s *memory.Store) (memory.Task, error) { return s.StartTask(cmd.Context(), id, goal) })
+			return a.withTask(cmd, func(s *memory.Store) (memory.Task, error) { return s.StartTask(cmd.Context(), id, goal) },
+				func(c *client) (memory.Task, error) {
+					return c.task(cmd.Context(), http.MethodPost, "/v1/tasks", server.StartTaskRequest{ID: id, Goal: goal})
+				})
 		}}
 	start.Flags().StringVar(&goal, "goal", "", "what the task is for")
 	var status, result, next string
@@ -45,13 +54,18 @@ func (a *app) tasksCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			st := memory.Step{Name: args[1], Status: memory.StepStatus(status)}
 			if result != "" {
-				if !json.Valid([]byte(result)) {
+				// Compact, as the store keeps it: the step prints as a later show does.
+				var b bytes.Buffer
+				if json.Compact(&b, []byte(result)) != nil {
 					return usagef("--result must be JSON (quote strings: '\"text\"')")
 				}
-				st.Result = json.RawMessage(result)
+				st.Result = json.RawMessage(b.Bytes())
 			}
 			return a.withTask(cmd, func(s *memory.Store) (memory.Task, error) {
 				return s.UpdateStep(cmd.Context(), args[0], st, next)
+			}, func(c *client) (memory.Task, error) {
+				return c.task(cmd.Context(), http.MethodPost, taskPath(args[0])+"/steps",
+					server.StepRequest{Name: st.Name, Status: st.Status, Result: st.Result, Next: next})
 			})
 		}}
 	step.Flags().StringVar(&status, "status", string(memory.StepDone), "pending, running, done, failed or skipped")
@@ -62,16 +76,23 @@ func (a *app) tasksCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.withTask(cmd, func(s *memory.Store) (memory.Task, error) {
 				return s.FinishTask(cmd.Context(), args[0], memory.TaskStatus(finishStatus))
+			}, func(c *client) (memory.Task, error) {
+				return c.task(cmd.Context(), http.MethodPost, taskPath(args[0])+"/finish", map[string]string{"status": finishStatus})
 			})
 		}}
 	finish.Flags().StringVar(&finishStatus, "status", string(memory.TaskDone), "done or failed")
 	del := &cobra.Command{Use: "delete ID", Short: "Delete a task", Args: exactArgs(1, "delete takes a task ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := a.openStore()
+			s, c, err := a.openOrRemote(cmd.Context())
 			if err != nil {
 				return err
 			}
-			if err := s.DeleteTask(cmd.Context(), args[0]); err != nil {
+			if c != nil {
+				err = c.do(cmd.Context(), http.MethodDelete, taskPath(args[0]), nil, nil)
+			} else {
+				err = s.DeleteTask(cmd.Context(), args[0])
+			}
+			if err != nil {
 				return err
 			}
 			if a.jsonOut {
@@ -85,11 +106,16 @@ func (a *app) tasksCommand() *cobra.Command {
 }
 
 func (a *app) listTasks(cmd *cobra.Command) error {
-	s, err := a.openStore()
+	s, c, err := a.openOrRemote(cmd.Context())
 	if err != nil {
 		return err
 	}
-	tasks, err := s.Tasks(cmd.Context())
+	var tasks []memory.Task
+	if c != nil {
+		tasks, err = c.tasks(cmd.Context())
+	} else {
+		tasks, err = s.Tasks(cmd.Context())
+	}
 	if err != nil {
 		return err
 	}
@@ -108,12 +134,19 @@ func (a *app) listTasks(cmd *cobra.Command) error {
 	return tw.Flush()
 }
 
-func (a *app) withTask(cmd *cobra.Command, f func(*memory.Store) (memory.Task, error)) error {
-	s, err := a.openStore()
+// withTask runs local on the store, or remote through the server that holds
+// it, and prints the task either answers.
+func (a *app) withTask(cmd *cobra.Command, local func(*memory.Store) (memory.Task, error), remote func(*client) (memory.Task, error)) error {
+	s, c, err := a.openOrRemote(cmd.Context())
 	if err != nil {
 		return err
 	}
-	t, err := f(s)
+	var t memory.Task
+	if c != nil {
+		t, err = remote(c)
+	} else {
+		t, err = local(s)
+	}
 	if err != nil {
 		return err
 	}

@@ -23,6 +23,17 @@
 // every command opens it with that model when --embedder is not given; a
 // store without a record opens with the built-in lexical embedder.
 //
+// # Through a running server
+//
+// While `memctl serve` holds a store, the commands that read or write it
+// (remember, recall, get, list, update, history, forget, restore, tasks,
+// context, sessions and the admin commands) find the server's address in the
+// store's LOCK file and run through its HTTP API, with the same output and
+// exit codes; --server URL (ENGRAM_SERVER) names a server explicitly, and
+// --server-token (ENGRAM_TOKEN) is the key sent. init, repair, migrate and chat
+// still need the store closed. The default session's conversation (context
+// --session "") has no API path and is refused through a server.
+//
 // # Exit codes
 //
 // 0 success, 1 the operation failed, 2 the command line was wrong, 3 the
