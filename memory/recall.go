@@ -137,7 +137,7 @@ type RecallOptions struct {
 }
 
 // Score explains a result: the raw list scores (0 when the memory was not in that list), the
-// fused relevance, the decay and weight factors, and Final = min(1, Fused × Decay × Weight).
+// keyword score normalized as fusion uses it, the fused relevance, the decay and weight factors, and Final = min(1, Fused × Decay × Weight).
 //
 // Fused, Decay and Final are in [0, 1] in every mode and fusion (see Mode, Fusion and Decay), so
 // RecallOptions.MinScore is a fraction of a perfect, fresh match; Weight is 1 for a memory of
@@ -146,8 +146,11 @@ type RecallOptions struct {
 type Score struct {
 	Vector  float64 `json:"vector"`
 	Keyword float64 `json:"keyword"`
-	Fused   float64 `json:"fused"`
-	Decay   float64 `json:"decay"`
+	// KeywordNorm is Keyword on Fused's [0, 1] scale, as fusion uses it: the BM25 score over
+	// the best BM25 score among the query's candidates (raw BM25 is unbounded).
+	KeywordNorm float64 `json:"keyword_norm"`
+	Fused       float64 `json:"fused"`
+	Decay       float64 `json:"decay"`
 	// Weight is the product of the source weight and the importance factor.
 	Weight float64 `json:"weight"`
 	Final  float64 `json:"final"`
@@ -372,7 +375,7 @@ func (s *Store) recall(ctx context.Context, query string, vec []float32, opts Re
 	}
 	all := make([]ranked, 0, len(byID))
 	for _, c := range byID {
-		sc := Score{Vector: c.vec, Keyword: c.kw, Fused: p.fuse(c, maxKW)}
+		sc := Score{Vector: c.vec, Keyword: c.kw, KeywordNorm: normKW(c.kw, maxKW), Fused: p.fuse(c, maxKW)}
 		sc.Decay = p.decay(&c.hit.Memory)
 		sc.Weight = p.weight(&c.hit.Memory)
 		product := sc.Fused * sc.Decay * sc.Weight
@@ -485,13 +488,18 @@ func fillTexts(ctx context.Context, coll Collection, results []Result) ([]Result
 	return out, nil
 }
 
+// normKW is a BM25 score over the best among the query's candidates (0 when there is none).
+func normKW(kw, maxKW float64) float64 {
+	if maxKW <= 0 {
+		return 0
+	}
+	return kw / maxKW
+}
+
 // fuse returns the relevance of c in [0, 1] (see Fusion and Mode).
 func (p *recallPlan) fuse(c *candidate, maxKW float64) float64 {
 	cos := max(0, min(1, c.vec))
-	kw := 0.0
-	if maxKW > 0 {
-		kw = c.kw / maxKW
-	}
+	kw := normKW(c.kw, maxKW)
 	switch p.Mode {
 	case ModeVector:
 		return cos

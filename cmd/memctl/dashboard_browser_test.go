@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -222,6 +223,19 @@ func TestDashboardInBrowser(t *testing.T) {
 		if !strings.Contains(parts, p) {
 			t.Fatalf("score explanation %q lacks %s", parts, p)
 		}
+	}
+	// Each part but the weight factor is on the final score's 0-1 scale: the
+	// keyword part too (its raw BM25 score, above 1 here, only in the tooltip).
+	for _, p := range []string{"vector", "keyword", "fused", "decay", "final"} {
+		got := text(`#score-bars [data-part="` + p + `"]`)
+		if v, err := strconv.ParseFloat(got, 64); err != nil || v < 0 || v > 1 {
+			t.Errorf("score part %s shows %q, not on the 0-1 scale", p, got)
+		}
+	}
+	tip, err := chromedp.Run(ctx, chromedp.AttributeValue(c(`#score-bars [data-part="keyword"]`), "title"))
+	raw, _, _ := strings.Cut(strings.TrimPrefix(tip.Value, "BM25 "), " ")
+	if v, perr := strconv.ParseFloat(raw, 64); err != nil || perr != nil || v <= 1 {
+		t.Errorf("keyword part's tooltip %q %v: want the raw BM25 score, above 1 for this query", tip.Value, err)
 	}
 	screenshot(t, ctx, shots, "memory.png")
 

@@ -317,8 +317,14 @@ func testFusionAndWeights(t *testing.T, newBackend func(*testing.T) memory.Backe
 	rs, _ = s.Recall(ctx, "borrow checker", memory.RecallOptions{Session: "f", K: 3, NoTouch: true, Fusion: memory.FusionWeighted,
 		VectorWeight: 0.3, KeywordWeight: 0.7, Decay: memory.Decay{Off: true}, ImportanceWeight: -1})
 	top := rs[0]
-	if top.Score.Keyword == 0 || math.Abs(top.Score.Fused-(0.3*top.Score.Vector+0.7*1)) > 1e-9 {
+	if top.Score.Keyword == 0 || top.Score.KeywordNorm != 1 || math.Abs(top.Score.Fused-(0.3*top.Score.Vector+0.7*1)) > 1e-9 {
 		t.Fatalf("weighted fusion of the best keyword hit: %+v", top.Score)
+	}
+	// keyword_norm is BM25 over the best: in [0, 1] for every result, whatever raw BM25 is.
+	for _, r := range rs {
+		if want := r.Score.Keyword / top.Score.Keyword; r.Score.KeywordNorm < 0 || r.Score.KeywordNorm > 1 || math.Abs(r.Score.KeywordNorm-want) > 1e-12 {
+			t.Fatalf("keyword_norm of %q: %+v, want %v", r.Text, r.Score, want)
+		}
 	}
 	// The store's default weights apply when a recall sets none.
 	s2, _ := NewStore(t, newBackend(t), memory.Options{DedupThreshold: -1, VectorWeight: 0.2, KeywordWeight: 0.8})

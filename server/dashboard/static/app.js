@@ -395,14 +395,21 @@ function showResults(results, note) {
     el('td', { class: 'score', text: m.score ? fmtNum(part(m.score, 'final'), 4) : '' }))));
 }
 
+// scoreBars shows the score parts on the scale of the final score: the
+// keyword part is keyword_norm (BM25 over the query's best, as fusion uses
+// it); the raw BM25 score is in its tooltip. Servers without keyword_norm
+// show the raw score.
 function scoreBars(sc) {
-  const rows = ['vector', 'keyword', 'fused', 'decay', 'weight', 'final'].map((n) => [n, part(sc, n)]);
+  const norm = part(sc, 'keyword_norm') !== undefined ? part(sc, 'keyword_norm') : part(sc, 'keywordNorm');
+  const rows = ['vector', 'keyword', 'fused', 'decay', 'weight', 'final'].map((n) => [n, n === 'keyword' && norm !== undefined ? norm : part(sc, n)]);
   const box = el('div', { class: 'bars', id: 'score-bars' });
   for (const [name, v] of rows) {
     const w = Math.max(0, Math.min(1, v || 0)) * 100;
     const span = el('span');
     span.style.width = w.toFixed(1) + '%';
-    box.append(el('span', { text: name }), el('div', { class: 'bar' }, span), el('span', { class: 'score', dataset: { part: name }, text: fmtNum(v, 4) }));
+    const num = el('span', { class: 'score', dataset: { part: name }, text: fmtNum(v, 4) });
+    if (name === 'keyword' && norm !== undefined) num.title = 'BM25 ' + fmtNum(part(sc, 'keyword'), 4) + ' over the best among the candidates';
+    box.append(el('span', { text: name }), el('div', { class: 'bar' }, span), num);
   }
   return box;
 }
