@@ -22,8 +22,11 @@ func (h *Handler) openapi(w http.ResponseWriter, r *http.Request) error {
 
 // RememberRequest is the body of POST /v1/remember.
 type RememberRequest struct {
-	Session    string    `json:"session"`
-	Text       string    `json:"text"`
+	Session string `json:"session"`
+	Text    string `json:"text"`
+	// Context: text around the memory that keyword search matches it by at a third of the
+	// weight (a conversation turn's neighbouring turns), as memory.RememberOptions.Context.
+	Context    string    `json:"context,omitempty"`
 	Source     string    `json:"source,omitempty"`
 	Tags       []string  `json:"tags,omitempty"`
 	Importance float64   `json:"importance,omitempty"`
@@ -52,7 +55,7 @@ func (h *Handler) remember(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	res, err := h.store.Remember(r.Context(), req.Session, req.Text, memory.RememberOptions{
-		Source: req.Source, Tags: req.Tags, Importance: req.Importance, Time: req.Time, Metadata: req.Metadata,
+		Context: req.Context, Source: req.Source, Tags: req.Tags, Importance: req.Importance, Time: req.Time, Metadata: req.Metadata,
 	})
 	if err != nil {
 		return err

@@ -11,9 +11,18 @@ import (
 	"github.com/engramdb/engram/ollama"
 )
 
+// chatStore is what chat needs of the store: *memory.Store, or a server's
+// API (remoteChat) when a running server holds it.
+type chatStore interface {
+	Context(ctx context.Context, session string) (memory.Conversation, error)
+	Recall(ctx context.Context, query string, o memory.RecallOptions) ([]memory.Result, error)
+	AddTurn(ctx context.Context, session string, t memory.Turn) (memory.Conversation, error)
+	Remember(ctx context.Context, session, text string, o memory.RememberOptions) (memory.RememberResult, error)
+}
+
 // chat is one memory-augmented conversation with an Ollama model.
 type chat struct {
-	store     *memory.Store
+	store     chatStore
 	client    *ollama.Client
 	extractor *ollama.Extractor
 	model     string

@@ -88,3 +88,32 @@ func TestChatWithoutOllama(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
 }
+
+// chat on a served store runs through the server's API: the same prompts
+// reach the model and the turns are remembered, with their context, in the
+// served store.
+func TestChatThroughServer(t *testing.T) {
+	isolate(t)
+	fake := &fakeOllama{}
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	dir := filepath.Join(t.TempDir(), "store")
+	mustRun(t, dir, "", "remember", "--session", "alice", "Alice is allergic to peanuts.")
+	startServe(t, dir)
+
+	out, errOut, code := memctl(t, dir, "I am planning a dinner party in Lisbon.\nWhat should I avoid cooking, given my peanut allergy?\n",
+		"chat", "--session", "alice", "--ollama-url", srv.URL)
+	if code != exitOK || out != "Answer 1.\nAnswer 2.\n" {
+		t.Fatalf("chat through the server: exit %d, %q, %s", code, out, errOut)
+	}
+	second := fake.requests[1]
+	if !strings.Contains(second[0]["content"], "allergic to peanuts") || len(second) != 4 || second[2]["content"] != "Answer 1." {
+		t.Fatalf("second prompt: %v", second)
+	}
+	if out := mustRun(t, dir, "", "context", "--session", "alice"); !strings.Contains(out, "user: What should I avoid cooking") || !strings.Contains(out, "assistant: Answer 2.") {
+		t.Fatalf("the served store's conversation:\n%s", out)
+	}
+	if out := mustRun(t, dir, "", "list", "--session", "alice", "--json"); !strings.Contains(out, `"context": "`) || !strings.Contains(out, "dinner party in Lisbon") {
+		t.Fatalf("the chat turns were not remembered with their context:\n%s", out)
+	}
+}

@@ -181,11 +181,16 @@ func (a *app) serverToken() string {
 // address is in the LOCK file) it returns a client for that server instead
 // of the "locked" error.
 func (a *app) openOrRemote(ctx context.Context) (*memory.Store, *client, error) {
+	return a.openOrRemoteWith(ctx, memory.Options{})
+}
+
+// openOrRemoteWith is openOrRemote opening the store with opts (openStoreWith).
+func (a *app) openOrRemoteWith(ctx context.Context, opts memory.Options) (*memory.Store, *client, error) {
 	if a.server != "" {
 		c, err := newClient(a.server, a.serverToken())
 		return nil, c, err
 	}
-	s, err := a.openStore()
+	s, err := a.openStoreWith(opts)
 	if err == nil || !errors.Is(err, engine.ErrLocked) || isRemote(a.dir) {
 		return s, nil, err
 	}

@@ -26,7 +26,7 @@ func isNotFound(err error) bool {
 // remember sends one text; the answer is the store's RememberResult.
 func (c *client) remember(ctx context.Context, session, text string, o memory.RememberOptions) (memory.RememberResult, error) {
 	var resp server.RememberResponse
-	req := server.RememberRequest{Session: session, Text: text, Source: o.Source, Tags: o.Tags, Importance: o.Importance, Metadata: o.Metadata}
+	req := server.RememberRequest{Session: session, Text: text, Context: o.Context, Source: o.Source, Tags: o.Tags, Importance: o.Importance, Metadata: o.Metadata}
 	if err := c.do(ctx, http.MethodPost, "/v1/remember", req, &resp); err != nil {
 		return memory.RememberResult{}, err
 	}
@@ -165,4 +165,29 @@ func (c *client) conversation(ctx context.Context, method, session, suffix strin
 	}
 	err = c.do(ctx, method, path, body, &conv)
 	return conv, err
+}
+
+// remoteChat is chat's store through a server: the server's summarizer
+// compresses the conversation.
+type remoteChat struct{ c *client }
+
+func (r remoteChat) Context(ctx context.Context, session string) (memory.Conversation, error) {
+	return r.c.conversation(ctx, http.MethodGet, session, "", nil)
+}
+
+func (r remoteChat) AddTurn(ctx context.Context, session string, t memory.Turn) (memory.Conversation, error) {
+	return r.c.conversation(ctx, http.MethodPost, session, "/turns", t)
+}
+
+func (r remoteChat) Remember(ctx context.Context, session, text string, o memory.RememberOptions) (memory.RememberResult, error) {
+	return r.c.remember(ctx, session, text, o)
+}
+
+func (r remoteChat) Recall(ctx context.Context, query string, o memory.RecallOptions) ([]memory.Result, error) {
+	if o.Mode != memory.ModeHybrid || o.Fusion != memory.FusionWeighted {
+		return nil, errors.New("chat through a server recalls with the default mode and fusion only")
+	}
+	rs, _, err := r.c.recall(ctx, server.RecallRequest{Query: query, Session: o.Session, AllSessions: o.AllSessions, K: o.K,
+		MinScore: o.MinScore, NoTouch: o.NoTouch, Turns: o.Turns, Filter: o.Filter})
+	return rs, err
 }

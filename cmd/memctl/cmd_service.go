@@ -141,11 +141,16 @@ func (a *app) chatCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			s, err := a.openStoreWith(memory.Options{Summarizer: &ollama.Summarizer{Client: client, Model: model}})
+			// Through a server, the server's summarizer compresses the conversation.
+			s, remote, err := a.openOrRemoteWith(cmd.Context(), memory.Options{Summarizer: &ollama.Summarizer{Client: client, Model: model}})
 			if err != nil {
 				return err
 			}
-			c := &chat{store: s, client: client, model: model, session: session, k: k, out: a.stdout}
+			var store chatStore = s
+			if remote != nil {
+				store = remoteChat{remote}
+			}
+			c := &chat{store: store, client: client, model: model, session: session, k: k, out: a.stdout}
 			if extract {
 				c.extractor = &ollama.Extractor{Client: client, Model: model}
 			}

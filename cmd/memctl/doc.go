@@ -27,11 +27,12 @@
 //
 // While `memctl serve` holds a store, the commands that read or write it
 // (remember, recall, get, list, update, history, forget, restore, tasks,
-// context, sessions and the admin commands) find the server's address in the
+// context, chat, sessions and the admin commands) find the server's address in the
 // store's LOCK file and run through its HTTP API, with the same output and
 // exit codes; --server URL (ENGRAM_SERVER) names a server explicitly, and
-// --server-token (ENGRAM_TOKEN) is the key sent. init, repair, migrate and chat
-// still need the store closed. The default session's conversation (context
+// --server-token (ENGRAM_TOKEN) is the key sent; chat's conversation is then
+// compressed by the server's summarizer. init, repair and migrate still need
+// the store closed. The default session's conversation (context or chat with
 // --session "") has no API path and is refused through a server.
 //
 // # Exit codes
