@@ -236,12 +236,10 @@ func (s *Store) Unforget(ctx context.Context, ids ...string) (int, error) {
 	if len(ids) == 0 {
 		return 0, errorf(ErrInvalidInput, "no memory IDs")
 	}
-	for _, id := range ids {
-		if id == "" {
-			return 0, errorf(ErrInvalidInput, "empty memory ID")
-		}
+	ids, err := distinctIDs(ids)
+	if err != nil {
+		return 0, err
 	}
-	ids = slices.Compact(slices.Sorted(slices.Values(ids)))
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	coll, emb, err := s.current()
@@ -309,12 +307,10 @@ func (s *Store) Unforget(ctx context.Context, ids ...string) (int, error) {
 // Purge deletes the memories with the given IDs for good, wherever they are (live, forgotten in
 // the trash, archived by cleanup), and their history, and returns how many IDs it found.
 func (s *Store) Purge(ctx context.Context, ids ...string) (int, error) {
-	for _, id := range ids {
-		if id == "" {
-			return 0, errorf(ErrInvalidInput, "empty memory ID")
-		}
+	ids, err := distinctIDs(ids)
+	if err != nil {
+		return 0, err
 	}
-	ids = slices.Compact(slices.Sorted(slices.Values(ids)))
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	c, _, err := s.current()
@@ -467,3 +463,13 @@ func (s *Store) sideCollsAll(ctx context.Context) ([]Collection, error) {
 
 // ForgetRetention is how long forgotten memories stay restorable (0: forgetting is final).
 func (s *Store) ForgetRetention() time.Duration { return max(s.opts.ForgetRetention, 0) }
+
+// distinctIDs is ids sorted without repeats, or ErrInvalidInput when one is empty.
+func distinctIDs(ids []string) ([]string, error) {
+	for _, id := range ids {
+		if id == "" {
+			return nil, errorf(ErrInvalidInput, "empty memory ID")
+		}
+	}
+	return slices.Compact(slices.Sorted(slices.Values(ids))), nil
+}

@@ -399,14 +399,22 @@ func (f *memFile) guard(op Op) error {
 	return f.fs.check(op, f.name)
 }
 
+// writable refuses a write to a file closed or not opened for writing.
+func (f *memFile) writable() error {
+	if f.flag&(os.O_WRONLY|os.O_RDWR) == 0 {
+		return &os.PathError{Op: "write", Path: f.name, Err: errors.New("file not open for writing")}
+	}
+	if f.closed {
+		return &os.PathError{Op: "write", Path: f.name, Err: errClosed}
+	}
+	return nil
+}
+
 func (f *memFile) Write(p []byte) (int, error) {
 	f.fs.mu.Lock()
 	defer f.fs.mu.Unlock()
-	if f.flag&(os.O_WRONLY|os.O_RDWR) == 0 {
-		return 0, &os.PathError{Op: "write", Path: f.name, Err: errors.New("file not open for writing")}
-	}
-	if f.closed {
-		return 0, &os.PathError{Op: "write", Path: f.name, Err: errClosed}
+	if err := f.writable(); err != nil {
+		return 0, err
 	}
 	n, err := len(p), f.fs.check(OpWrite, f.name)
 	if err != nil {
@@ -430,11 +438,8 @@ func (f *memFile) Write(p []byte) (int, error) {
 func (f *memFile) WriteAt(p []byte, off int64) (int, error) {
 	f.fs.mu.Lock()
 	defer f.fs.mu.Unlock()
-	if f.flag&(os.O_WRONLY|os.O_RDWR) == 0 {
-		return 0, &os.PathError{Op: "write", Path: f.name, Err: errors.New("file not open for writing")}
-	}
-	if f.closed {
-		return 0, &os.PathError{Op: "write", Path: f.name, Err: errClosed}
+	if err := f.writable(); err != nil {
+		return 0, err
 	}
 	if f.flag&os.O_APPEND != 0 {
 		return 0, &os.PathError{Op: "write", Path: f.name, Err: errors.New("WriteAt on a file opened with O_APPEND")}

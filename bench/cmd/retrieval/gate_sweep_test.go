@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"sort"
 	"testing"
 
 	"github.com/engramdb/engram/bench/beir"
@@ -23,21 +22,10 @@ func fuseScore(f func(kw, cos float64, kRank int) float64) fuseFn {
 		for id := range nv {
 			sc[id] = 0
 		}
-		ids := []scored{}
 		for id := range sc {
-			ids = append(ids, scored{id, f(nk[id], nv[id], rk[id])})
+			sc[id] = f(nk[id], nv[id], rk[id])
 		}
-		sort.Slice(ids, func(a, b int) bool {
-			if ids[a].Score != ids[b].Score {
-				return ids[a].Score > ids[b].Score
-			}
-			return ids[a].ID < ids[b].ID
-		})
-		out := []string{}
-		for _, s := range ids[:min(10, len(ids))] {
-			out = append(out, s.ID)
-		}
-		return out
+		return top10(sc)
 	}
 }
 

@@ -31,6 +31,25 @@ import (
 //
 // then TestFusionGate, TestFusionAnalyze read the cache.
 
+// top10 is the ten highest-scoring IDs of sc, ties broken by ID.
+func top10(sc map[string]float64) []string {
+	ids := make([]scored, 0, len(sc))
+	for id, s := range sc {
+		ids = append(ids, scored{id, s})
+	}
+	sort.Slice(ids, func(a, b int) bool {
+		if ids[a].Score != ids[b].Score {
+			return ids[a].Score > ids[b].Score
+		}
+		return ids[a].ID < ids[b].ID
+	})
+	out := []string{}
+	for _, s := range ids[:min(10, len(ids))] {
+		out = append(out, s.ID)
+	}
+	return out
+}
+
 type scored struct {
 	ID    string
 	Score float64
@@ -333,21 +352,7 @@ func weighted2(w func(kw, vec []scored) (wv, wk float64), normK, normV func(l []
 		for id, s := range nv {
 			sc[id] += wv * s
 		}
-		ids := make([]scored, 0, len(sc))
-		for id, s := range sc {
-			ids = append(ids, scored{id, s})
-		}
-		sort.Slice(ids, func(a, b int) bool {
-			if ids[a].Score != ids[b].Score {
-				return ids[a].Score > ids[b].Score
-			}
-			return ids[a].ID < ids[b].ID
-		})
-		out := []string{}
-		for _, s := range ids[:min(10, len(ids))] {
-			out = append(out, s.ID)
-		}
-		return out
+		return top10(sc)
 	}
 }
 

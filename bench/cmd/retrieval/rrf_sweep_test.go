@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"sort"
 	"testing"
 
 	"github.com/engramdb/engram/bench/beir"
@@ -34,21 +33,7 @@ func TestFusionGateRRF(t *testing.T) {
 				}
 				sc[s.ID] += f * wv / (60 + float64(i+1))
 			}
-			ids := make([]scored, 0, len(sc))
-			for id, s := range sc {
-				ids = append(ids, scored{id, s})
-			}
-			sort.Slice(ids, func(a, b int) bool {
-				if ids[a].Score != ids[b].Score {
-					return ids[a].Score > ids[b].Score
-				}
-				return ids[a].ID < ids[b].ID
-			})
-			out := []string{}
-			for _, s := range ids[:min(10, len(ids))] {
-				out = append(out, s.ID)
-			}
-			return out
+			return top10(sc)
 		}
 	}
 	for _, c := range [][2]float64{{0.3, 0}, {0.5, 0}, {0.3, 0.8}, {0.5, 0.8}} {
