@@ -310,7 +310,8 @@ func printResults(w io.Writer, rs []memory.Result, explain bool) {
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	if explain {
-		fmt.Fprintln(tw, "#\tFINAL\tVECTOR\tKEYWORD\tFUSED\tDECAY\tWEIGHT\tSESSION\tTEXT")
+		// KEYWORD is BM25 on the 0-1 scale fusion uses (over the query's best); BM25 is the raw score.
+		fmt.Fprintln(tw, "#\tFINAL\tVECTOR\tKEYWORD\tBM25\tFUSED\tDECAY\tWEIGHT\tSESSION\tTEXT")
 	} else {
 		fmt.Fprintln(tw, "#\tSCORE\tSESSION\tTEXT")
 	}
@@ -318,7 +319,7 @@ func printResults(w io.Writer, rs []memory.Result, explain bool) {
 		text := oneLine(r.Text, 80)
 		if explain {
 			s := r.Score
-			fmt.Fprintf(tw, "%d\t%.4f\t%.4f\t%.4f\t%.4f\t%.3f\t%.3f\t%s\t%s\n", i+1, s.Final, s.Vector, s.Keyword, s.Fused, s.Decay, s.Weight, sanitize(r.Session), text)
+			fmt.Fprintf(tw, "%d\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.3f\t%.3f\t%s\t%s\n", i+1, s.Final, s.Vector, s.KeywordNorm, s.Keyword, s.Fused, s.Decay, s.Weight, sanitize(r.Session), text)
 		} else {
 			fmt.Fprintf(tw, "%d\t%.4f\t%s\t%s\n", i+1, r.Score.Final, sanitize(r.Session), text)
 		}
