@@ -313,16 +313,12 @@ func (s *Store) Purge(ctx context.Context, ids ...string) (int, error) {
 	}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	c, _, err := s.current()
-	if err != nil {
-		return 0, err
-	}
-	sides, err := s.sideCollsAll(ctx)
+	colls, err := s.purgeTargets(ctx)
 	if err != nil {
 		return 0, err
 	}
 	found := map[string]bool{}
-	for _, col := range append([]Collection{c}, sides...) {
+	for _, col := range colls {
 		for i := 0; i < len(ids); i += trashBatch {
 			part := ids[i:min(i+trashBatch, len(ids))]
 			ms, err := col.Get(ctx, part)
@@ -356,17 +352,13 @@ func (s *Store) PurgeWhere(ctx context.Context, f *Filter) (int, error) {
 	}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	c, _, err := s.current()
-	if err != nil {
-		return 0, err
-	}
-	sides, err := s.sideCollsAll(ctx)
+	colls, err := s.purgeTargets(ctx)
 	if err != nil {
 		return 0, err
 	}
 	seen := map[string]bool{}
 	var all []string
-	for _, col := range append([]Collection{c}, sides...) {
+	for _, col := range colls {
 		var ids []string
 		if err := scanLight(ctx, col, f, func(m *Memory) { ids = append(ids, m.ID) }); err != nil {
 			return 0, err
@@ -448,8 +440,13 @@ func (s *Store) isForgotten(ctx context.Context, id string) (bool, error) {
 	return false, nil
 }
 
-// sideCollsAll returns the archive and trash collections.
-func (s *Store) sideCollsAll(ctx context.Context) ([]Collection, error) {
+// purgeTargets is every collection a purge reaches: the current model's live memories, then
+// every archive and trash.
+func (s *Store) purgeTargets(ctx context.Context) ([]Collection, error) {
+	c, _, err := s.current()
+	if err != nil {
+		return nil, err
+	}
 	acs, err := s.archives(ctx)
 	if err != nil {
 		return nil, err
@@ -458,7 +455,7 @@ func (s *Store) sideCollsAll(ctx context.Context) ([]Collection, error) {
 	if err != nil {
 		return nil, err
 	}
-	return append(acs, tcs...), nil
+	return append(append([]Collection{c}, acs...), tcs...), nil
 }
 
 // ForgetRetention is how long forgotten memories stay restorable (0: forgetting is final).

@@ -7,6 +7,20 @@ import (
 	"github.com/engramdb/engram/bench/beir"
 )
 
+// sweepLists is the cached candidate lists of every sweep set; it skips the test without -sweep.
+func sweepLists(t *testing.T) []*setLists {
+	t.Helper()
+	if !*sweep {
+		t.Skip("measurement only; pass -sweep")
+	}
+	root, _ := beir.FindDatasets()
+	var sets []*setLists
+	for _, s := range sweepSets {
+		sets = append(sets, buildLists(t, root, s.dir, s.prefix, nil))
+	}
+	return sets
+}
+
 func fuseScore(f func(kw, cos float64, kRank int) float64) fuseFn {
 	return func(kw, vec []scored) []string {
 		nk := normMax(kw)
@@ -34,14 +48,7 @@ func fuseScore(f func(kw, cos float64, kRank int) float64) fuseFn {
 // locomo-dev's tune conversations (tuneConvs), its held-out ones, all of it, and the BEIR-style
 // sets, as differences from BM25 alone; then the same for the GloVe lists when cached.
 func TestFusionGate(t *testing.T) {
-	if !*sweep {
-		t.Skip("measurement only; pass -sweep")
-	}
-	root, _ := beir.FindDatasets()
-	var sets []*setLists
-	for _, s := range sweepSets {
-		sets = append(sets, buildLists(t, root, s.dir, s.prefix, nil))
-	}
+	sets := sweepLists(t)
 	bm := fuseScore(func(kw, _ float64, _ int) float64 { return kw })
 	tune := func(s string) bool { return tuneConvs[s] }
 	held := func(s string) bool { return !tuneConvs[s] }

@@ -3,21 +3,12 @@ package main
 import (
 	"fmt"
 	"testing"
-
-	"github.com/engramdb/engram/bench/beir"
 )
 
 // TestFusionGateRRF measures the vector gate under reciprocal rank fusion (memory.FusionRRF):
 // the vector term of a memory scaled by the same gate factor as in weighted fusion.
 func TestFusionGateRRF(t *testing.T) {
-	if !*sweep {
-		t.Skip("measurement only; pass -sweep")
-	}
-	root, _ := beir.FindDatasets()
-	var sets []*setLists
-	for _, s := range sweepSets {
-		sets = append(sets, buildLists(t, root, s.dir, s.prefix, nil))
-	}
+	sets := sweepLists(t)
 	lex := func(q *qlists) ([]scored, []scored) { return q.KW, q.Vec }
 	rrf := func(wv, g float64) fuseFn {
 		return func(kw, vec []scored) []string {
