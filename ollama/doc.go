@@ -1,5 +1,6 @@
 // Package ollama is a small client for a local Ollama server: streaming chat
-// (/api/chat) and embeddings (/api/embed), plus the conversation helpers the
+// (/api/chat) and embeddings (/api/embed: Embedder, a memory.Embedder over an
+// Ollama model), plus the conversation helpers the
 // memory layer plugs in: a Summarizer that compresses old turns and an
 // Extractor that picks the facts worth remembering from a turn.
 //

@@ -37,9 +37,9 @@
 //
 // # Ollama
 //
-// OllamaEmbedder offers the same methods over a local Ollama server through
-// the ollama package (/api/embed, timeouts, retries on a refused
-// connection). Its fingerprint is the model name and dimension only.
+// ollama.Embedder offers the same methods over a local Ollama server; it
+// lives in package ollama so that this package depends on nothing of
+// engram's but its tokenizer.
 //
 // # Download
 //

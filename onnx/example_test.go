@@ -10,11 +10,8 @@ import (
 	"github.com/engramdb/engram/onnx"
 )
 
-// Both embedders plug into the memory layer.
-var (
-	_ memory.Embedder = (*onnx.Embedder)(nil)
-	_ memory.Embedder = (*onnx.OllamaEmbedder)(nil)
-)
+// The embedder plugs into the memory layer.
+var _ memory.Embedder = (*onnx.Embedder)(nil)
 
 // Fetch BGE-M3's ONNX export once, then embed with it.
 func Example() {

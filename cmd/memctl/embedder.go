@@ -36,7 +36,7 @@ func (a *app) newEmbedder(spec string) (memory.Embedder, error) {
 		if err != nil {
 			return nil, err
 		}
-		return onnx.NewOllama(context.Background(), c, onnx.OllamaOptions{Model: arg})
+		return ollama.NewEmbedder(context.Background(), c, ollama.EmbedderOptions{Model: arg})
 	}
 	return nil, usagef("unknown --embedder %q (want lexical, onnx:DIR or ollama:MODEL)", spec)
 }

@@ -1,17 +1,17 @@
-package onnx
+package ollama
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/engramdb/engram/memory"
 	"hash/fnv"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
-
-	"github.com/engramdb/engram/ollama"
 )
 
 // fakeOllama speaks /api/embed: a deterministic 8-d vector per input, or
@@ -66,19 +66,19 @@ func (f *fakeOllama) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	json.NewEncoder(w).Encode(out)
 }
 
-func newFakeOllama(t *testing.T, f *fakeOllama) *ollama.Client {
+func newFakeOllama(t *testing.T, f *fakeOllama) *Client {
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
-	c, err := ollama.New(ollama.Config{BaseURL: srv.URL, Retries: -1})
+	c, err := New(Config{BaseURL: srv.URL, Retries: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return c
 }
 
-func TestOllamaEmbedder(t *testing.T) {
+func TestEmbedder(t *testing.T) {
 	f := &fakeOllama{}
-	e, err := NewOllama(context.Background(), newFakeOllama(t, f), OllamaOptions{Model: "bge-m3", MaxBatch: 3})
+	e, err := NewEmbedder(context.Background(), newFakeOllama(t, f), EmbedderOptions{Model: "bge-m3", MaxBatch: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,31 +121,52 @@ func TestOllamaEmbedder(t *testing.T) {
 
 func TestOllamaErrors(t *testing.T) {
 	missing := &fakeOllama{status: http.StatusNotFound}
-	_, err := NewOllama(context.Background(), newFakeOllama(t, missing), OllamaOptions{Model: "nope"})
+	_, err := NewEmbedder(context.Background(), newFakeOllama(t, missing), EmbedderOptions{Model: "nope"})
 	if err == nil || !strings.Contains(err.Error(), "not found") {
 		t.Errorf("missing model: %v", err)
 	}
 	// A server whose dimension changes between requests is caught.
 	shifty := &fakeOllama{dim: func(n int) int { return 8 + n }}
-	e, err := NewOllama(context.Background(), newFakeOllama(t, shifty), OllamaOptions{Model: "m"})
+	e, err := NewEmbedder(context.Background(), newFakeOllama(t, shifty), EmbedderOptions{Model: "m"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.Embed(context.Background(), []string{"x"}); err == nil || !strings.Contains(err.Error(), "dimensional") {
 		t.Errorf("dimension change: %v", err)
 	}
-	down, _ := ollama.New(ollama.Config{BaseURL: "http://127.0.0.1:1", Retries: -1})
-	if _, err := NewOllama(context.Background(), down, OllamaOptions{Model: "m"}); err == nil {
+	down, _ := New(Config{BaseURL: "http://127.0.0.1:1", Retries: -1})
+	if _, err := NewEmbedder(context.Background(), down, EmbedderOptions{Model: "m"}); err == nil {
 		t.Error("no server: no error")
 	} else {
 		t.Log(err)
 	}
-	for name, opts := range map[string]OllamaOptions{"no model": {}, "negative batch": {Model: "m", MaxBatch: -1}} {
-		if _, err := NewOllama(context.Background(), down, opts); err == nil {
+	for name, opts := range map[string]EmbedderOptions{"no model": {}, "negative batch": {Model: "m", MaxBatch: -1}} {
+		if _, err := NewEmbedder(context.Background(), down, opts); err == nil {
 			t.Errorf("%s: no error", name)
 		}
 	}
-	if _, err := NewOllama(context.Background(), nil, OllamaOptions{Model: "m"}); err == nil {
+	if _, err := NewEmbedder(context.Background(), nil, EmbedderOptions{Model: "m"}); err == nil {
 		t.Error("nil client: no error")
 	}
+}
+
+// The embedder plugs into the memory layer.
+var _ memory.Embedder = (*Embedder)(nil)
+
+var sample = []string{
+	"The quick brown fox jumps over the lazy dog.",
+	"a",
+	"",
+	"Local-first memory: chunk, embed, index, recall, forget.",
+	"日本語のテキストも埋め込めます。",
+	"café and cafe\u0301",
+	strings.Repeat("long text ", 10),
+}
+
+func maxAbsDiff(a, b []float32) float64 {
+	var d float64
+	for i := range a {
+		d = max(d, math.Abs(float64(a[i]-b[i])))
+	}
+	return d
 }

@@ -1,4 +1,4 @@
-package onnx
+package ollama
 
 import (
 	"cmp"
@@ -7,47 +7,46 @@ import (
 	"fmt"
 	"unicode/utf8"
 
-	"github.com/engramdb/engram/ollama"
 )
 
-// OllamaEmbedder computes embeddings with a model served by a local Ollama
+// Embedder computes embeddings with a model served by a local Ollama
 // server (POST /api/embed through the ollama package, which owns timeouts,
 // retries on a refused connection and error reporting). It is safe for
 // concurrent use.
-type OllamaEmbedder struct {
-	client   *ollama.Client
+type Embedder struct {
+	client   *Client
 	model    string
 	dim      int
 	maxBatch int
 }
 
-// OllamaOptions configures NewOllama.
-type OllamaOptions struct {
+// EmbedderOptions configures NewEmbedder.
+type EmbedderOptions struct {
 	Model string // e.g. "bge-m3"; required
 	// MaxBatch bounds the inputs sent in one request. Default 64.
 	MaxBatch int
 }
 
-// NewOllama returns an embedder over client. It embeds one short text to
+// NewEmbedder returns an embedder over client. It embeds one short text to
 // learn the dimension, so it fails early when the server is down or lacks
 // the model.
-func NewOllama(ctx context.Context, client *ollama.Client, opts OllamaOptions) (*OllamaEmbedder, error) {
+func NewEmbedder(ctx context.Context, client *Client, opts EmbedderOptions) (*Embedder, error) {
 	if client == nil {
-		return nil, errors.New("onnx: NewOllama: nil client")
+		return nil, errors.New("ollama: NewEmbedder: nil client")
 	}
 	if opts.Model == "" {
-		return nil, errors.New("onnx: NewOllama: OllamaOptions.Model is required")
+		return nil, errors.New("ollama: NewEmbedder: EmbedderOptions.Model is required")
 	}
 	if opts.MaxBatch < 0 {
-		return nil, fmt.Errorf("onnx: NewOllama: negative MaxBatch %d", opts.MaxBatch)
+		return nil, fmt.Errorf("ollama: NewEmbedder: negative MaxBatch %d", opts.MaxBatch)
 	}
-	e := &OllamaEmbedder{client: client, model: opts.Model, maxBatch: cmp.Or(opts.MaxBatch, 64)}
+	e := &Embedder{client: client, model: opts.Model, maxBatch: cmp.Or(opts.MaxBatch, 64)}
 	v, err := e.Embed(ctx, []string{"dimension probe"})
 	if err != nil {
 		return nil, err
 	}
 	if len(v[0]) == 0 {
-		return nil, fmt.Errorf("onnx: ollama model %q returned an empty embedding", opts.Model)
+		return nil, fmt.Errorf("ollama: ollama model %q returned an empty embedding", opts.Model)
 	}
 	e.dim = len(v[0])
 	return e, nil
@@ -56,10 +55,10 @@ func NewOllama(ctx context.Context, client *ollama.Client, opts OllamaOptions) (
 // Embed returns one vector per text, in order, as the server computes it
 // (Ollama L2-normalizes). An empty batch gives an empty result; invalid
 // UTF-8 is an error (JSON would silently replace it).
-func (e *OllamaEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+func (e *Embedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
 	for i, t := range texts {
 		if !utf8.ValidString(t) {
-			return nil, fmt.Errorf("onnx: text %d is not valid UTF-8", i)
+			return nil, fmt.Errorf("ollama: text %d is not valid UTF-8", i)
 		}
 	}
 	out := make([][]float32, 0, len(texts))
@@ -70,11 +69,11 @@ func (e *OllamaEmbedder) Embed(ctx context.Context, texts []string) ([][]float32
 		chunk := texts[start:min(start+e.maxBatch, len(texts))]
 		vecs, err := e.client.Embed(ctx, e.model, chunk)
 		if err != nil {
-			return nil, fmt.Errorf("onnx: ollama embed with %q: %w", e.model, err)
+			return nil, fmt.Errorf("ollama: ollama embed with %q: %w", e.model, err)
 		}
 		for i, v := range vecs {
 			if len(v) == 0 || (e.dim != 0 && len(v) != e.dim) {
-				return nil, fmt.Errorf("onnx: ollama model %q returned a %d-dimensional vector for text %d, want %d",
+				return nil, fmt.Errorf("ollama: ollama model %q returned a %d-dimensional vector for text %d, want %d",
 					e.model, len(v), start+i, e.dim)
 			}
 		}
@@ -84,14 +83,14 @@ func (e *OllamaEmbedder) Embed(ctx context.Context, texts []string) ([][]float32
 }
 
 // Dim is the embedding dimension.
-func (e *OllamaEmbedder) Dim() int { return e.dim }
+func (e *Embedder) Dim() int { return e.dim }
 
 // Fingerprint names the server's model and dimension. Ollama's embed API
 // does not report the weights' digest: a model re-pulled under the same
 // name is not told apart.
-func (e *OllamaEmbedder) Fingerprint() string {
+func (e *Embedder) Fingerprint() string {
 	return fmt.Sprintf("ollama:%s:dim=%d", e.model, e.dim)
 }
 
 // Close does nothing; it is there so both embedders close the same way.
-func (e *OllamaEmbedder) Close() error { return nil }
+func (e *Embedder) Close() error { return nil }
