@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"unicode/utf8"
-
 )
 
 // Embedder computes embeddings with a model served by a local Ollama
