@@ -15,7 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/engramdb/engram/engine"
+	"github.com/engramdb/engram/api"
 	"github.com/engramdb/engram/memory"
 	"github.com/engramdb/engram/server/dashboard"
 )
@@ -152,18 +152,34 @@ func decodeOptional(r *http.Request, v any) error {
 	return decode(r, v)
 }
 
-// AdminStats answers GET /v1/admin/stats: the store's Stats and where it lives.
-type AdminStats struct {
-	memory.Stats
-	Dir string `json:"dir,omitempty"`
-}
+// The admin routes' requests and answers (package api).
+type (
+	// AdminStats answers GET /v1/admin/stats: the store's Stats and where it lives.
+	AdminStats     = api.StatsResponse
+	CheckResult    = api.CheckResult
+	CompactResult  = api.CompactResult
+	CleanupRequest = api.CleanupRequest
+	CleanupResult  = api.CleanupResult
+	RestoreRequest = api.RestoreRequest
+	ReembedRequest = api.ReembedRequest
+	// MemoryJSON is a memory as every route writes it: the one JSON form of a memory
+	// (docs/format/export.md), which `memctl export` writes too.
+	MemoryJSON = memory.MemoryJSON
+)
+
+// FromMemory converts m, with its vector when withVector is set.
+func FromMemory(m memory.Memory, withVector bool) MemoryJSON { return memory.ToJSON(&m, withVector) }
+
+// ParseAge reads an age: a Go duration or a number of days with a "d"
+// suffix (180d); see api.ParseAge.
+func ParseAge(s string) (time.Duration, error) { return api.ParseAge(s) }
 
 func (h *Handler) adminStats(w http.ResponseWriter, r *http.Request) error {
-	st, err := h.store.Stats(r.Context())
+	st, err := h.ops.Stats(r.Context())
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, AdminStats{Stats: st, Dir: h.opts.Admin.StoreDir})
+	writeJSON(w, http.StatusOK, st)
 	return nil
 }
 
@@ -171,166 +187,30 @@ func (h *Handler) adminFlush(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeOptional(r, &struct{}{}); err != nil {
 		return err
 	}
-	if err := h.store.Flush(r.Context()); err != nil {
-		return err
-	}
-	st, err := h.store.Stats(r.Context())
+	resp, err := h.ops.Flush(r.Context())
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"flushed": true, "backend": st.Backend})
+	writeJSON(w, http.StatusOK, resp)
 	return nil
-}
-
-// CheckResult is the result of a check job. OK is false when the store's
-// files are damaged (Problem "corrupt") or the vector graph misses records
-// (Problem "unreachable", with Unreachable); Error says what was found.
-type CheckResult struct {
-	OK          bool                     `json:"ok"`
-	Problem     string                   `json:"problem,omitempty"`
-	Error       string                   `json:"error,omitempty"`
-	Unreachable *engine.UnreachableError `json:"unreachable,omitempty"`
-	// Unknown lists files in the store directory engram did not write
-	// (ignored, never removed).
-	Unknown []string `json:"unknown,omitempty"`
 }
 
 func (h *Handler) adminCheck(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeOptional(r, &struct{}{}); err != nil {
 		return err
 	}
-	return h.startJob(w, "check", func(ctx context.Context, p *progress) (any, error) {
-		p.SetUnit("records")
-		var res CheckResult
-		err := h.store.CheckProgress(ctx, p.Func())
-		var unreachable *engine.UnreachableError
-		switch {
-		case errors.As(err, &unreachable):
-			res.Problem, res.Error, res.Unreachable = "unreachable", err.Error(), unreachable
-		case errors.Is(err, memory.ErrUnsupported):
-			return nil, err
-		case err != nil:
-			res.Problem, res.Error = "corrupt", err.Error()
-		default:
-			res.OK = true
-		}
-		if dir := h.opts.Admin.StoreDir; dir != "" && res.OK {
-			unknown, err := engine.UnknownFiles(dir)
-			if err != nil {
-				return nil, err
-			}
-			res.Unknown = unknown
-		}
-		if t := p.total.Load(); t > 0 {
-			p.Set(t, t)
-		} else {
-			p.Set(1, 1) // nothing in segments yet: one step, done
-		}
-		return res, nil
+	return h.startOp(w, r, "check", "records", func(ctx context.Context, p *progress) (any, error) {
+		return h.ops.Check(ctx, p.Func())
 	})
-}
-
-// CompactResult is the result of a compact job: storage figures before and after.
-type CompactResult struct {
-	Before memory.BackendStats `json:"before"`
-	After  memory.BackendStats `json:"after"`
 }
 
 func (h *Handler) adminCompact(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeOptional(r, &struct{}{}); err != nil {
 		return err
 	}
-	return h.startJob(w, "compact", func(ctx context.Context, p *progress) (any, error) {
-		p.SetUnit("records")
-		before, err := h.store.Stats(ctx)
-		if err != nil {
-			return nil, err
-		}
-		if err := h.store.Flush(ctx); err != nil {
-			return nil, err
-		}
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		if err := h.store.CompactProgress(ctx, p.Func()); err != nil {
-			return nil, err
-		}
-		if t := p.total.Load(); t > 0 {
-			p.Set(t, t)
-		} else {
-			p.Set(1, 1) // nothing to merge
-		}
-		after, err := h.store.Stats(ctx)
-		if err != nil {
-			return nil, err
-		}
-		return CompactResult{Before: before.Backend, After: after.Backend}, nil
+	return h.startOp(w, r, "compact", "records", func(ctx context.Context, p *progress) (any, error) {
+		return h.ops.Compact(ctx, p.Func())
 	})
-}
-
-// MemoryJSON is a memory as every route writes it: the one JSON form of a memory
-// (docs/format/export.md), which `memctl export` writes too.
-type MemoryJSON = memory.MemoryJSON
-
-// FromMemory converts m, with its vector when withVector is set.
-func FromMemory(m memory.Memory, withVector bool) MemoryJSON { return memory.ToJSON(&m, withVector) }
-
-func memoriesJSON(ms []memory.Memory) []MemoryJSON {
-	out := make([]MemoryJSON, 0, len(ms))
-	for _, m := range ms {
-		out = append(out, FromMemory(m, false))
-	}
-	return out
-}
-
-// CleanupRequest is the body of POST /v1/admin/cleanup.
-type CleanupRequest struct {
-	DryRun          bool    `json:"dry_run,omitempty"`
-	OlderThan       string  `json:"older_than,omitempty"` // e.g. 180d, 72h; default 180d
-	IncludeRecalled bool    `json:"include_recalled,omitempty"`
-	Session         *string `json:"session,omitempty"`
-	// Filter further restricts the selection (docs/format/filter.md).
-	Filter *memory.Filter `json:"filter,omitempty"`
-}
-
-// policy returns the cleanup policy req asks for.
-func (req *CleanupRequest) policy() (memory.CleanupPolicy, error) {
-	p := memory.CleanupPolicy{DryRun: req.DryRun, IncludeRecalled: req.IncludeRecalled, Filter: req.Filter}
-	if req.OlderThan != "" {
-		d, err := ParseAge(req.OlderThan)
-		if err != nil {
-			return p, fmt.Errorf("%w: %v", errBadRequest, err)
-		}
-		p.OlderThan = d
-	}
-	if req.Session != nil {
-		p.Filter = memory.AllOf(p.Filter, memory.Eq(memory.FieldSession, *req.Session))
-	}
-	return p, nil
-}
-
-// CleanupResult is the result of a cleanup job.
-type CleanupResult struct {
-	DryRun   bool         `json:"dry_run"`
-	Batch    string       `json:"batch"`
-	Memories []MemoryJSON `json:"memories"`
-}
-
-// ParseAge reads an age: a Go duration or a number of days with a "d"
-// suffix (180d).
-func ParseAge(s string) (time.Duration, error) {
-	if n, ok := strings.CutSuffix(s, "d"); ok {
-		days, err := strconv.ParseFloat(n, 64)
-		if err != nil || !(days > 0 && days <= 1e6) { // also refuses NaN
-			return 0, fmt.Errorf("invalid age %q (e.g. 180d or 72h)", s)
-		}
-		return time.Duration(days * 24 * float64(time.Hour)), nil
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d <= 0 {
-		return 0, fmt.Errorf("invalid age %q (e.g. 180d or 72h)", s)
-	}
-	return d, nil
 }
 
 func (h *Handler) adminCleanup(w http.ResponseWriter, r *http.Request) error {
@@ -338,83 +218,33 @@ func (h *Handler) adminCleanup(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeOptional(r, &req); err != nil {
 		return err
 	}
-	p, err := req.policy()
-	if err != nil {
+	if _, err := req.Policy(); err != nil {
 		return err
 	}
-	return h.startJob(w, "cleanup", func(ctx context.Context, pr *progress) (any, error) {
-		pr.SetUnit("memories")
-		p.Progress = pr.Func()
-		res, err := h.store.Cleanup(ctx, p)
-		if err != nil {
-			return nil, err
-		}
-		if pr.total.Load() == 0 {
-			pr.Set(1, 1) // nothing selected (or a dry run)
-		}
-		return CleanupResult{DryRun: req.DryRun, Batch: res.Batch, Memories: memoriesJSON(res.Memories)}, nil
+	return h.startOp(w, r, "cleanup", "memories", func(ctx context.Context, p *progress) (any, error) {
+		return h.ops.AdminCleanup(ctx, req, p.Func())
 	})
 }
 
 func (h *Handler) adminArchive(w http.ResponseWriter, r *http.Request) error {
-	ms, err := h.store.Archived(r.Context())
+	resp, err := h.ops.Archived(r.Context())
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"memories": memoriesJSON(ms)})
+	writeJSON(w, http.StatusOK, resp)
 	return nil
 }
-
-// RestoreRequest is the body of POST /v1/admin/archive/restore: the IDs to
-// restore, or All.
-type RestoreRequest struct {
-	IDs []string `json:"ids,omitempty"`
-	All bool     `json:"all,omitempty"`
-}
-
-// restoreStep is how many archived memories a restore job moves between
-// progress reports and cancellation points.
-const restoreStep = 256
 
 func (h *Handler) adminRestore(w http.ResponseWriter, r *http.Request) error {
 	var req RestoreRequest
 	if err := decode(r, &req); err != nil {
 		return err
 	}
-	if len(req.IDs) > 0 == req.All {
-		return fmt.Errorf("%w: give ids, or all=true", errBadRequest)
+	if err := req.Validate(); err != nil {
+		return err
 	}
-	for _, id := range req.IDs {
-		if id == "" {
-			return fmt.Errorf("%w: empty memory ID", errBadRequest)
-		}
-	}
-	return h.startJob(w, "restore", func(ctx context.Context, p *progress) (any, error) {
-		p.SetUnit("memories")
-		ids := req.IDs
-		if req.All {
-			ms, err := h.store.Archived(ctx)
-			if err != nil {
-				return nil, err
-			}
-			for _, m := range ms {
-				ids = append(ids, m.ID)
-			}
-		}
-		p.Set(0, int64(len(ids)))
-		restored := 0
-		for i := 0; i < len(ids); i += restoreStep {
-			if err := ctx.Err(); err != nil {
-				return nil, fmt.Errorf("restored %d memories, then: %w", restored, err)
-			}
-			n, err := h.store.Restore(ctx, ids[i:min(i+restoreStep, len(ids))]...)
-			restored += n
-			if err != nil {
-				return nil, fmt.Errorf("restored %d memories, then: %w", restored, err)
-			}
-			p.Set(int64(min(i+restoreStep, len(ids))), 0)
-		}
-		return map[string]int{"restored": restored}, nil
+	return h.startOp(w, r, "restore", "memories", func(ctx context.Context, p *progress) (any, error) {
+		return h.ops.RestoreArchived(ctx, req, p.Func())
 	})
 }
 
@@ -695,11 +525,6 @@ func (h *Handler) adminImport(w http.ResponseWriter, r *http.Request) error {
 	})
 }
 
-// ReembedRequest is the body of POST /v1/admin/reembed.
-type ReembedRequest struct {
-	To string `json:"to"`
-}
-
 func (h *Handler) adminReembed(w http.ResponseWriter, r *http.Request) error {
 	var req ReembedRequest
 	if err := decode(r, &req); err != nil {
@@ -708,22 +533,11 @@ func (h *Handler) adminReembed(w http.ResponseWriter, r *http.Request) error {
 	if h.opts.Admin.NewEmbedder == nil {
 		return fmt.Errorf("%w: this server cannot build embedders (no AdminOptions.NewEmbedder)", errForbidden)
 	}
-	if req.To == "" {
-		return fmt.Errorf("%w: reembed needs \"to\" (lexical, onnx:DIR or ollama:MODEL)", errBadRequest)
-	}
-	target, err := h.opts.Admin.NewEmbedder(req.To)
+	target, err := h.ops.Embedder(req)
 	if err != nil {
-		return fmt.Errorf("%w: %v", errBadRequest, err)
+		return err
 	}
-	return h.startJob(w, "reembed", func(ctx context.Context, p *progress) (any, error) {
-		p.SetUnit("memories")
-		err := h.store.Reembed(ctx, target, func(done, total int) { p.Set(int64(done), int64(total)) })
-		if err != nil {
-			return nil, err
-		}
-		if f := h.opts.Admin.Reembedded; f != nil {
-			f(req.To)
-		}
-		return map[string]string{"fingerprint": target.Fingerprint(), "to": req.To}, nil
+	return h.startOp(w, r, "reembed", "memories", func(ctx context.Context, p *progress) (any, error) {
+		return h.ops.Reembed(ctx, req, target, p.Func())
 	})
 }

@@ -5,151 +5,65 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"strings"
 
-	"github.com/engramdb/engram/memory"
+	"github.com/engramdb/engram/api"
 )
 
-// Caller is who sent a request: the key it authenticated with, its rights
-// and the sessions it may use. Handlers get it with CallerFrom and ask it
-// with Can, MayUse, Check and the filters below; they never see the secret.
-type Caller struct {
-	// Name is the key's name: a key file entry, "token" for Options.Token,
-	// or "local" when the service runs open on loopback (no keys, no token).
-	Name   string
-	Rights Right
-	Scope  Scope
-}
+// The callers, rights and scopes live in the request layer (package api),
+// which every door passes through; these names keep the server's API.
+type (
+	// Caller is who sent a request: the key it authenticated with, its
+	// rights and the sessions it may use (api.Caller).
+	Caller = api.Caller
+	// Right is one thing a key may do (api.Right).
+	Right = api.Right
+	// Scope is the set of sessions a key may use, as patterns (api.Scope).
+	Scope = api.Scope
+)
+
+// The rights a key can hold (see api.Right).
+const (
+	RightRead  = api.RightRead
+	RightWrite = api.RightWrite
+	RightAdmin = api.RightAdmin
+	AllRights  = api.AllRights
+)
 
 // LocalCaller is the caller of every request when the service has neither a
 // key file nor a token (loopback only): every right, every session.
-var LocalCaller = &Caller{Name: "local", Rights: AllRights, Scope: Scope{"*"}}
-
-// nobody has no rights and no sessions: what CallerFrom returns for a
-// context no authentication passed through, so a mistake fails closed.
-var nobody = &Caller{Name: "-"}
-
-type callerKey struct{}
-
-// WithCaller returns ctx carrying c.
-func WithCaller(ctx context.Context, c *Caller) context.Context {
-	return context.WithValue(ctx, callerKey{}, c)
-}
-
-// CallerFrom returns the caller a request's context carries. Inside a
-// route's handler that is always the authenticated key; elsewhere it is a
-// caller with no rights and no sessions, so a forgotten check denies.
-func CallerFrom(ctx context.Context) *Caller {
-	if c, ok := ctx.Value(callerKey{}).(*Caller); ok && c != nil {
-		return c
-	}
-	return nobody
-}
+var LocalCaller = api.LocalCaller
 
 // ErrForbidden marks a request its key may not make: a right it lacks or a
 // session outside its scope. It maps to 403.
-var ErrForbidden = errors.New("forbidden")
+var ErrForbidden = api.ErrForbidden
 
 // ErrUnauthorized marks a request without a valid key. It maps to 401.
 var ErrUnauthorized = errors.New("missing or wrong bearer key")
 
-// Can reports whether c holds every right in want.
-func (c *Caller) Can(want Right) bool { return c.Rights.Has(want) }
+// WithCaller returns ctx carrying c.
+func WithCaller(ctx context.Context, c *Caller) context.Context { return api.WithCaller(ctx, c) }
 
-// MayUse reports whether session lies in c's scope.
-func (c *Caller) MayUse(session string) bool { return c.Scope.Contains(session) }
-
-// SeesAll reports whether c's scope covers every session, so store-wide
-// listings need no filtering.
-func (c *Caller) SeesAll() bool { return c.Scope.All() }
-
-// Check returns nil when c holds want and every session lies in its scope,
-// and an error matching ErrForbidden that says which is missing otherwise.
-func (c *Caller) Check(want Right, sessions ...string) error {
-	if !c.Can(want) {
-		return fmt.Errorf("%w: key %q lacks the %s right", ErrForbidden, c.Name, (want &^ c.Rights).String())
-	}
-	for _, s := range sessions {
-		if !c.MayUse(s) {
-			return fmt.Errorf("%w: session %q is outside the scope of key %q", ErrForbidden, s, c.Name)
-		}
-	}
-	return nil
-}
-
-// FilterSessions returns the names in c's scope, in their order.
-func (c *Caller) FilterSessions(names []string) []string {
-	return VisibleBy(c, names, func(s string) string { return s })
-}
+// CallerFrom returns the caller a request's context carries. Inside a
+// route's handler that is always the authenticated key; elsewhere it is a
+// caller with no rights and no sessions, so a forgotten check denies.
+func CallerFrom(ctx context.Context) *Caller { return api.CallerFrom(ctx) }
 
 // VisibleBy returns the items of xs whose session (as session gives it)
-// lies in c's scope, in their order. xs is returned as is when c sees all.
+// lies in c's scope, in their order (api.VisibleBy).
 func VisibleBy[T any](c *Caller, xs []T, session func(T) string) []T {
-	if c.SeesAll() {
-		return xs
-	}
-	out := make([]T, 0, len(xs))
-	for _, x := range xs {
-		if c.MayUse(session(x)) {
-			out = append(out, x)
-		}
-	}
-	return out
+	return api.VisibleBy(c, xs, session)
 }
 
-// scopeFilter returns the memory filter that restricts a store-wide query
-// (recall with all_sessions, listings, exports) to the sessions c may use:
-// nil when c sees every session. ok is false when c's scope matches no
-// session of the store; the handler then answers an empty result without
-// querying (an empty In filter is not a valid filter).
-func (h *Handler) scopeFilter(ctx context.Context, c *Caller) (f *memory.Filter, ok bool, err error) {
-	if c.SeesAll() {
-		return nil, true, nil
-	}
-	names, exact := c.Scope.exact()
-	if !exact {
-		// Globs: expand them against the sessions the store holds.
-		ss, err := h.store.Sessions(ctx)
-		if err != nil {
-			return nil, false, err
-		}
-		names = names[:0]
-		for _, s := range ss {
-			if c.MayUse(s.Name) {
-				names = append(names, s.Name)
-			}
-		}
-	}
-	if len(names) == 0 {
-		return nil, false, nil
-	}
-	return memory.In(memory.FieldSession, names...), true, nil
-}
+// ParseRights parses rights by name ("read", "write", "admin"); names may be
+// comma-separated.
+func ParseRights(names ...string) (Right, error) { return api.ParseRights(names...) }
 
-// scopeIDs returns the IDs among ids of memories that exist and lie in c's
-// scope, in their order. The rest are dropped, so that an out-of-scope
-// memory is indistinguishable from a missing one.
-func (h *Handler) scopeIDs(ctx context.Context, c *Caller, ids []string) ([]string, error) {
-	return scopeIDs(ctx, h.store, c, ids)
-}
+// ValidateScope checks the patterns of a scope.
+func ValidateScope(s Scope) error { return api.ValidateScope(s) }
 
-func scopeIDs(ctx context.Context, store *memory.Store, c *Caller, ids []string) ([]string, error) {
-	if c.SeesAll() {
-		return ids, nil
-	}
-	ms, err := store.Get(ctx, ids...)
-	if err != nil {
-		return nil, err
-	}
-	ok := make(map[string]bool, len(ms))
-	for _, m := range ms {
-		if c.MayUse(m.Session) {
-			ok[m.ID] = true
-		}
-	}
-	return slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return !ok[id] }), nil
-}
+// globMatch matches name against pattern (see Scope).
+func globMatch(pattern, name string) bool { return Scope{pattern}.Contains(name) }
 
 // SessionFrom says where a route finds the session whose data it touches.
 type SessionFrom uint8
@@ -163,9 +77,8 @@ const (
 	// SessionPath: the {session} path value, checked by the route wrapper
 	// before the handler runs.
 	SessionPath
-	// SessionHandler: the handler finds the sessions (in its body, or in
-	// the memories or tasks it names) and checks them with Caller.Check,
-	// scopeFilter, scopeIDs or VisibleBy.
+	// SessionHandler: the request layer (package api) finds the sessions
+	// (in the body, or in the memories or tasks it names) and checks them.
 	SessionHandler
 )
 
@@ -262,42 +175,4 @@ func (h *Handler) keyFileProblem(err error) {
 	if old := h.lastKeyErr.Swap(&msg); old == nil || *old != msg {
 		h.opts.Logger.Error("key file not reloaded; the previous keys stay in force", "err", err)
 	}
-}
-
-// scopeRecall confines a recall to the caller's scope: a single session
-// must lie in it; all_sessions becomes "every session the key may read".
-// ok is false when the key may read no session of the store, so the
-// answer is empty.
-func (h *Handler) scopeRecall(ctx context.Context, o *memory.RecallOptions) (ok bool, err error) {
-	c := CallerFrom(ctx)
-	if !o.AllSessions {
-		return true, c.Check(RightRead, o.Session)
-	}
-	if err := c.Check(RightRead); err != nil {
-		return false, err
-	}
-	f, ok, err := h.scopeFilter(ctx, c)
-	if err != nil || !ok {
-		return false, err
-	}
-	if f != nil {
-		if o.Filter != nil {
-			f = memory.And(o.Filter, f)
-		}
-		o.Filter = f
-	}
-	return true, nil
-}
-
-// scopedTask returns task id if its session lies in the caller's scope; a
-// task outside it is reported missing (ErrNotFound), like an unknown one.
-func (h *Handler) scopedTask(ctx context.Context, id string) (memory.Task, error) {
-	t, err := h.store.Task(ctx, id)
-	if err != nil {
-		return memory.Task{}, err
-	}
-	if !CallerFrom(ctx).MayUse(t.Session) {
-		return memory.Task{}, fmt.Errorf("%w: task %q", memory.ErrNotFound, id)
-	}
-	return t, nil
 }

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/engramdb/engram/api"
 )
 
 // JobState is where a job is in its life.
@@ -281,6 +283,26 @@ func (h *Handler) cancelJob(w http.ResponseWriter, r *http.Request) error {
 	j.cancel()
 	writeJSON(w, http.StatusAccepted, j.snapshot())
 	return nil
+}
+
+// startOp starts an operation of the request layer as a job of kind
+// counting unit, under the caller of r (the job outlives the request), and
+// answers 202 with the job. A job that ends well shows its progress full.
+func (h *Handler) startOp(w http.ResponseWriter, r *http.Request, kind, unit string, op func(ctx context.Context, p *progress) (any, error)) error {
+	c := CallerFrom(r.Context())
+	return h.startJob(w, kind, func(ctx context.Context, p *progress) (any, error) {
+		p.SetUnit(unit)
+		res, err := op(api.WithCaller(ctx, c), p)
+		if err != nil {
+			return nil, err
+		}
+		if t := p.total.Load(); t > 0 {
+			p.Set(t, t)
+		} else {
+			p.Set(1, 1) // nothing to do: one step, done
+		}
+		return res, nil
+	})
 }
 
 // startJob starts fn and answers 202 with the job.

@@ -2,208 +2,251 @@ package server
 
 import (
 	"context"
-	"errors"
+	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
+	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/engramdb/engram/api"
 	"github.com/engramdb/engram/memory"
 )
+
+// The MCP tools translate tool calls to the request layer (package api):
+// each tool's input is its operation's request (path values such as a
+// memory's ID become fields of it), its structured output the operation's
+// answer, as over HTTP. What a tool checks, refuses and answers is defined
+// there once.
 
 // Version is reported to MCP clients.
 const Version = "0.1.0"
 
-// MCPRememberInput is the remember tool's input.
-type MCPRememberInput struct {
-	Session    string         `json:"session" jsonschema:"the user or conversation the memory belongs to"`
-	Text       string         `json:"text" jsonschema:"what to remember; long text is split into chunks"`
-	Source     string         `json:"source,omitempty" jsonschema:"where the text came from, e.g. chat"`
-	Tags       []string       `json:"tags,omitempty" jsonschema:"free-form labels"`
-	Importance float64        `json:"importance,omitempty" jsonschema:"importance in (0, 1]; omit for the default"`
-	Metadata   map[string]any `json:"metadata,omitempty" jsonschema:"your own attributes: strings, numbers or booleans"`
+// The tools' inputs and outputs (package api), under the names the MCP
+// tools had.
+type (
+	MCPRememberOutput = api.RememberResponse
+	MCPRecallOutput   = api.RecallResponse
+	// MCPMemory is one recalled memory: its JSON form and score, as over HTTP.
+	MCPMemory        = memory.ResultJSON
+	MCPForgetOutput  = api.ForgetResponse
+	MCPRestoreOutput = api.RestoredResponse
+	MCPListOutput    = api.ListResponse
+	MCPDeleteOutput  = api.DeleteResponse
+	MCPHistoryOutput = api.HistoryResponse
+)
+
+// MCPIDInput names one memory.
+type MCPIDInput struct {
+	ID string `json:"id" jsonschema:"the memory's ID, as returned by remember, recall or list"`
 }
 
-// MCPRememberOutput is the remember tool's output.
-type MCPRememberOutput struct {
-	IDs        []string `json:"ids"`
-	Merged     []bool   `json:"merged" jsonschema:"true where the chunk updated a near-duplicate memory instead of adding one"`
-	Superseded []bool   `json:"superseded" jsonschema:"true where the chunk contradicted the memory it merged into (a negation, another number or date): the old version is in its history"`
+// MCPUpdateInput is the update tool's input: the memory and the fields to replace.
+type MCPUpdateInput struct {
+	ID string `json:"id" jsonschema:"the memory to change"`
+	api.UpdateRequest
 }
 
-// MCPRecallInput is the recall tool's input.
-type MCPRecallInput struct {
-	Session string    `json:"session" jsonschema:"the session to recall from"`
-	Query   string    `json:"query,omitempty" jsonschema:"what to look for (may be empty when turns are given)"`
-	K       int       `json:"k,omitempty" jsonschema:"how many memories to return (default 5)"`
-	Filter  MCPFilter `json:"filter,omitempty" jsonschema:"conditions in engram's JSON filter language, e.g. {\"tags\": \"travel\"}"`
-	// Turns is the recent conversation: a chat loop recalls for where the conversation is.
-	Turns []memory.Turn `json:"turns,omitempty" jsonschema:"the recent conversation, oldest first; the latest turns weigh most"`
+// MCPRevertInput is the revert tool's input.
+type MCPRevertInput struct {
+	ID string `json:"id" jsonschema:"the memory to revert"`
+	api.RevertRequest
 }
 
-// MCPMemory is one recalled memory: its JSON form and score, as over HTTP.
-type MCPMemory = memory.ResultJSON
-
-// MCPRecallOutput is the recall tool's output.
-type MCPRecallOutput struct {
-	Memories []MCPMemory `json:"memories"`
-	// SessionEmpty is true when the session holds no memories at all.
-	SessionEmpty bool `json:"session_empty,omitempty"`
+// MCPSessionInput names a session.
+type MCPSessionInput struct {
+	Session string `json:"session" jsonschema:"the user or conversation"`
 }
 
-// MCPForgetInput is the forget tool's input: IDs (all must exist, or nothing is deleted), or a
-// session and a filter.
-type MCPForgetInput struct {
-	IDs     []string  `json:"ids,omitempty" jsonschema:"IDs of the memories to delete, as returned by remember or recall"`
-	Session string    `json:"session,omitempty" jsonschema:"with filter: the session to delete from"`
-	Filter  MCPFilter `json:"filter,omitempty" jsonschema:"with session: delete the session's memories matching this filter"`
-	Purge   bool      `json:"purge,omitempty" jsonschema:"delete for good (also from the trash and the archive), instead of keeping the memories restorable"`
+// MCPAddTurnInput is the add_turn tool's input.
+type MCPAddTurnInput struct {
+	Session string    `json:"session" jsonschema:"the user or conversation"`
+	Role    string    `json:"role" jsonschema:"who spoke, e.g. user or assistant"`
+	Text    string    `json:"text" jsonschema:"what was said"`
+	Time    time.Time `json:"time,omitzero" jsonschema:"when (RFC 3339); omit for now"`
 }
 
-// MCPForgetOutput is the forget tool's output (ForgetResponse).
-type MCPForgetOutput = ForgetResponse
-
-// MCPRestoreInput is the restore tool's input.
-type MCPRestoreInput struct {
-	IDs []string `json:"ids" jsonschema:"IDs of forgotten memories to bring back"`
+// MCPTaskInput names a task.
+type MCPTaskInput struct {
+	ID string `json:"id" jsonschema:"the task ID"`
 }
 
-// MCPRestoreOutput is the restore tool's output.
-type MCPRestoreOutput struct {
-	Restored int `json:"restored"`
+// MCPStepInput is the update_step tool's input.
+type MCPStepInput struct {
+	ID string `json:"id" jsonschema:"the task ID"`
+	api.StepRequest
 }
 
-// NewMCP returns an MCP server exposing store as remember, recall and forget
-// tools, with the session as a parameter of each call, for a local transport
-// (stdio): every call acts as LocalCaller.
-func NewMCP(store *memory.Store) *mcp.Server { return newMCP(store, LocalCaller) }
+// MCPFinishInput is the finish_task tool's input.
+type MCPFinishInput struct {
+	ID string `json:"id" jsonschema:"the task ID"`
+	api.FinishRequest
+}
+
+// NewMCP returns an MCP server exposing store's memories, conversations and
+// tasks as tools, with the session as a parameter of each call, for a local
+// transport (stdio): every call acts as LocalCaller.
+func NewMCP(store *memory.Store) *mcp.Server {
+	return NewMCPFor(api.New(store, api.Options{}), LocalCaller)
+}
 
 // mcpCallerKey is where mcpRoute puts the Caller in the SDK's TokenInfo.
 const mcpCallerKey = "engram.caller"
 
 // mcpCaller returns the caller of a tool call: the key mcpRoute attached, or
-// fallback on a transport without keys. No caller at all means nobody.
+// fallback on a transport without keys; nil (nobody) when there is neither.
 func mcpCaller(extra *mcp.RequestExtra, fallback *Caller) *Caller {
 	if extra != nil && extra.TokenInfo != nil {
-		if c, ok := extra.TokenInfo.Extra[mcpCallerKey].(*Caller); ok {
-			return c
-		}
-		return nobody
+		c, _ := extra.TokenInfo.Extra[mcpCallerKey].(*Caller)
+		return c
 	}
-	if fallback != nil {
-		return fallback
-	}
-	return nobody
+	return fallback
 }
 
-// addTool is mcp.AddTool with the tool's error explained (see explain): a
-// full disk reads as such to the model and its user, as the 507 does over HTTP.
-func addTool[In, Out any](s *mcp.Server, t *mcp.Tool, h mcp.ToolHandlerFor[In, Out]) {
+// mcpSchemas are the JSON schemas of the types whose JSON form is not their
+// Go structure: a filter is an object of the filter language, a step's
+// result any JSON value, and a turn needs only its text.
+var mcpSchemas = func() map[reflect.Type]*jsonschema.Schema {
+	turn, err := jsonschema.For[memory.Turn](nil)
+	if err != nil {
+		panic(err) // a fixed type: fails in every test run or never
+	}
+	turn.Required = []string{"text"}
+	turn.Properties["role"].Description = "who spoke, e.g. user or assistant"
+	turn.Properties["text"].Description = "what was said"
+	turn.Properties["time"].Description = "when (RFC 3339); omit for now"
+	return map[reflect.Type]*jsonschema.Schema{
+		reflect.TypeFor[memory.Filter]():   {Type: "object", Description: "a filter in engram's JSON filter language (docs/format/filter.md)"},
+		reflect.TypeFor[json.RawMessage](): {},
+		reflect.TypeFor[memory.Turn]():     turn,
+	}
+}()
+
+// addTool registers a tool whose input In the request layer's op takes. Its
+// input schema comes from In (with mcpSchemas); the call runs under the
+// caller mcpCaller finds, and its error is explained (see explain): a full
+// disk reads as such to the model and its user, as the 507 does over HTTP.
+// text, if not nil, writes the answer's text content (by default the JSON).
+func addTool[In, Out any](s *mcp.Server, fallback *Caller, t *mcp.Tool, op func(ctx context.Context, in In) (Out, error), text func(In, Out) string) {
+	schema, err := jsonschema.For[In](&jsonschema.ForOptions{TypeSchemas: mcpSchemas})
+	if err != nil {
+		panic(fmt.Sprintf("server: tool %s: %v", t.Name, err)) // a fixed type: fails in every test run or never
+	}
+	t.InputSchema = schema
 	mcp.AddTool(s, t, func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
-		res, out, err := h(ctx, req, in)
-		return res, out, explain(err)
+		c := mcpCaller(req.Extra, fallback)
+		if c != nil {
+			ctx = api.WithCaller(ctx, c)
+		}
+		out, err := op(ctx, in)
+		if err != nil {
+			var zero Out
+			return nil, zero, explain(err)
+		}
+		if text == nil {
+			return nil, out, nil
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text(in, out)}}}, out, nil
 	})
 }
 
-// newMCP builds the MCP server; each tool checks its caller's right and
-// session scope like the HTTP routes do.
-func newMCP(store *memory.Store, fallback *Caller) *mcp.Server {
+// untyped drops the type of op's answer, for tools without an output schema
+// (conversations and tasks, whose step results are any JSON).
+func untyped[In, Out any](op func(context.Context, In) (Out, error)) func(context.Context, In) (any, error) {
+	return func(ctx context.Context, in In) (any, error) { return op(ctx, in) }
+}
+
+// NewMCPFor returns the MCP tools over ops: the request layer on a store
+// (api.Local), or a client of the server that holds it (memctl mcp on a
+// served store). fallback is the caller of calls that carry no key (stdio);
+// over HTTP every call carries the key that opened its session (mcpRoute).
+func NewMCPFor(ops api.Ops, fallback *Caller) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "engram", Version: Version}, &mcp.ServerOptions{
 		Instructions: "engram is the user's long-term memory. Call recall before answering questions that may depend on " +
 			"earlier conversations, and remember for facts worth keeping (preferences, plans, names, decisions).",
 	})
-	addTool(s, &mcp.Tool{Name: "remember", Description: "Store a memory for a session."},
-		func(ctx context.Context, req *mcp.CallToolRequest, in MCPRememberInput) (*mcp.CallToolResult, MCPRememberOutput, error) {
-			if err := mcpCaller(req.Extra, fallback).Check(RightWrite, in.Session); err != nil {
-				return nil, MCPRememberOutput{}, err
-			}
-			res, err := store.Remember(ctx, in.Session, in.Text, memory.RememberOptions{Source: in.Source, Tags: in.Tags, Importance: in.Importance, Metadata: in.Metadata})
-			if err != nil {
-				return nil, MCPRememberOutput{}, err
-			}
-			return nil, MCPRememberOutput{IDs: res.IDs, Merged: res.Merged, Superseded: res.Superseded}, nil
-		})
-	addTool(s, &mcp.Tool{Name: "recall", Description: "Recall the memories of a session most relevant to a query."},
-		func(ctx context.Context, req *mcp.CallToolRequest, in MCPRecallInput) (*mcp.CallToolResult, MCPRecallOutput, error) {
-			if err := mcpCaller(req.Extra, fallback).Check(RightRead, in.Session); err != nil {
-				return nil, MCPRecallOutput{}, err
-			}
-			f, err := parseMCPFilter(in.Filter)
-			if err != nil {
-				return nil, MCPRecallOutput{}, err
-			}
-			results, err := store.Recall(ctx, in.Query, memory.RecallOptions{Session: in.Session, K: in.K, Filter: f, Turns: in.Turns})
-			if err != nil {
-				return nil, MCPRecallOutput{}, err
-			}
-			out := MCPRecallOutput{Memories: make([]MCPMemory, 0, len(results))}
-			var text strings.Builder
-			for i, r := range results {
-				out.Memories = append(out.Memories, memory.ResultToJSON(&results[i]))
-				fmt.Fprintf(&text, "- %s (id %s, score %.3f)\n", r.Text, r.ID, r.Score.Final)
-			}
-			if len(results) == 0 {
-				n, err := store.Count(ctx, memory.Eq(memory.FieldSession, in.Session))
-				if err != nil {
-					return nil, MCPRecallOutput{}, err
-				}
-				out.SessionEmpty = n == 0
-				if out.SessionEmpty {
-					fmt.Fprintf(&text, "session %q holds no memories", in.Session)
-				} else {
-					text.WriteString("no memories found")
-				}
-			}
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text.String()}}}, out, nil
-		})
-	addTool(s, &mcp.Tool{Name: "forget", Description: "Forget memories by ID (all must exist, or nothing is forgotten), or the memories of a session that match a filter. " +
+	f := fallback
+	// Long-term memory.
+	addTool(s, f, &mcp.Tool{Name: "remember", Description: "Store a memory for a session."}, ops.Remember, nil)
+	addTool(s, f, &mcp.Tool{Name: "recall", Description: "Recall the memories of a session most relevant to a query."}, ops.Recall, recallText)
+	addTool(s, f, &mcp.Tool{Name: "forget", Description: "Forget memories by ID (all must exist, or nothing is forgotten), every memory of a session (session and all=true), " +
+		"or the memories that match a filter (in session, else in every session the key may use). " +
 		"Forgotten memories stay restorable with the restore tool for the store's retention (the answer says until when); purge=true deletes them for good."},
-		func(ctx context.Context, req *mcp.CallToolRequest, in MCPForgetInput) (*mcp.CallToolResult, MCPForgetOutput, error) {
-			c := mcpCaller(req.Extra, fallback)
-			if err := c.Check(RightWrite); err != nil {
-				return nil, MCPForgetOutput{}, err
-			}
-			switch {
-			case len(in.IDs) > 0 && in.Filter != nil:
-				return nil, MCPForgetOutput{}, errors.New("forget: give ids, or session and filter, not both")
-			case len(in.IDs) > 0 && in.Purge:
-				n, err := purgeIDsCtx(ctx, store, c, in.IDs)
-				return nil, forgetResponse(store, n, true), err
-			case len(in.IDs) > 0:
-				n, err := forgetIDsCtx(ctx, store, c, in.IDs, func(ctx context.Context, c *Caller, ids []string) ([]string, error) {
-					return scopeIDs(ctx, store, c, ids)
-				})
-				return nil, forgetResponse(store, n, false), err
-			case in.Filter == nil:
-				return nil, MCPForgetOutput{}, errors.New("forget: give ids, or session and filter")
-			}
-			if err := c.Check(RightWrite, in.Session); err != nil {
-				return nil, MCPForgetOutput{}, err
-			}
-			f, err := parseMCPFilter(in.Filter)
-			if err != nil {
-				return nil, MCPForgetOutput{}, err
-			}
-			where := store.ForgetWhere
-			if in.Purge {
-				where = store.PurgeWhere
-			}
-			n, err := where(ctx, memory.And(f, memory.Eq(memory.FieldSession, in.Session)))
-			if err != nil {
-				return nil, MCPForgetOutput{}, err
-			}
-			return nil, forgetResponse(store, n, in.Purge), nil
-		})
-	addTool(s, &mcp.Tool{Name: "restore", Description: "Bring forgotten memories back by ID, with their text, metadata and history (all must be in the trash, or nothing is restored)."},
-		func(ctx context.Context, req *mcp.CallToolRequest, in MCPRestoreInput) (*mcp.CallToolResult, MCPRestoreOutput, error) {
-			c := mcpCaller(req.Extra, fallback)
-			if err := c.Check(RightWrite); err != nil {
-				return nil, MCPRestoreOutput{}, err
-			}
-			n, err := restoreForgottenCtx(ctx, store, c, in.IDs)
-			return nil, MCPRestoreOutput{Restored: n}, err
-		})
-	addMemoryTools(s, store, fallback)  // mcp_memories.go
-	addContextTools(s, store, fallback) // mcp_context.go
+		ops.Forget, nil)
+	addTool(s, f, &mcp.Tool{Name: "restore", Description: "Bring forgotten memories back by ID, with their text, metadata and history (all must be in the trash, or nothing is restored)."},
+		ops.RestoreForgotten, nil)
+	addTool(s, f, &mcp.Tool{Name: "forgotten", Description: "List forgotten memories (the trash), restorable with the restore tool until their purge date."},
+		ops.Forgotten, nil)
+	addTool(s, f, &mcp.Tool{Name: "sessions", Description: "List the sessions with memories, with their counts."},
+		func(ctx context.Context, _ struct{}) (api.SessionsResponse, error) { return ops.Sessions(ctx) }, nil)
+	// Single memories.
+	addTool(s, f, &mcp.Tool{Name: "get", Description: "Get one memory by ID."}, ops.Get, nil)
+	addTool(s, f, &mcp.Tool{Name: "list", Description: "List memories, newest first: a session's (or every session's the key may read), optionally filtered."},
+		ops.List, nil)
+	addTool(s, f, &mcp.Tool{Name: "update", Description: "Change a memory's text, source, tags, importance or metadata; the earlier version is kept in its history."},
+		func(ctx context.Context, in MCPUpdateInput) (memory.MemoryJSON, error) {
+			return ops.Update(ctx, in.ID, in.UpdateRequest)
+		}, nil)
+	addTool(s, f, &mcp.Tool{Name: "delete", Description: "Delete one memory by ID, with its history."},
+		func(ctx context.Context, in MCPIDInput) (api.DeleteResponse, error) { return ops.Delete(ctx, in.ID) }, nil)
+	addTool(s, f, &mcp.Tool{Name: "history", Description: "The earlier versions of a memory (what merges, updates and superseding facts replaced), oldest first."},
+		func(ctx context.Context, in MCPIDInput) (api.HistoryResponse, error) { return ops.History(ctx, in.ID) }, nil)
+	addTool(s, f, &mcp.Tool{Name: "revert", Description: "Bring an earlier version of a memory back (as history numbers them); the current one goes to its history."},
+		func(ctx context.Context, in MCPRevertInput) (memory.MemoryJSON, error) {
+			return ops.Revert(ctx, in.ID, in.RevertRequest)
+		}, nil)
+	// Short-term memory: a session's conversation buffer.
+	addTool(s, f, &mcp.Tool{Name: "context", Description: "Read a session's short-term memory: a summary of older turns and the recent turns verbatim."},
+		untyped(func(ctx context.Context, in MCPSessionInput) (memory.Conversation, error) {
+			return ops.Context(ctx, in.Session)
+		}), nil)
+	addTool(s, f, &mcp.Tool{Name: "add_turn", Description: "Append a turn to a session's conversation buffer; older turns are summarized past its budget."},
+		untyped(func(ctx context.Context, in MCPAddTurnInput) (memory.Conversation, error) {
+			return ops.AddTurn(ctx, in.Session, memory.Turn{Role: in.Role, Text: in.Text, Time: in.Time})
+		}), nil)
+	addTool(s, f, &mcp.Tool{Name: "clear_context", Description: "Delete a session's conversation buffer and summary."},
+		func(ctx context.Context, in MCPSessionInput) (api.ClearedResponse, error) {
+			return ops.ClearContext(ctx, in.Session)
+		}, nil)
+	// Working memory: tasks.
+	addTool(s, f, &mcp.Tool{Name: "tasks", Description: "List the tasks (working memory of multi-step jobs) the caller may see."},
+		untyped(func(ctx context.Context, _ struct{}) (api.TasksResponse, error) { return ops.Tasks(ctx) }), nil)
+	addTool(s, f, &mcp.Tool{Name: "task", Description: "Read a task: its steps with results, the next step, timestamps."},
+		untyped(func(ctx context.Context, in MCPTaskInput) (memory.Task, error) { return ops.Task(ctx, in.ID) }), nil)
+	addTool(s, f, &mcp.Tool{Name: "start_task", Description: "Start a task, so a multi-step job can resume after a crash."},
+		untyped(ops.StartTask), nil)
+	addTool(s, f, &mcp.Tool{Name: "update_step", Description: "Record a step of a task (status, result) and the next step."},
+		untyped(func(ctx context.Context, in MCPStepInput) (memory.Task, error) {
+			return ops.UpdateStep(ctx, in.ID, in.StepRequest)
+		}), nil)
+	addTool(s, f, &mcp.Tool{Name: "finish_task", Description: "Mark a task done or failed."},
+		untyped(func(ctx context.Context, in MCPFinishInput) (memory.Task, error) {
+			return ops.FinishTask(ctx, in.ID, in.FinishRequest)
+		}), nil)
+	addTool(s, f, &mcp.Tool{Name: "delete_task", Description: "Delete a task."},
+		func(ctx context.Context, in MCPTaskInput) (api.DeletedResponse, error) {
+			return ops.DeleteTask(ctx, in.ID)
+		}, nil)
 	return s
+}
+
+// recallText is the recall tool's text: one line per memory, or why there is none.
+func recallText(in api.RecallRequest, out api.RecallResponse) string {
+	var text strings.Builder
+	if out.Prompt != "" {
+		return out.Prompt
+	}
+	for _, r := range out.Results {
+		fmt.Fprintf(&text, "- %s (id %s, score %.3f)\n", r.Text, r.ID, r.Score.Final)
+	}
+	switch {
+	case len(out.Results) > 0:
+	case out.SessionEmpty:
+		fmt.Fprintf(&text, "session %q holds no memories", in.Session)
+	default:
+		text.WriteString("no memories found")
+	}
+	return text.String()
 }

@@ -73,7 +73,7 @@ func TestMCPMemoryTools(t *testing.T) {
 		t.Fatalf("history: %+v", hist)
 	}
 	var rec MCPRecallOutput
-	if call("recall", map[string]any{"session": "alice", "query": "cat harbour", "filter": map[string]any{"tags": "pets"}}, &rec); len(rec.Memories) != 1 || rec.Memories[0].ID != id || rec.Memories[0].Score.Final <= 0 {
+	if call("recall", map[string]any{"session": "alice", "query": "cat harbour", "filter": map[string]any{"tags": "pets"}}, &rec); len(rec.Results) != 1 || rec.Results[0].ID != id || rec.Results[0].Score.Final <= 0 {
 		t.Fatalf("recall with a filter: %+v", rec)
 	}
 	if call("recall", map[string]any{"session": "nobody", "query": "cat"}, &rec); !rec.SessionEmpty {

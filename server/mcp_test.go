@@ -52,7 +52,7 @@ func mcpRoundTrip(t *testing.T, cs *mcp.ClientSession) {
 	}
 	var rec MCPRecallOutput
 	res := call("recall", map[string]any{"session": "alice", "query": "cat name"}, &rec)
-	if len(rec.Memories) != 1 || rec.Memories[0].ID != rem.IDs[0] || !strings.Contains(rec.Memories[0].Text, "Miso") {
+	if len(rec.Results) != 1 || rec.Results[0].ID != rem.IDs[0] || !strings.Contains(rec.Results[0].Text, "Miso") {
 		t.Fatalf("recall = %+v", rec)
 	}
 	if text := res.Content[0].(*mcp.TextContent).Text; !strings.Contains(text, "Miso") || strings.Contains(text, "Tofu") {
@@ -67,7 +67,7 @@ func mcpRoundTrip(t *testing.T, cs *mcp.ClientSession) {
 		t.Fatalf("forget = %+v", fg)
 	}
 	call("recall", map[string]any{"session": "alice", "query": "cat name"}, &rec)
-	if len(rec.Memories) != 0 {
+	if len(rec.Results) != 0 {
 		t.Fatalf("recall after forget = %+v", rec)
 	}
 }

@@ -159,6 +159,9 @@ var mcpProbes = map[string][]mcpProbe{
 	"delete":        {{args: `{"id":$memoryq}`, right: RightWrite, foreignIsError: true}},
 	"history":       {{args: `{"id":$memoryq}`, right: RightRead, foreignIsError: true}},
 	"restore":       {{args: `{"ids":$forgotten}`, right: RightWrite, foreignIsError: true}},
+	"revert":        {{args: `{"id":$memoryq,"version":1}`, right: RightWrite, foreignIsError: true}},
+	"forgotten":     {{args: `{"session":$session}`, right: RightRead, foreignIsError: true}, {args: `{}`, right: RightRead, listing: true}},
+	"sessions":      {{args: `{}`, right: RightRead, listing: true}},
 }
 
 // target is what the placeholders stand for.

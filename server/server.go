@@ -20,6 +20,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/engramdb/engram/api"
 	"github.com/engramdb/engram/memory"
 	"github.com/engramdb/engram/server/dashboard"
 )
@@ -72,6 +73,7 @@ type Options struct {
 type Handler struct {
 	opts    Options
 	store   *memory.Store
+	ops     *api.Local // the request layer every route and tool calls
 	mux     *http.ServeMux
 	metrics *metrics
 	guard   *guard
@@ -105,6 +107,14 @@ func New(opts Options) (*Handler, error) {
 		return nil, err
 	}
 	h := &Handler{opts: opts, store: opts.Store, mux: http.NewServeMux(), guard: newGuard(opts.AllowedHosts), keys: keys}
+	h.ops = api.New(opts.Store, api.Options{Dir: opts.Admin.StoreDir,
+		// Read at call time: the admin routes refuse reembeds while AdminOptions.NewEmbedder is nil.
+		NewEmbedder: func(spec string) (memory.Embedder, error) { return h.opts.Admin.NewEmbedder(spec) },
+		Reembedded: func(spec string) {
+			if f := h.opts.Admin.Reembedded; f != nil {
+				f(spec)
+			}
+		}})
 	m, err := newMetrics(opts.Registry, opts.Store)
 	if err != nil {
 		return nil, err
@@ -123,23 +133,10 @@ func New(opts Options) (*Handler, error) {
 		metricsHandler.ServeHTTP(w, r)
 		return nil
 	})
-	h.route("POST /v1/remember", accessWrite, h.remember)
-	h.route("POST /v1/recall", accessRead, h.recall)
-	h.route("POST /v1/forget", accessWrite, h.forget)
-	h.route("GET /v1/sessions", accessRead, h.sessions)
-	h.route("GET /v1/sessions/{session}/context", accessReadPath, h.context)
-	h.route("POST /v1/sessions/{session}/turns", accessWritePath, h.addTurn)
-	h.route("DELETE /v1/sessions/{session}/context", accessWritePath, h.clearContext)
-	h.route("GET /v1/tasks", accessRead, h.listTasks)
-	h.route("POST /v1/tasks", accessWrite, h.startTask)
-	h.route("GET /v1/tasks/{id}", accessRead, h.getTask)
-	h.route("POST /v1/tasks/{id}/steps", accessWrite, h.updateStep)
-	h.route("POST /v1/tasks/{id}/finish", accessWrite, h.finishTask)
-	h.route("DELETE /v1/tasks/{id}", accessWrite, h.deleteTask)
-	h.route("GET /v1/stats", accessAdmin, h.stats)
+	h.registerDataRoutes()   // handlers.go
 	h.registerMemoryRoutes() // memories.go
 	h.registerTrashRoutes()  // trash.go
-	h.mcpRoute("/mcp", newMCP(opts.Store, nil))
+	h.mcpRoute("/mcp", NewMCPFor(h.ops, nil))
 	h.adminRoutes()
 	// The dashboard's files: no data, and ServeHTTP serves them without a key
 	// (a browser navigating cannot send one), past the guard only; the page
@@ -259,8 +256,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.mux.ServeHTTP(w, r.WithContext(WithCaller(r.Context(), c)))
 }
 
-// errBadRequest marks request decoding errors.
-var errBadRequest = errors.New("bad request")
+// errBadRequest marks request decoding errors (the request layer's ErrBadRequest).
+var errBadRequest = api.ErrBadRequest
 
 func statusOf(err error) int {
 	var tooBig *http.MaxBytesError

@@ -1,4 +1,4 @@
-package server
+package api
 
 import (
 	"testing"
@@ -9,18 +9,18 @@ import (
 // TestRecallDefaultsMatchLibrary: a request that sets nothing ranks like memory.RecallOptions{}
 // (one ranking in every door).
 func TestRecallDefaultsMatchLibrary(t *testing.T) {
-	o, err := (&RecallRequest{Session: "s"}).options()
+	o, err := (&RecallRequest{Session: "s"}).Options()
 	if err != nil {
 		t.Fatal(err)
 	}
 	var lib memory.RecallOptions
 	if o.Mode != lib.Mode || o.Fusion != lib.Fusion || o.Decay != lib.Decay || o.VectorWeight != 0 || o.KeywordWeight != 0 {
-		t.Fatalf("HTTP defaults %+v differ from the library's %+v", o, lib)
+		t.Fatalf("request defaults %+v differ from the library's %+v", o, lib)
 	}
-	if o, err := (&RecallRequest{Fusion: "rrf"}).options(); err != nil || o.Fusion != memory.FusionRRF {
+	if o, err := (&RecallRequest{Fusion: "rrf"}).Options(); err != nil || o.Fusion != memory.FusionRRF {
 		t.Fatalf("fusion rrf: %+v %v", o, err)
 	}
-	if _, err := (&RecallRequest{Fusion: "max"}).options(); err == nil {
+	if _, err := (&RecallRequest{Fusion: "max"}).Options(); err == nil {
 		t.Fatal("unknown fusion accepted")
 	}
 }
