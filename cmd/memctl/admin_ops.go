@@ -18,7 +18,7 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
-	"github.com/engramdb/engram/engine"
+	"github.com/engramdb/engram/api"
 	"github.com/engramdb/engram/memory"
 	"github.com/engramdb/engram/server"
 )
@@ -26,13 +26,16 @@ import (
 // adminOps is what the admin commands do to a store: localOps on a store
 // this process opened, remoteOps through the API of the server holding it.
 // Both give the commands the same values, so their output is the same.
+//
+// The operations defined by the request layer (stats, check, compact,
+// cleanup, the archive, reembed) run it here (api.Local) and through its
+// server's routes there; export, import and backup move files and streams.
 type adminOps interface {
-	sessions(ctx context.Context) ([]memory.SessionInfo, error)
 	// stats returns the figures and the store's directory.
 	stats(ctx context.Context) (memory.Stats, string, error)
-	check(ctx context.Context, prog func(done, total int64)) (server.CheckResult, error)
-	compact(ctx context.Context, prog func(done, total int64)) (server.CompactResult, error)
-	cleanup(ctx context.Context, p memory.CleanupPolicy, session *string, prog func(done, total int64)) (server.CleanupResult, error)
+	check(ctx context.Context, prog func(done, total int64)) (api.CheckResult, error)
+	compact(ctx context.Context, prog func(done, total int64)) (api.CompactResult, error)
+	cleanup(ctx context.Context, req api.CleanupRequest, prog func(done, total int64)) (api.CleanupResult, error)
 	archived(ctx context.Context) ([]memoryJSON, error)
 	// restore restores ids (nil: every archived memory).
 	restore(ctx context.Context, ids []string, prog func(done, total int64)) (int, error)
@@ -55,7 +58,7 @@ func (a *app) adminOps(ctx context.Context) (adminOps, error) {
 	if c != nil {
 		return &remoteOps{c: c}, nil
 	}
-	return &localOps{a: a, s: s}, nil
+	return &localOps{a: a, s: s, ops: a.local(s)}, nil
 }
 
 // lazyBar is a progress bar made on the first report, when the total is
@@ -90,75 +93,36 @@ func (b *lazyBar) set(done, total int64) {
 // ---- local ----
 
 type localOps struct {
-	a *app
-	s *memory.Store
-}
-
-func (l *localOps) sessions(ctx context.Context) ([]memory.SessionInfo, error) {
-	return l.s.Sessions(ctx)
+	a   *app
+	s   *memory.Store
+	ops *api.Local
 }
 
 func (l *localOps) stats(ctx context.Context) (memory.Stats, string, error) {
-	st, err := l.s.Stats(ctx)
-	return st, l.a.dir, err
+	st, err := l.ops.Stats(ctx)
+	return st.Stats, l.a.dir, err
 }
 
-func (l *localOps) check(ctx context.Context, prog func(done, total int64)) (server.CheckResult, error) {
-	err := l.s.CheckProgress(ctx, prog)
-	var unreachable *engine.UnreachableError
-	switch {
-	case errors.As(err, &unreachable):
-		return server.CheckResult{Problem: "unreachable", Error: err.Error(), Unreachable: unreachable}, nil
-	case err != nil:
-		return server.CheckResult{Problem: "corrupt", Error: err.Error()}, nil
-	}
-	unknown, err := engine.UnknownFiles(l.a.dir)
-	if err != nil {
-		return server.CheckResult{}, err
-	}
-	return server.CheckResult{OK: true, Unknown: unknown}, nil
+func (l *localOps) check(ctx context.Context, prog func(done, total int64)) (api.CheckResult, error) {
+	return l.ops.Check(ctx, prog)
 }
 
-func (l *localOps) compact(ctx context.Context, prog func(done, total int64)) (server.CompactResult, error) {
-	before, err := l.s.Stats(ctx)
-	if err != nil {
-		return server.CompactResult{}, err
-	}
-	if err := l.s.Flush(ctx); err != nil {
-		return server.CompactResult{}, err
-	}
-	if err := l.s.CompactProgress(ctx, prog); err != nil {
-		return server.CompactResult{}, err
-	}
-	after, err := l.s.Stats(ctx)
-	if err != nil {
-		return server.CompactResult{}, err
-	}
-	return server.CompactResult{Before: before.Backend, After: after.Backend}, nil
+func (l *localOps) compact(ctx context.Context, prog func(done, total int64)) (api.CompactResult, error) {
+	return l.ops.Compact(ctx, prog)
 }
 
-func (l *localOps) cleanup(ctx context.Context, p memory.CleanupPolicy, session *string, prog func(done, total int64)) (server.CleanupResult, error) {
-	p.Progress = prog
-	if session != nil {
-		p.Filter = memory.AllOf(p.Filter, memory.Eq(memory.FieldSession, *session))
-	}
-	res, err := l.s.Cleanup(ctx, p)
-	if err != nil {
-		return server.CleanupResult{}, err
-	}
-	return server.CleanupResult{DryRun: p.DryRun, Batch: res.Batch, Memories: toMemoryJSON(res.Memories)}, nil
+func (l *localOps) cleanup(ctx context.Context, req api.CleanupRequest, prog func(done, total int64)) (api.CleanupResult, error) {
+	return l.ops.AdminCleanup(ctx, req, prog)
 }
 
 func (l *localOps) archived(ctx context.Context) ([]memoryJSON, error) {
-	ms, err := l.s.Archived(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return toMemoryJSON(ms), nil
+	resp, err := l.ops.Archived(ctx)
+	return resp.Memories, err
 }
 
-func (l *localOps) restore(ctx context.Context, ids []string, _ func(done, total int64)) (int, error) {
-	return l.s.Restore(ctx, ids...)
+func (l *localOps) restore(ctx context.Context, ids []string, prog func(done, total int64)) (int, error) {
+	resp, err := l.ops.RestoreArchived(ctx, api.RestoreRequest{IDs: ids, All: len(ids) == 0}, prog)
+	return resp.Restored, err
 }
 
 func (l *localOps) export(ctx context.Context, w io.Writer, session *string, filter *memory.Filter, vectors bool) (int, int, int, error) {
@@ -196,62 +160,42 @@ func (l *localOps) reembed(ctx context.Context, spec string, prog func(done, tot
 	if err != nil {
 		return "", err
 	}
-	err = l.s.Reembed(ctx, target, func(done, total int) { prog(int64(done), int64(total)) })
-	if err != nil {
-		return "", err
-	}
-	l.a.recordEmbedder(l.s, spec)
-	return target.Fingerprint(), nil
+	res, err := l.ops.Reembed(ctx, api.ReembedRequest{To: spec}, target, prog)
+	return res.Fingerprint, err
 }
 
 // ---- remote ----
 
 type remoteOps struct{ c *client }
 
-func (r *remoteOps) sessions(ctx context.Context) ([]memory.SessionInfo, error) {
-	var d struct{ Sessions []server.SessionJSON }
-	if err := r.c.do(ctx, http.MethodGet, "/v1/sessions", nil, &d); err != nil {
-		return nil, err
-	}
-	out := make([]memory.SessionInfo, 0, len(d.Sessions))
-	for _, s := range d.Sessions {
-		out = append(out, memory.SessionInfo{Name: s.Name, Memories: s.Memories, Newest: s.Newest})
-	}
-	return out, nil
-}
-
 func (r *remoteOps) stats(ctx context.Context) (memory.Stats, string, error) {
-	var st server.AdminStats
+	var st api.StatsResponse
 	err := r.c.do(ctx, http.MethodGet, "/v1/admin/stats", nil, &st)
 	return st.Stats, st.Dir, err
 }
 
-func (r *remoteOps) check(ctx context.Context, prog func(done, total int64)) (server.CheckResult, error) {
+func (r *remoteOps) check(ctx context.Context, prog func(done, total int64)) (api.CheckResult, error) {
 	j, err := r.c.job(ctx, "/v1/admin/check", nil, prog)
 	if err != nil {
-		return server.CheckResult{}, err
+		return api.CheckResult{}, err
 	}
-	return jobResult[server.CheckResult](j)
+	return jobResult[api.CheckResult](j)
 }
 
-func (r *remoteOps) compact(ctx context.Context, prog func(done, total int64)) (server.CompactResult, error) {
+func (r *remoteOps) compact(ctx context.Context, prog func(done, total int64)) (api.CompactResult, error) {
 	j, err := r.c.job(ctx, "/v1/admin/compact", nil, prog)
 	if err != nil {
-		return server.CompactResult{}, err
+		return api.CompactResult{}, err
 	}
-	return jobResult[server.CompactResult](j)
+	return jobResult[api.CompactResult](j)
 }
 
-func (r *remoteOps) cleanup(ctx context.Context, p memory.CleanupPolicy, session *string, prog func(done, total int64)) (server.CleanupResult, error) {
-	req := server.CleanupRequest{DryRun: p.DryRun, IncludeRecalled: p.IncludeRecalled, Session: session, Filter: p.Filter}
-	if p.OlderThan > 0 {
-		req.OlderThan = p.OlderThan.String()
-	}
+func (r *remoteOps) cleanup(ctx context.Context, req api.CleanupRequest, prog func(done, total int64)) (api.CleanupResult, error) {
 	j, err := r.c.job(ctx, "/v1/admin/cleanup", req, prog)
 	if err != nil {
-		return server.CleanupResult{}, err
+		return api.CleanupResult{}, err
 	}
-	return jobResult[server.CleanupResult](j)
+	return jobResult[api.CleanupResult](j)
 }
 
 func (r *remoteOps) archived(ctx context.Context) ([]memoryJSON, error) {
@@ -264,7 +208,7 @@ func (r *remoteOps) archived(ctx context.Context) ([]memoryJSON, error) {
 }
 
 func (r *remoteOps) restore(ctx context.Context, ids []string, prog func(done, total int64)) (int, error) {
-	j, err := r.c.job(ctx, "/v1/admin/archive/restore", server.RestoreRequest{IDs: ids, All: len(ids) == 0}, prog)
+	j, err := r.c.job(ctx, "/v1/admin/archive/restore", api.RestoreRequest{IDs: ids, All: len(ids) == 0}, prog)
 	if err != nil {
 		return 0, err
 	}
@@ -373,7 +317,7 @@ func (r *remoteOps) serverBackup(ctx context.Context, name string) (string, erro
 }
 
 func (r *remoteOps) reembed(ctx context.Context, spec string, prog func(done, total int64)) (string, error) {
-	j, err := r.c.job(ctx, "/v1/admin/reembed", server.ReembedRequest{To: spec}, prog)
+	j, err := r.c.job(ctx, "/v1/admin/reembed", api.ReembedRequest{To: spec}, prog)
 	if err != nil {
 		return "", err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/engramdb/engram/api"
 	"github.com/engramdb/engram/engine"
 	"github.com/engramdb/engram/memory"
 )
@@ -56,6 +57,9 @@ func (a *app) rootCommand() *cobra.Command {
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			a.cmd = cmd
+			// The user owns a store this process opens: the request layer runs for
+			// them as LocalCaller (through a server, the server's key decides).
+			cmd.SetContext(api.WithCaller(cmd.Context(), api.LocalCaller))
 			if err := a.resolveConfig(cmd); err != nil {
 				return err
 			}

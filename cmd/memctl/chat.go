@@ -7,22 +7,14 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/engramdb/engram/api"
 	"github.com/engramdb/engram/memory"
 	"github.com/engramdb/engram/ollama"
 )
 
-// chatStore is what chat needs of the store: *memory.Store, or a server's
-// API (remoteChat) when a running server holds it.
-type chatStore interface {
-	Context(ctx context.Context, session string) (memory.Conversation, error)
-	Recall(ctx context.Context, query string, o memory.RecallOptions) ([]memory.Result, error)
-	AddTurn(ctx context.Context, session string, t memory.Turn) (memory.Conversation, error)
-	Remember(ctx context.Context, session, text string, o memory.RememberOptions) (memory.RememberResult, error)
-}
-
 // chat is one memory-augmented conversation with an Ollama model.
 type chat struct {
-	store     chatStore
+	store     api.Ops // the store here, or the server that holds it
 	client    *ollama.Client
 	extractor *ollama.Extractor
 	model     string
@@ -47,15 +39,15 @@ func (c *chat) turn(ctx context.Context, user string) error {
 		return err
 	}
 	// Recall for where the conversation is: the new message, with the recent turns behind it.
-	recalled, err := c.store.Recall(ctx, user, memory.RecallOptions{Session: c.session, K: c.k, Turns: recentTurns(conv.Turns)})
+	resp, err := c.store.Recall(ctx, api.RecallRequest{Query: user, Session: c.session, K: c.k, Turns: recentTurns(conv.Turns)})
 	if err != nil {
 		return fmt.Errorf("recall: %w", err)
 	}
-	msgs, err := chatMessages(user, recalled, conv)
+	msgs, err := chatMessages(user, results(resp), conv)
 	if err != nil {
 		return err
 	}
-	resp, err := c.client.Chat(ctx, ollama.ChatRequest{Model: c.model, Messages: msgs}, func(delta string) error {
+	answered, err := c.client.Chat(ctx, ollama.ChatRequest{Model: c.model, Messages: msgs}, func(delta string) error {
 		_, err := io.WriteString(c.out, delta)
 		return err
 	})
@@ -63,7 +55,7 @@ func (c *chat) turn(ctx context.Context, user string) error {
 	if err != nil {
 		return err
 	}
-	answer := resp.Message.Content
+	answer := answered.Message.Content
 	if err := c.remember(ctx, user, answer, recentTurns(conv.Turns)); err != nil {
 		return err
 	}
@@ -96,11 +88,11 @@ func (c *chat) remember(ctx context.Context, user, answer string, before []memor
 		if f != user {
 			ctxt = append(ctxt, user)
 		}
-		o := memory.RememberOptions{Source: "chat", Context: strings.ToValidUTF8(strings.ReplaceAll(strings.Join(ctxt, "\n"), "\x1e", " "), "")}
-		if len(f)+len(o.Context) >= memory.DefaultMaxTextBytes {
-			o.Context = ""
+		req := api.RememberRequest{Session: c.session, Text: f, Source: "chat", Context: strings.ToValidUTF8(strings.ReplaceAll(strings.Join(ctxt, "\n"), "\x1e", " "), "")}
+		if len(f)+len(req.Context) >= memory.DefaultMaxTextBytes {
+			req.Context = ""
 		}
-		if _, err := c.store.Remember(ctx, c.session, f, o); err != nil {
+		if _, err := c.store.Remember(ctx, req); err != nil {
 			return fmt.Errorf("remember: %w", err)
 		}
 	}

@@ -2,145 +2,69 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 
+	"github.com/engramdb/engram/api"
 	"github.com/engramdb/engram/memory"
-	"github.com/engramdb/engram/server"
 )
 
-// The data commands (remember, recall, get, list, ...) through a server's
-// API. Each returns the values the local store would, so the commands print
-// with the same code either way.
+// The data operations (api.Ops) through the HTTP API of the server that
+// holds the store: each request goes to its route as is and the answer
+// comes back as the request layer gave it, so a command prints the same on
+// a local store (api.Local) and through a server. memctl mcp on a served
+// store serves these to its MCP client.
 
-// isNotFound reports whether err is the server's 404.
-func isNotFound(err error) bool {
-	var ae *apiError
-	return errors.As(err, &ae) && ae.status == http.StatusNotFound
+// dataOps opens the store here, or finds the server that holds it
+// (openOrRemote), and returns the data operations on it.
+func (a *app) dataOps(ctx context.Context) (api.Ops, error) {
+	return a.dataOpsWith(ctx, memory.Options{})
 }
 
-// remember sends one text; the answer is the store's RememberResult.
-func (c *client) remember(ctx context.Context, session, text string, o memory.RememberOptions) (memory.RememberResult, error) {
-	var resp server.RememberResponse
-	req := server.RememberRequest{Session: session, Text: text, Context: o.Context, Source: o.Source, Tags: o.Tags, Importance: o.Importance, Metadata: o.Metadata}
-	if err := c.do(ctx, http.MethodPost, "/v1/remember", req, &resp); err != nil {
-		return memory.RememberResult{}, err
-	}
-	return memory.RememberResult{IDs: resp.IDs, Merged: resp.Merged, Superseded: resp.Superseded, Older: resp.Older}, nil
-}
-
-// recall runs req and returns the results and whether the session is empty.
-func (c *client) recall(ctx context.Context, req server.RecallRequest) ([]memory.Result, bool, error) {
-	var resp server.RecallResponse
-	if err := c.do(ctx, http.MethodPost, "/v1/recall", req, &resp); err != nil {
-		return nil, false, err
-	}
-	out := make([]memory.Result, len(resp.Results))
-	for i := range resp.Results {
-		out[i] = memory.Result{Memory: resp.Results[i].Memory(), Score: resp.Results[i].Score}
-	}
-	return out, resp.SessionEmpty, nil
-}
-
-// get returns the memories of ids that exist, in order; the others are
-// left out, as memory.Store.Get does.
-func (c *client) get(ctx context.Context, ids []string, vector bool) ([]memory.Memory, error) {
-	var out []memory.Memory
-	seen := map[string]bool{}
-	for _, id := range ids {
-		if seen[id] {
-			continue
-		}
-		seen[id] = true
-		path := "/v1/memories/" + url.PathEscape(id)
-		if vector {
-			path += "?vector=true"
-		}
-		var j memory.MemoryJSON
-		if err := c.do(ctx, http.MethodGet, path, nil, &j); err != nil {
-			if isNotFound(err) {
-				continue
-			}
-			return nil, err
-		}
-		out = append(out, j.Memory())
-	}
-	return out, nil
-}
-
-// list returns one page of the memories f selects.
-func (c *client) list(ctx context.Context, o memory.ListOptions) (memory.ListPage, error) {
-	q := url.Values{}
-	if o.Filter != nil {
-		w, err := json.Marshal(o.Filter)
-		if err != nil {
-			return memory.ListPage{}, err
-		}
-		q.Set("where", string(w))
-	}
-	if o.Limit != 0 {
-		q.Set("limit", strconv.Itoa(o.Limit))
-	}
-	if o.Cursor != "" {
-		q.Set("cursor", o.Cursor)
-	}
-	var resp server.ListResponse
-	if err := c.do(ctx, http.MethodGet, "/v1/memories?"+q.Encode(), nil, &resp); err != nil {
-		return memory.ListPage{}, err
-	}
-	p := memory.ListPage{Memories: make([]memory.Memory, len(resp.Memories)), Next: resp.NextCursor}
-	for i := range resp.Memories {
-		p.Memories[i] = resp.Memories[i].Memory()
-	}
-	return p, nil
-}
-
-// update applies o to memory id.
-func (c *client) update(ctx context.Context, id string, o memory.UpdateOptions) (memory.Memory, error) {
-	req := server.UpdateRequest{Text: o.Text, Source: o.Source, Tags: o.Tags, Importance: o.Importance, Metadata: o.Metadata}
-	var j memory.MemoryJSON
-	if err := c.do(ctx, http.MethodPatch, "/v1/memories/"+url.PathEscape(id), req, &j); err != nil {
-		return memory.Memory{}, err
-	}
-	return j.Memory(), nil
-}
-
-// history returns the earlier versions of memory id, in JSON form.
-func (c *client) history(ctx context.Context, id string) ([]memory.VersionJSON, error) {
-	var resp server.HistoryResponse
-	if err := c.do(ctx, http.MethodGet, "/v1/memories/"+url.PathEscape(id)+"/history", nil, &resp); err != nil {
+// dataOpsWith is dataOps opening the store with opts (openStoreWith).
+func (a *app) dataOpsWith(ctx context.Context, opts memory.Options) (api.Ops, error) {
+	s, c, err := a.openOrRemoteWith(ctx, opts)
+	if err != nil {
 		return nil, err
 	}
-	return resp.Versions, nil
-}
-
-// revert brings version n of memory id back.
-func (c *client) revert(ctx context.Context, id string, n int) (memory.Memory, error) {
-	var j memory.MemoryJSON
-	if err := c.do(ctx, http.MethodPost, "/v1/memories/"+url.PathEscape(id)+"/revert", map[string]int{"version": n}, &j); err != nil {
-		return memory.Memory{}, err
+	if c != nil {
+		return remoteData{c}, nil
 	}
-	return j.Memory(), nil
+	return a.local(s), nil
 }
 
-func (c *client) tasks(ctx context.Context) ([]memory.Task, error) {
-	var resp struct {
-		Tasks []memory.Task `json:"tasks"`
+// local is the request layer on a store this process opened; the
+// commands' context carries api.LocalCaller (rootCommand).
+func (a *app) local(s *memory.Store) *api.Local {
+	o := api.Options{NewEmbedder: a.newEmbedder, Reembedded: func(spec string) { a.recordEmbedder(s, spec) }}
+	if !isRemote(a.dir) {
+		o.Dir = a.dir
 	}
-	err := c.do(ctx, http.MethodGet, "/v1/tasks", nil, &resp)
-	return resp.Tasks, err
+	return api.New(s, o)
 }
 
-// task sends body (nil: a GET) to the task route path and returns the task it answers.
-func (c *client) task(ctx context.Context, method, path string, body any) (memory.Task, error) {
-	var t memory.Task
-	err := c.do(ctx, method, path, body, &t)
-	return t, err
+// isNotFound reports whether err says a memory or task is missing: the
+// layer's ErrNotFound, or the server's 404.
+func isNotFound(err error) bool {
+	var ae *apiError
+	return errors.Is(err, memory.ErrNotFound) || errors.As(err, &ae) && ae.status == http.StatusNotFound
 }
+
+// remoteData is api.Ops through a server's API.
+type remoteData struct{ c *client }
+
+var _ api.Ops = remoteData{}
+
+// call sends body (nil: none) to method path and decodes the answer into a T.
+func call[T any](ctx context.Context, c *client, method, path string, body any) (T, error) {
+	var out T
+	err := c.do(ctx, method, path, body, &out)
+	return out, err
+}
+
+func memoryPath(id string) string { return "/v1/memories/" + url.PathEscape(id) }
 
 func taskPath(id string) string { return "/v1/tasks/" + url.PathEscape(id) }
 
@@ -150,44 +74,142 @@ func contextPath(session string) (string, error) {
 	if session == "" {
 		return "", errors.New("the default session's conversation is not reachable through the server's API (it has no path); stop the server or name a session")
 	}
-	return "/v1/sessions/" + url.PathEscape(session) + "/context", nil
+	return "/v1/sessions/" + url.PathEscape(session), nil
 }
 
-// conversation sends body (nil: a GET) to a session's context route.
-func (c *client) conversation(ctx context.Context, method, session, suffix string, body any) (memory.Conversation, error) {
-	var conv memory.Conversation
+func (r remoteData) Remember(ctx context.Context, req api.RememberRequest) (api.RememberResponse, error) {
+	return call[api.RememberResponse](ctx, r.c, http.MethodPost, "/v1/remember", req)
+}
+
+func (r remoteData) Recall(ctx context.Context, req api.RecallRequest) (api.RecallResponse, error) {
+	return call[api.RecallResponse](ctx, r.c, http.MethodPost, "/v1/recall", req)
+}
+
+func (r remoteData) Forget(ctx context.Context, req api.ForgetRequest) (api.ForgetResponse, error) {
+	return call[api.ForgetResponse](ctx, r.c, http.MethodPost, "/v1/forget", req)
+}
+
+func (r remoteData) RestoreForgotten(ctx context.Context, req api.RestoreForgottenRequest) (api.RestoredResponse, error) {
+	return call[api.RestoredResponse](ctx, r.c, http.MethodPost, "/v1/restore", req)
+}
+
+func (r remoteData) Forgotten(ctx context.Context, req api.ForgottenRequest) (api.ForgottenResponse, error) {
+	path := "/v1/forgotten"
+	if req.Session != nil {
+		path += "?session=" + url.QueryEscape(*req.Session)
+	}
+	resp, err := call[api.ForgottenResponse](ctx, r.c, http.MethodGet, path, nil)
+	if resp.Memories == nil {
+		resp.Memories = []api.ForgottenJSON{}
+	}
+	return resp, err
+}
+
+func (r remoteData) PurgeForgotten(ctx context.Context) (api.PurgedResponse, error) {
+	return call[api.PurgedResponse](ctx, r.c, http.MethodPost, "/v1/admin/forgotten/purge", nil)
+}
+
+func (r remoteData) Get(ctx context.Context, req api.GetRequest) (memory.MemoryJSON, error) {
+	path := memoryPath(req.ID)
+	if req.Vector {
+		path += "?vector=true"
+	}
+	return call[memory.MemoryJSON](ctx, r.c, http.MethodGet, path, nil)
+}
+
+func (r remoteData) List(ctx context.Context, req api.ListRequest) (api.ListResponse, error) {
+	q := url.Values{}
+	if req.Filter != nil {
+		w, err := req.Filter.MarshalJSON()
+		if err != nil {
+			return api.ListResponse{}, err
+		}
+		q.Set("where", string(w))
+	}
+	if req.Session != nil {
+		q.Set("session", *req.Session)
+	}
+	for _, t := range req.Tags {
+		q.Add("tag", t)
+	}
+	if req.Source != nil {
+		q.Set("source", *req.Source)
+	}
+	for k, v := range map[string]string{"since": req.Since, "until": req.Until, "cursor": req.Cursor} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	if req.Limit != 0 {
+		q.Set("limit", strconv.Itoa(req.Limit))
+	}
+	return call[api.ListResponse](ctx, r.c, http.MethodGet, "/v1/memories?"+q.Encode(), nil)
+}
+
+func (r remoteData) Update(ctx context.Context, id string, req api.UpdateRequest) (memory.MemoryJSON, error) {
+	return call[memory.MemoryJSON](ctx, r.c, http.MethodPatch, memoryPath(id), req)
+}
+
+func (r remoteData) Delete(ctx context.Context, id string) (api.DeleteResponse, error) {
+	return call[api.DeleteResponse](ctx, r.c, http.MethodDelete, memoryPath(id), nil)
+}
+
+func (r remoteData) History(ctx context.Context, id string) (api.HistoryResponse, error) {
+	return call[api.HistoryResponse](ctx, r.c, http.MethodGet, memoryPath(id)+"/history", nil)
+}
+
+func (r remoteData) Revert(ctx context.Context, id string, req api.RevertRequest) (memory.MemoryJSON, error) {
+	return call[memory.MemoryJSON](ctx, r.c, http.MethodPost, memoryPath(id)+"/revert", req)
+}
+
+func (r remoteData) Sessions(ctx context.Context) (api.SessionsResponse, error) {
+	return call[api.SessionsResponse](ctx, r.c, http.MethodGet, "/v1/sessions", nil)
+}
+
+func (r remoteData) Context(ctx context.Context, session string) (memory.Conversation, error) {
 	path, err := contextPath(session)
 	if err != nil {
-		return conv, err
+		return memory.Conversation{}, err
 	}
-	if suffix != "" {
-		path = strings.TrimSuffix(path, "/context") + suffix
+	return call[memory.Conversation](ctx, r.c, http.MethodGet, path+"/context", nil)
+}
+
+func (r remoteData) AddTurn(ctx context.Context, session string, turn memory.Turn) (memory.Conversation, error) {
+	path, err := contextPath(session)
+	if err != nil {
+		return memory.Conversation{}, err
 	}
-	err = c.do(ctx, method, path, body, &conv)
-	return conv, err
+	return call[memory.Conversation](ctx, r.c, http.MethodPost, path+"/turns", turn)
 }
 
-// remoteChat is chat's store through a server: the server's summarizer
-// compresses the conversation.
-type remoteChat struct{ c *client }
-
-func (r remoteChat) Context(ctx context.Context, session string) (memory.Conversation, error) {
-	return r.c.conversation(ctx, http.MethodGet, session, "", nil)
-}
-
-func (r remoteChat) AddTurn(ctx context.Context, session string, t memory.Turn) (memory.Conversation, error) {
-	return r.c.conversation(ctx, http.MethodPost, session, "/turns", t)
-}
-
-func (r remoteChat) Remember(ctx context.Context, session, text string, o memory.RememberOptions) (memory.RememberResult, error) {
-	return r.c.remember(ctx, session, text, o)
-}
-
-func (r remoteChat) Recall(ctx context.Context, query string, o memory.RecallOptions) ([]memory.Result, error) {
-	if o.Mode != memory.ModeHybrid || o.Fusion != memory.FusionWeighted {
-		return nil, errors.New("chat through a server recalls with the default mode and fusion only")
+func (r remoteData) ClearContext(ctx context.Context, session string) (api.ClearedResponse, error) {
+	path, err := contextPath(session)
+	if err != nil {
+		return api.ClearedResponse{}, err
 	}
-	rs, _, err := r.c.recall(ctx, server.RecallRequest{Query: query, Session: o.Session, AllSessions: o.AllSessions, K: o.K,
-		MinScore: o.MinScore, NoTouch: o.NoTouch, Turns: o.Turns, Filter: o.Filter})
-	return rs, err
+	return call[api.ClearedResponse](ctx, r.c, http.MethodDelete, path+"/context", nil)
+}
+
+func (r remoteData) Tasks(ctx context.Context) (api.TasksResponse, error) {
+	return call[api.TasksResponse](ctx, r.c, http.MethodGet, "/v1/tasks", nil)
+}
+
+func (r remoteData) Task(ctx context.Context, id string) (memory.Task, error) {
+	return call[memory.Task](ctx, r.c, http.MethodGet, taskPath(id), nil)
+}
+
+func (r remoteData) StartTask(ctx context.Context, req api.StartTaskRequest) (memory.Task, error) {
+	return call[memory.Task](ctx, r.c, http.MethodPost, "/v1/tasks", req)
+}
+
+func (r remoteData) UpdateStep(ctx context.Context, id string, req api.StepRequest) (memory.Task, error) {
+	return call[memory.Task](ctx, r.c, http.MethodPost, taskPath(id)+"/steps", req)
+}
+
+func (r remoteData) FinishTask(ctx context.Context, id string, req api.FinishRequest) (memory.Task, error) {
+	return call[memory.Task](ctx, r.c, http.MethodPost, taskPath(id)+"/finish", req)
+}
+
+func (r remoteData) DeleteTask(ctx context.Context, id string) (api.DeletedResponse, error) {
+	return call[api.DeletedResponse](ctx, r.c, http.MethodDelete, taskPath(id), nil)
 }

@@ -6,11 +6,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/engramdb/engram/api"
 	"github.com/engramdb/engram/engine"
 	"github.com/engramdb/engram/memory"
 	"github.com/engramdb/engram/onnx"
@@ -29,14 +31,15 @@ func (a *app) sessionsCommand() *cobra.Command {
 	return &cobra.Command{
 		Use: "sessions", Short: "List sessions with their memory counts", Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ops, err := a.adminOps(cmd.Context())
+			ops, err := a.dataOps(cmd.Context())
 			if err != nil {
 				return err
 			}
-			ss, err := ops.sessions(cmd.Context())
+			resp, err := ops.Sessions(cmd.Context())
 			if err != nil {
 				return err
 			}
+			ss := resp.Sessions
 			if a.jsonOut {
 				return a.printJSON(ss)
 			}
@@ -231,24 +234,21 @@ func (a *app) cleanupCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			p := memory.CleanupPolicy{DryRun: dryRun, IncludeRecalled: includeRecalled, Filter: filter}
+			req := api.CleanupRequest{DryRun: dryRun, IncludeRecalled: includeRecalled, OlderThan: olderThan, Filter: filter}
 			if olderThan != "" {
-				d, err := parseAge(olderThan)
-				if err != nil {
+				if _, err := parseAge(olderThan); err != nil {
 					return err
 				}
-				p.OlderThan = d
 			}
-			var sess *string
 			if cmd.Flags().Changed("session") {
-				sess = &session
+				req.Session = &session
 			}
 			ops, err := a.adminOps(cmd.Context())
 			if err != nil {
 				return err
 			}
 			bar := a.lazyProgress("archiving")
-			res, err := ops.cleanup(cmd.Context(), p, sess, bar.set)
+			res, err := ops.cleanup(cmd.Context(), req, bar.set)
 			if err != nil {
 				return err
 			}
@@ -275,9 +275,20 @@ func (a *app) cleanupCommand() *cobra.Command {
 	return cmd
 }
 
+// dedupe returns ids without repeats, in their first order.
+func dedupe(ids []string) []string {
+	var out []string
+	for _, id := range ids {
+		if !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
 // parseAge accepts Go durations plus a "d" suffix for days.
 func parseAge(s string) (time.Duration, error) {
-	d, err := server.ParseAge(s)
+	d, err := api.ParseAge(s)
 	if err != nil {
 		return 0, usagef("%v", err)
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"net/http"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -53,16 +52,11 @@ func (a *app) contextCommand() *cobra.Command {
 		if err := needSession(cmd); err != nil {
 			return err
 		}
-		s, cl, err := a.openOrRemote(cmd.Context())
+		ops, err := a.dataOps(cmd.Context())
 		if err != nil {
 			return err
 		}
-		var c memory.Conversation
-		if cl != nil {
-			c, err = cl.conversation(cmd.Context(), http.MethodGet, session, "", nil)
-		} else {
-			c, err = s.Context(cmd.Context(), session)
-		}
+		c, err := ops.Context(cmd.Context(), session)
 		if err != nil {
 			return err
 		}
@@ -97,17 +91,11 @@ func (a *app) contextCommand() *cobra.Command {
 				}
 				text = string(b)
 			}
-			s, cl, err := a.openOrRemote(cmd.Context())
+			ops, err := a.dataOps(cmd.Context())
 			if err != nil {
 				return err
 			}
-			turn := memory.Turn{Role: role, Text: text}
-			var c memory.Conversation
-			if cl != nil {
-				c, err = cl.conversation(cmd.Context(), http.MethodPost, session, "/turns", turn)
-			} else {
-				c, err = s.AddTurn(cmd.Context(), session, turn)
-			}
+			c, err := ops.AddTurn(cmd.Context(), session, memory.Turn{Role: role, Text: text})
 			if err != nil {
 				return err
 			}
@@ -119,23 +107,16 @@ func (a *app) contextCommand() *cobra.Command {
 			if err := needSession(cmd); err != nil {
 				return err
 			}
-			s, cl, err := a.openOrRemote(cmd.Context())
+			ops, err := a.dataOps(cmd.Context())
 			if err != nil {
 				return err
 			}
-			if cl != nil {
-				var path string
-				if path, err = contextPath(session); err == nil {
-					err = cl.do(cmd.Context(), http.MethodDelete, path, nil, nil)
-				}
-			} else {
-				err = s.ClearConversation(cmd.Context(), session)
-			}
+			resp, err := ops.ClearContext(cmd.Context(), session)
 			if err != nil {
 				return err
 			}
 			if a.jsonOut {
-				return a.printJSON(map[string]bool{"cleared": true})
+				return a.printJSON(resp)
 			}
 			fmt.Fprintf(a.stdout, "cleared the conversation of session %s\n", sanitize(session))
 			return nil

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/engramdb/engram/api"
 	"github.com/engramdb/engram/memory"
 )
 
@@ -39,71 +40,23 @@ func (ff *filterFlags) add(f *pflag.FlagSet) {
 
 // filter builds the flags' filter (nil when none is given); bad values are usage errors.
 func (ff *filterFlags) filter(cmd *cobra.Command, now time.Time) (*memory.Filter, error) {
-	var fs []*memory.Filter
+	var where *memory.Filter
 	if ff.where != "" {
 		f, err := memory.ParseFilter([]byte(ff.where))
 		if err != nil {
 			return nil, usagef("--where: %v", err)
 		}
-		fs = append(fs, f)
+		where = f
 	}
-	for _, t := range ff.tags {
-		fs = append(fs, memory.Eq(memory.FieldTag, t))
-	}
+	sel := api.Selection{Tags: ff.tags, Since: ff.since, Until: ff.until}
 	if cmd.Flags().Changed("source") {
-		fs = append(fs, memory.Eq(memory.FieldSource, ff.source))
+		sel.Source = &ff.source
 	}
-	var since, until time.Time
-	var err error
-	if ff.since != "" {
-		if since, err = parseWhen(ff.since, now, false); err != nil {
-			return nil, usagef("--since: %v", err)
-		}
-	}
-	if ff.until != "" {
-		if until, err = parseWhen(ff.until, now, true); err != nil {
-			return nil, usagef("--until: %v", err)
-		}
-	}
-	if !since.IsZero() || !until.IsZero() {
-		fs = append(fs, memory.TimeRange(memory.FieldCreated, since, until))
-	}
-	var f *memory.Filter
-	switch len(fs) {
-	case 0:
-		return nil, nil
-	case 1:
-		f = fs[0]
-	default:
-		f = memory.And(fs...)
-	}
-	if err := f.Validate(); err != nil {
-		return nil, usagef("%v", err)
+	f, err := sel.Filter(where, now)
+	if err != nil {
+		return nil, usagef("--%s", strings.TrimPrefix(err.Error(), api.ErrBadRequest.Error()+": "))
 	}
 	return f, nil
-}
-
-// parseWhen reads a time: RFC 3339, a date (its start, or its end for endOfDay, in UTC), or an
-// age before now (7d, 36h, 90m).
-func parseWhen(s string, now time.Time, endOfDay bool) (time.Time, error) {
-	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-		return t, nil
-	}
-	if t, err := time.Parse("2006-01-02", s); err == nil {
-		if endOfDay {
-			t = t.Add(24*time.Hour - time.Nanosecond)
-		}
-		return t, nil
-	}
-	if n, ok := strings.CutSuffix(s, "d"); ok {
-		if days, err := strconv.ParseFloat(n, 64); err == nil && days >= 0 && days < 1e5 {
-			return now.Add(-time.Duration(days * 24 * float64(time.Hour))), nil
-		}
-	}
-	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
-		return now.Add(-d), nil
-	}
-	return time.Time{}, fmt.Errorf("%q is not a time (RFC 3339, YYYY-MM-DD, or an age such as 7d or 12h)", s)
 }
 
 // storeCreators are the commands that may create a store in a directory that holds none.
@@ -136,36 +89,38 @@ func (a *app) getCommand() *cobra.Command {
 		Short: "Print memories by ID (all must exist)",
 		Args:  minArgs(1, "get takes one or more memory IDs"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, c, err := a.openOrRemote(cmd.Context())
+			ops, err := a.dataOps(cmd.Context())
 			if err != nil {
 				return err
 			}
-			var ms []memory.Memory
-			if c != nil {
-				ms, err = c.get(cmd.Context(), args, vector)
-			} else {
-				ms, err = s.Get(cmd.Context(), args...)
+			// Every ID is looked up; the missing ones fail the command together.
+			var ms []memory.MemoryJSON
+			var missing []string
+			for _, id := range dedupe(args) {
+				m, err := ops.Get(cmd.Context(), api.GetRequest{ID: id, Vector: vector})
+				switch {
+				case isNotFound(err):
+					missing = append(missing, id)
+				case err != nil:
+					return err
+				default:
+					ms = append(ms, m)
+				}
 			}
-			if err != nil {
-				return err
-			}
-			if missing := missingIDs(args, ms); len(missing) > 0 {
+			if len(missing) > 0 {
 				return &memory.NotFoundError{IDs: missing}
 			}
 			if a.jsonOut {
-				out := make([]memory.MemoryJSON, len(ms))
-				for i := range ms {
-					out[i] = memory.ToJSON(&ms[i], vector)
+				if len(ms) == 1 {
+					return a.printJSON(ms[0])
 				}
-				if len(out) == 1 {
-					return a.printJSON(out[0])
-				}
-				return a.printJSON(out)
+				return a.printJSON(ms)
 			}
-			for i, m := range ms {
+			for i := range ms {
 				if i > 0 {
 					fmt.Fprintln(a.stdout)
 				}
+				m := ms[i].Memory()
 				printMemory(a, &m)
 			}
 			return nil
@@ -173,21 +128,6 @@ func (a *app) getCommand() *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&vector, "vector", false, "with --json: include the vector")
 	return cmd
-}
-
-func missingIDs(ids []string, ms []memory.Memory) []string {
-	have := map[string]bool{}
-	for _, m := range ms {
-		have[m.ID] = true
-	}
-	var out []string
-	for _, id := range ids {
-		if !have[id] {
-			out = append(out, id)
-			have[id] = true
-		}
-	}
-	return out
 }
 
 func printMemory(a *app, m *memory.Memory) {
@@ -236,32 +176,20 @@ func (a *app) listCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if !allSessions {
-				f = memory.AllOf(memory.Eq(memory.FieldSession, session), f)
-			}
-			s, c, err := a.openOrRemote(cmd.Context())
+			ops, err := a.dataOps(cmd.Context())
 			if err != nil {
 				return err
 			}
-			lo := memory.ListOptions{Filter: f, Limit: limit, Cursor: cursor}
-			var page memory.ListPage
-			if c != nil {
-				page, err = c.list(cmd.Context(), lo)
-			} else {
-				page, err = s.List(cmd.Context(), lo)
+			req := api.ListRequest{Filter: f, Limit: limit, Cursor: cursor}
+			if !allSessions {
+				req.Session = &session
 			}
+			page, err := ops.List(cmd.Context(), req)
 			if err != nil {
 				return err
 			}
 			if a.jsonOut {
-				out := struct {
-					Memories   []memory.MemoryJSON `json:"memories"`
-					NextCursor string              `json:"next_cursor,omitempty"`
-				}{Memories: make([]memory.MemoryJSON, 0, len(page.Memories)), NextCursor: page.Next}
-				for i := range page.Memories {
-					out.Memories = append(out.Memories, memory.ToJSON(&page.Memories[i], false))
-				}
-				return a.printJSON(out)
+				return a.printJSON(page)
 			}
 			if len(page.Memories) == 0 {
 				fmt.Fprintln(a.stdout, "(no memories)")
@@ -273,8 +201,8 @@ func (a *app) listCommand() *cobra.Command {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", sanitize(m.ID), m.Created.UTC().Format("2006-01-02 15:04"), sanitize(m.Session), oneLine(m.Text, 70))
 			}
 			tw.Flush()
-			if page.Next != "" {
-				fmt.Fprintf(a.stdout, "more: --cursor %s\n", page.Next)
+			if page.NextCursor != "" {
+				fmt.Fprintf(a.stdout, "more: --cursor %s\n", page.NextCursor)
 			}
 			return nil
 		},
@@ -301,7 +229,7 @@ func (a *app) updateCommand() *cobra.Command {
   memctl update 3f9c... --tag drinks --tag morning --metadata '{"confidence": 0.9}'`,
 		Args: exactArgs(1, "update takes one memory ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var o memory.UpdateOptions
+			var o api.UpdateRequest
 			fl := cmd.Flags()
 			if fl.Changed("text") {
 				if text == "-" {
@@ -329,24 +257,19 @@ func (a *app) updateCommand() *cobra.Command {
 				}
 				o.Metadata = &md
 			}
-			if o == (memory.UpdateOptions{}) {
+			if o == (api.UpdateRequest{}) {
 				return usagef("update needs --text, --source, --tag, --importance or --metadata")
 			}
-			s, c, err := a.openOrRemote(cmd.Context())
+			ops, err := a.dataOps(cmd.Context())
 			if err != nil {
 				return err
 			}
-			var m memory.Memory
-			if c != nil {
-				m, err = c.update(cmd.Context(), args[0], o)
-			} else {
-				m, err = s.Update(cmd.Context(), args[0], o)
-			}
+			m, err := ops.Update(cmd.Context(), args[0], o)
 			if err != nil {
 				return err
 			}
 			if a.jsonOut {
-				return a.printJSON(memory.ToJSON(&m, false))
+				return a.printJSON(m)
 			}
 			fmt.Fprintf(a.stdout, "updated %s\n", sanitize(m.ID))
 			return nil
@@ -367,30 +290,18 @@ func (a *app) historyCommand() *cobra.Command {
 		Short: "Show the earlier versions of a memory (what merges, updates and superseding facts replaced)",
 		Args:  exactArgs(1, "history takes one memory ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, c, err := a.openOrRemote(cmd.Context())
+			ops, err := a.dataOps(cmd.Context())
 			if err != nil {
 				return err
 			}
-			var vs []memory.VersionJSON
-			if c != nil {
-				vs, err = c.history(cmd.Context(), args[0])
-			} else {
-				var local []memory.Version
-				local, err = s.History(cmd.Context(), args[0])
-				for i := range local {
-					vs = append(vs, memory.VersionToJSON(&local[i]))
-				}
-			}
+			h, err := ops.History(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
 			if a.jsonOut {
-				out := struct {
-					ID       string               `json:"id"`
-					Versions []memory.VersionJSON `json:"versions"`
-				}{ID: args[0], Versions: append([]memory.VersionJSON{}, vs...)}
-				return a.printJSON(out)
+				return a.printJSON(h)
 			}
+			vs := h.Versions
 			if len(vs) == 0 {
 				fmt.Fprintln(a.stdout, "(no earlier versions)")
 				return nil
@@ -413,21 +324,16 @@ func (a *app) historyCommand() *cobra.Command {
 			if err != nil || n < 1 {
 				return usagef("version %q is not a positive number", args[1])
 			}
-			s, c, err := a.openOrRemote(cmd.Context())
+			ops, err := a.dataOps(cmd.Context())
 			if err != nil {
 				return err
 			}
-			var m memory.Memory
-			if c != nil {
-				m, err = c.revert(cmd.Context(), args[0], n)
-			} else {
-				m, err = s.Revert(cmd.Context(), args[0], n)
-			}
+			m, err := ops.Revert(cmd.Context(), args[0], api.RevertRequest{Version: n})
 			if err != nil {
 				return err
 			}
 			if a.jsonOut {
-				return a.printJSON(memory.ToJSON(&m, false))
+				return a.printJSON(m)
 			}
 			fmt.Fprintf(a.stdout, "reverted %s to version %d\n", sanitize(m.ID), n)
 			return nil

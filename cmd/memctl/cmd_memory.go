@@ -1,13 +1,10 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
-	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -15,8 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/engramdb/engram/api"
 	"github.com/engramdb/engram/memory"
-	"github.com/engramdb/engram/server"
 )
 
 func (a *app) initCommand() *cobra.Command {
@@ -42,6 +39,7 @@ func (a *app) rememberCommand() *cobra.Command {
 	var (
 		session, source string
 		metadata        string
+		ctxText, at     string
 		tags, files     []string
 		importance      float64
 	)
@@ -55,6 +53,13 @@ func (a *app) rememberCommand() *cobra.Command {
 			if session == "" && !cmd.Flags().Changed("session") {
 				return usagef("remember needs --session (or a default: ENGRAM_SESSION, or \"session\" in the config file); --session \"\" writes to the default session")
 			}
+			var when time.Time
+			if at != "" {
+				var err error
+				if when, err = api.ParseWhen(at, time.Now(), false); err != nil {
+					return usagef("--time: %v", err)
+				}
+			}
 			var md map[string]any
 			if metadata != "" {
 				if err := json.Unmarshal([]byte(metadata), &md); err != nil || md == nil {
@@ -65,19 +70,14 @@ func (a *app) rememberCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			s, c, err := a.openOrRemote(cmd.Context())
+			ops, err := a.dataOps(cmd.Context())
 			if err != nil {
 				return err
 			}
-			opts := memory.RememberOptions{Source: source, Tags: tags, Importance: importance, Metadata: md}
 			var all []rememberOutput
 			for _, t := range texts {
-				var res memory.RememberResult
-				if c != nil {
-					res, err = c.remember(cmd.Context(), session, t.text, opts)
-				} else {
-					res, err = s.Remember(cmd.Context(), session, t.text, opts)
-				}
+				res, err := ops.Remember(cmd.Context(), api.RememberRequest{Session: session, Text: t.text, Context: ctxText,
+					Source: source, Tags: tags, Importance: importance, Time: when, Metadata: md})
 				if err != nil {
 					return fmt.Errorf("remembering %s: %w", t.origin, err)
 				}
@@ -110,6 +110,8 @@ func (a *app) rememberCommand() *cobra.Command {
 	f.Float64Var(&importance, "importance", 0, "importance in (0, 1]; 0 means the default")
 	f.StringSliceVarP(&files, "file", "f", nil, "read text from files (repeatable)")
 	f.StringVar(&metadata, "metadata", "", `your own attributes as a JSON object, e.g. '{"project": "apollo", "confidence": 0.9}'`)
+	f.StringVar(&ctxText, "context", "", "text around the memory (a conversation's neighbouring turns) that keyword search matches it by at a third of the weight")
+	f.StringVar(&at, "time", "", "when the text was said or written: RFC 3339, YYYY-MM-DD, or an age (3d); default now")
 	return cmd
 }
 
@@ -158,13 +160,12 @@ func (a *app) gatherTexts(args, files []string) ([]sourcedText, error) {
 
 func (a *app) recallCommand() *cobra.Command {
 	var (
-		ro               memory.RecallOptions
-		explain, noTouch bool
-		mode, fusion     string
-		prompt           bool
-		promptTokens     int
-		turns            []string
-		ff               filterFlags
+		req          api.RecallRequest
+		explain      bool
+		prompt       bool
+		promptTokens int
+		turns        []string
+		ff           filterFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "recall [QUERY]",
@@ -181,50 +182,32 @@ func (a *app) recallCommand() *cobra.Command {
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var err error
-			query := ""
 			if len(args) > 0 {
-				query = args[0]
+				req.Query = args[0]
 			}
 			for _, t := range turns {
-				ro.Turns = append(ro.Turns, memory.Turn{Text: t})
+				req.Turns = append(req.Turns, memory.Turn{Text: t})
 			}
-			if ro.Mode, err = parseMode(mode); err != nil {
+			if _, err := api.ParseMode(req.Mode); err != nil {
+				return usagef("unknown --mode %q (want hybrid, vector or keyword)", req.Mode)
+			}
+			if _, err := api.ParseFusion(req.Fusion); err != nil {
+				return usagef("unknown --fusion %q (want weighted or rrf)", req.Fusion)
+			}
+			if req.Filter, err = ff.filter(cmd, time.Now()); err != nil {
 				return err
 			}
-			if ro.Fusion, err = parseFusion(fusion); err != nil {
-				return err
-			}
-			ro.NoTouch = noTouch
-			if ro.Filter, err = ff.filter(cmd, time.Now()); err != nil {
-				return err
-			}
-			s, c, err := a.openOrRemote(cmd.Context())
+			ops, err := a.dataOps(cmd.Context())
 			if err != nil {
 				return err
 			}
-			var results []memory.Result
-			sessionEmpty := false
-			if c != nil {
-				results, sessionEmpty, err = c.recall(cmd.Context(), server.RecallRequest{
-					Query: query, Session: ro.Session, AllSessions: ro.AllSessions, K: ro.K, Mode: mode, Fusion: fusion,
-					MinScore: ro.MinScore, NoTouch: ro.NoTouch, Turns: ro.Turns, Filter: ro.Filter,
-				})
-			} else {
-				results, err = s.Recall(cmd.Context(), query, ro)
-			}
+			resp, err := ops.Recall(cmd.Context(), req)
 			if err != nil {
 				return err
 			}
-			// An empty answer from a session without memories says so (nothing about others).
-			if c == nil && len(results) == 0 && !ro.AllSessions {
-				n, err := s.Count(cmd.Context(), memory.Eq(memory.FieldSession, ro.Session))
-				if err != nil {
-					return err
-				}
-				sessionEmpty = n == 0
-			}
+			rs := results(resp)
 			if prompt {
-				p, err := memory.BuildPrompt(query, results, memory.PromptOptions{TokenBudget: promptTokens})
+				p, err := memory.BuildPrompt(req.Query, rs, memory.PromptOptions{TokenBudget: promptTokens})
 				if err != nil {
 					return err
 				}
@@ -235,25 +218,29 @@ func (a *app) recallCommand() *cobra.Command {
 				return nil
 			}
 			if a.jsonOut {
-				return a.printJSON(recallOutput{Results: toRecallJSON(results), SessionEmpty: sessionEmpty})
+				return a.printJSON(resp)
 			}
-			if sessionEmpty {
-				fmt.Fprintf(a.stdout, "(no memories: session %q holds none)\n", sanitize(ro.Session))
+			// An empty answer from a session without memories says so (nothing about others).
+			if resp.SessionEmpty {
+				fmt.Fprintf(a.stdout, "(no memories: session %q holds none)\n", sanitize(req.Session))
 				return nil
 			}
-			printResults(a.stdout, results, explain)
+			printResults(a.stdout, rs, explain)
 			return nil
 		},
 	}
 	f := cmd.Flags()
-	f.StringVarP(&ro.Session, "session", "s", "", "session to recall from")
-	f.BoolVar(&ro.AllSessions, "all-sessions", false, "recall from every session")
-	f.IntVarP(&ro.K, "k", "k", memory.DefaultK, "number of memories to return")
+	f.StringVarP(&req.Session, "session", "s", "", "session to recall from")
+	f.BoolVar(&req.AllSessions, "all-sessions", false, "recall from every session")
+	f.IntVarP(&req.K, "k", "k", memory.DefaultK, "number of memories to return")
 	f.BoolVar(&explain, "explain", false, "show the score parts (vector, keyword, fused, decay, weight)")
-	f.StringVar(&mode, "mode", "hybrid", "candidate sources: hybrid, vector or keyword")
-	f.StringVar(&fusion, "fusion", "weighted", "hybrid fusion: weighted (scores in [0, 1] that --min-score can cut) or rrf")
-	f.Float64Var(&ro.MinScore, "min-score", 0, "drop results whose final score (0 to 1) is below this")
-	f.BoolVar(&noTouch, "no-touch", false, "do not count this recall as an access")
+	f.StringVar(&req.Mode, "mode", "hybrid", "candidate sources: hybrid, vector or keyword")
+	f.StringVar(&req.Fusion, "fusion", "weighted", "hybrid fusion: weighted (scores in [0, 1] that --min-score can cut) or rrf")
+	f.Float64Var(&req.VectorWeight, "vector-weight", 0, "weight of the vector score in weighted fusion (0 with --keyword-weight 0: the store's default)")
+	f.Float64Var(&req.KeywordWeight, "keyword-weight", 0, "weight of the keyword score in weighted fusion")
+	f.Float64Var(&req.MinScore, "min-score", 0, "drop results whose final score (0 to 1) is below this")
+	f.BoolVar(&req.NoDecay, "no-decay", false, "rank without the time decay")
+	f.BoolVar(&req.NoTouch, "no-touch", false, "do not count this recall as an access")
 	f.StringArrayVar(&turns, "turn", nil, "a turn of the recent conversation, oldest first (repeat); the latest weigh most")
 	f.BoolVar(&prompt, "prompt", false, "print the memory block to paste into a model prompt")
 	f.IntVar(&promptTokens, "prompt-tokens", memory.DefaultPromptTokens, "token budget of --prompt")
@@ -261,45 +248,17 @@ func (a *app) recallCommand() *cobra.Command {
 	return cmd
 }
 
-func parseMode(s string) (memory.Mode, error) {
-	switch s {
-	case "hybrid", "":
-		return memory.ModeHybrid, nil
-	case "vector":
-		return memory.ModeVector, nil
-	case "keyword", "bm25":
-		return memory.ModeKeyword, nil
-	}
-	return 0, usagef("unknown --mode %q (want hybrid, vector or keyword)", s)
-}
-
-func parseFusion(s string) (memory.Fusion, error) {
-	switch s {
-	case "weighted", "":
-		return memory.FusionWeighted, nil
-	case "rrf":
-		return memory.FusionRRF, nil
-	}
-	return 0, usagef("unknown --fusion %q (want weighted or rrf)", s)
-}
-
-// recallJSON is a recall result in the one JSON form of a memory, with its score.
-type recallJSON = memory.ResultJSON
-
-// recallOutput is what recall --json prints, as POST /v1/recall answers.
-type recallOutput struct {
-	Results []recallJSON `json:"results"`
-	// SessionEmpty: the session recalled from holds no memories at all.
-	SessionEmpty bool `json:"session_empty,omitempty"`
-}
-
-func toRecallJSON(rs []memory.Result) []recallJSON {
-	out := make([]recallJSON, 0, len(rs))
-	for i := range rs {
-		out = append(out, memory.ResultToJSON(&rs[i]))
+// results converts a recall's answer back to the results memory.BuildPrompt and printResults take.
+func results(resp api.RecallResponse) []memory.Result {
+	out := make([]memory.Result, len(resp.Results))
+	for i := range resp.Results {
+		out[i] = memory.Result{Memory: resp.Results[i].Memory(), Score: resp.Results[i].Score}
 	}
 	return out
 }
+
+// recallOutput is what recall --json prints: the answer of POST /v1/recall.
+type recallOutput = api.RecallResponse
 
 const timeLayout = "2006-01-02T15:04:05Z"
 
@@ -372,51 +331,17 @@ func (a *app) forgetCommand() *cobra.Command {
 			case f != nil && hasSession == allSessions:
 				return usagef("a filter needs --session S or --all-sessions")
 			}
-			s, c, err := a.openOrRemote(cmd.Context())
+			req := api.ForgetRequest{IDs: args, All: allOfSession, Filter: f, Purge: purge}
+			if hasSession {
+				req.Session = &session
+			}
+			ops, err := a.dataOps(cmd.Context())
 			if err != nil {
 				return err
 			}
-			var resp server.ForgetResponse
-			if c != nil {
-				req := server.ForgetRequest{IDs: args, All: allOfSession, Filter: f, Purge: purge}
-				if hasSession {
-					req.Session = &session
-				}
-				if err := c.do(cmd.Context(), http.MethodPost, "/v1/forget", req, &resp); err != nil {
-					return err
-				}
-			} else {
-				var n int
-				switch {
-				case len(args) > 0 && purge:
-					// All or nothing, as without --purge, but an ID may be only forgotten or archived.
-					if err = a.checkPurgeIDs(cmd.Context(), s, args); err == nil {
-						n, err = s.Purge(cmd.Context(), args...)
-					}
-				case len(args) > 0:
-					// All or nothing: an unknown ID fails the command, naming it, and deletes nothing.
-					if err = s.Delete(cmd.Context(), args...); err == nil {
-						n = len(dedupe(args))
-					}
-				default:
-					if allOfSession {
-						f = memory.Eq(memory.FieldSession, session)
-					} else if hasSession {
-						f = memory.AllOf(memory.Eq(memory.FieldSession, session), f)
-					}
-					if purge {
-						n, err = s.PurgeWhere(cmd.Context(), f)
-					} else {
-						n, err = s.ForgetWhere(cmd.Context(), f)
-					}
-				}
-				if err != nil {
-					return err
-				}
-				resp = server.ForgetResponse{Forgotten: n, Purged: purge}
-				if ret := s.ForgetRetention(); ret > 0 && !purge {
-					resp.Restorable, resp.PurgeAfter = true, time.Now().UTC().Add(ret).Truncate(time.Second)
-				}
+			resp, err := ops.Forget(cmd.Context(), req)
+			if err != nil {
+				return err
 			}
 			if a.jsonOut {
 				return a.printJSON(resp)
@@ -439,54 +364,6 @@ func (a *app) forgetCommand() *cobra.Command {
 	cmd.Flags().BoolVar(&purge, "purge", false, "delete for good now (also from the trash and the archive), not restorably")
 	ff.add(cmd.Flags())
 	return cmd
-}
-
-// checkPurgeIDs fails with a *memory.NotFoundError naming the IDs that are neither live,
-// forgotten nor archived.
-func (a *app) checkPurgeIDs(ctx context.Context, s *memory.Store, ids []string) error {
-	ids = dedupe(ids)
-	found := map[string]bool{}
-	live, err := s.Get(ctx, ids...)
-	if err != nil {
-		return err
-	}
-	for _, m := range live {
-		found[m.ID] = true
-	}
-	fs, err := s.Forgotten(ctx, ids...)
-	if err != nil {
-		return err
-	}
-	for _, m := range fs {
-		found[m.ID] = true
-	}
-	arch, err := s.Archived(ctx)
-	if err != nil {
-		return err
-	}
-	for _, m := range arch {
-		found[m.ID] = true
-	}
-	var missing []string
-	for _, id := range ids {
-		if !found[id] {
-			missing = append(missing, id)
-		}
-	}
-	if len(missing) > 0 {
-		return &memory.NotFoundError{IDs: missing}
-	}
-	return nil
-}
-
-func dedupe(ids []string) []string {
-	var out []string
-	for _, id := range ids {
-		if !slices.Contains(out, id) {
-			out = append(out, id)
-		}
-	}
-	return out
 }
 
 func noArgs(_ *cobra.Command, args []string) error {

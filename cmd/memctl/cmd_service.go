@@ -112,13 +112,15 @@ func (a *app) mcpCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "mcp",
 		Short: "Serve the store to an agent client over the Model Context Protocol on stdio",
-		Args:  noArgs,
+		Long: "mcp serves the memory tools (remember, recall, forget, ...) over stdio. While `memctl serve` holds\n" +
+			"the store, the tools run through that server's API with --server-token's key, as the other commands do.",
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, err := a.openStore()
+			ops, err := a.dataOps(cmd.Context())
 			if err != nil {
 				return err
 			}
-			return server.NewMCP(s).Run(cmd.Context(), &mcp.IOTransport{Reader: nopReadCloser{a.stdin}, Writer: nopWriteCloser{a.stdout}})
+			return server.NewMCPFor(ops, server.LocalCaller).Run(cmd.Context(), &mcp.IOTransport{Reader: nopReadCloser{a.stdin}, Writer: nopWriteCloser{a.stdout}})
 		},
 	}
 }
@@ -142,15 +144,11 @@ func (a *app) chatCommand() *cobra.Command {
 				return err
 			}
 			// Through a server, the server's summarizer compresses the conversation.
-			s, remote, err := a.openOrRemoteWith(cmd.Context(), memory.Options{Summarizer: &ollama.Summarizer{Client: client, Model: model}})
+			ops, err := a.dataOpsWith(cmd.Context(), memory.Options{Summarizer: &ollama.Summarizer{Client: client, Model: model}})
 			if err != nil {
 				return err
 			}
-			var store chatStore = s
-			if remote != nil {
-				store = remoteChat{remote}
-			}
-			c := &chat{store: store, client: client, model: model, session: session, k: k, out: a.stdout}
+			c := &chat{store: ops, client: client, model: model, session: session, k: k, out: a.stdout}
 			if extract {
 				c.extractor = &ollama.Extractor{Client: client, Model: model}
 			}

@@ -4,13 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
+	"github.com/engramdb/engram/api"
 	"github.com/engramdb/engram/memory"
-	"github.com/engramdb/engram/server"
 )
 
 func (a *app) tasksCommand() *cobra.Command {
@@ -24,12 +23,9 @@ func (a *app) tasksCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error { return a.listTasks(cmd) }}
 	show := &cobra.Command{Use: "show ID", Short: "Show a task with its steps", Args: exactArgs(1, "show takes a task ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withTask(cmd, func(s *memory.Store) (memory.Task, error) { return s.Task(cmd.Context(), args[0]) },
-				func(c *client) (memory.Task, error) {
-					return c.task(cmd.Context(), http.MethodGet, taskPath(args[0]), nil)
-				})
+			return a.withTask(cmd, func(ops api.Ops) (memory.Task, error) { return ops.Task(cmd.Context(), args[0]) })
 		}}
-	var goal string
+	var goal, session string
 	start := &cobra.Command{Use: "start [ID]", Short: "Start a task (a random ID when none is given)",
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) > 1 {
@@ -42,17 +38,17 @@ func (a *app) tasksCommand() *cobra.Command {
 			if len(args) == 1 {
 				id = args[0]
 			}
-			return a.withTask(cmd, func(s *memory.Store) (memory.Task, error) { return s.StartTask(cmd.Context(), id, goal) },
-				func(c *client) (memory.Task, error) {
-					return c.task(cmd.Context(), http.MethodPost, "/v1/tasks", server.StartTaskRequest{ID: id, Goal: goal})
-				})
+			return a.withTask(cmd, func(ops api.Ops) (memory.Task, error) {
+				return ops.StartTask(cmd.Context(), api.StartTaskRequest{ID: id, Goal: goal, Session: session})
+			})
 		}}
 	start.Flags().StringVar(&goal, "goal", "", "what the task is for")
+	start.Flags().StringVarP(&session, "session", "s", "", "the session the task works for")
 	var status, result, next string
 	step := &cobra.Command{Use: "step TASK STEP", Short: "Record a step's status and result, and the next step",
 		Args: exactArgs(2, "step takes a task ID and a step name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			st := memory.Step{Name: args[1], Status: memory.StepStatus(status)}
+			st := api.StepRequest{Name: args[1], Status: memory.StepStatus(status), Next: next}
 			if result != "" {
 				// Compact, as the store keeps it: the step prints as a later show does.
 				var b bytes.Buffer
@@ -61,12 +57,7 @@ func (a *app) tasksCommand() *cobra.Command {
 				}
 				st.Result = json.RawMessage(b.Bytes())
 			}
-			return a.withTask(cmd, func(s *memory.Store) (memory.Task, error) {
-				return s.UpdateStep(cmd.Context(), args[0], st, next)
-			}, func(c *client) (memory.Task, error) {
-				return c.task(cmd.Context(), http.MethodPost, taskPath(args[0])+"/steps",
-					server.StepRequest{Name: st.Name, Status: st.Status, Result: st.Result, Next: next})
-			})
+			return a.withTask(cmd, func(ops api.Ops) (memory.Task, error) { return ops.UpdateStep(cmd.Context(), args[0], st) })
 		}}
 	step.Flags().StringVar(&status, "status", string(memory.StepDone), "pending, running, done, failed or skipped")
 	step.Flags().StringVar(&result, "result", "", "intermediate result as JSON")
@@ -74,25 +65,18 @@ func (a *app) tasksCommand() *cobra.Command {
 	var finishStatus string
 	finish := &cobra.Command{Use: "finish ID", Short: "Mark a task done (or --status failed)", Args: exactArgs(1, "finish takes a task ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withTask(cmd, func(s *memory.Store) (memory.Task, error) {
-				return s.FinishTask(cmd.Context(), args[0], memory.TaskStatus(finishStatus))
-			}, func(c *client) (memory.Task, error) {
-				return c.task(cmd.Context(), http.MethodPost, taskPath(args[0])+"/finish", map[string]string{"status": finishStatus})
+			return a.withTask(cmd, func(ops api.Ops) (memory.Task, error) {
+				return ops.FinishTask(cmd.Context(), args[0], api.FinishRequest{Status: memory.TaskStatus(finishStatus)})
 			})
 		}}
 	finish.Flags().StringVar(&finishStatus, "status", string(memory.TaskDone), "done or failed")
 	del := &cobra.Command{Use: "delete ID", Short: "Delete a task", Args: exactArgs(1, "delete takes a task ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, c, err := a.openOrRemote(cmd.Context())
+			ops, err := a.dataOps(cmd.Context())
 			if err != nil {
 				return err
 			}
-			if c != nil {
-				err = c.do(cmd.Context(), http.MethodDelete, taskPath(args[0]), nil, nil)
-			} else {
-				err = s.DeleteTask(cmd.Context(), args[0])
-			}
-			if err != nil {
+			if _, err := ops.DeleteTask(cmd.Context(), args[0]); err != nil {
 				return err
 			}
 			if a.jsonOut {
@@ -106,19 +90,15 @@ func (a *app) tasksCommand() *cobra.Command {
 }
 
 func (a *app) listTasks(cmd *cobra.Command) error {
-	s, c, err := a.openOrRemote(cmd.Context())
+	ops, err := a.dataOps(cmd.Context())
 	if err != nil {
 		return err
 	}
-	var tasks []memory.Task
-	if c != nil {
-		tasks, err = c.tasks(cmd.Context())
-	} else {
-		tasks, err = s.Tasks(cmd.Context())
-	}
+	resp, err := ops.Tasks(cmd.Context())
 	if err != nil {
 		return err
 	}
+	tasks := resp.Tasks
 	if a.jsonOut {
 		return a.printJSON(tasks)
 	}
@@ -134,19 +114,14 @@ func (a *app) listTasks(cmd *cobra.Command) error {
 	return tw.Flush()
 }
 
-// withTask runs local on the store, or remote through the server that holds
-// it, and prints the task either answers.
-func (a *app) withTask(cmd *cobra.Command, local func(*memory.Store) (memory.Task, error), remote func(*client) (memory.Task, error)) error {
-	s, c, err := a.openOrRemote(cmd.Context())
+// withTask runs op on the store here, or through the server that holds
+// it, and prints the task it answers.
+func (a *app) withTask(cmd *cobra.Command, op func(api.Ops) (memory.Task, error)) error {
+	ops, err := a.dataOps(cmd.Context())
 	if err != nil {
 		return err
 	}
-	var t memory.Task
-	if c != nil {
-		t, err = remote(c)
-	} else {
-		t, err = local(s)
-	}
+	t, err := op(ops)
 	if err != nil {
 		return err
 	}

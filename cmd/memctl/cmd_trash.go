@@ -2,14 +2,12 @@ package main
 
 import (
 	"fmt"
-	"net/http"
-	"net/url"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/engramdb/engram/api"
 	"github.com/engramdb/engram/memory"
-	"github.com/engramdb/engram/server"
 )
 
 // retention reads --forget-retention: an age (30d, 72h), or 0 for "forgetting is final".
@@ -20,7 +18,7 @@ func (a *app) retention() (time.Duration, error) {
 	case "0", "0s", "0d":
 		return -1, nil // final (memory.Options' 0 would mean the library default, also final)
 	}
-	d, err := server.ParseAge(a.forgetRetention)
+	d, err := api.ParseAge(a.forgetRetention)
 	if err != nil {
 		return 0, usagef("--forget-retention: %v", err)
 	}
@@ -40,24 +38,18 @@ func (a *app) restoreCommand() *cobra.Command {
 			if len(args) == 0 {
 				return usagef("restore needs the IDs of forgotten memories (memctl forgotten lists them)")
 			}
-			s, c, err := a.openOrRemote(cmd.Context())
+			ops, err := a.dataOps(cmd.Context())
 			if err != nil {
 				return err
 			}
-			var n int
-			if c != nil {
-				var resp map[string]int
-				if err := c.do(cmd.Context(), http.MethodPost, "/v1/restore", server.RestoreForgottenRequest{IDs: args}, &resp); err != nil {
-					return err
-				}
-				n = resp["restored"]
-			} else if n, err = s.Unforget(cmd.Context(), args...); err != nil {
+			resp, err := ops.RestoreForgotten(cmd.Context(), api.RestoreForgottenRequest{IDs: args})
+			if err != nil {
 				return err
 			}
 			if a.jsonOut {
-				return a.printJSON(map[string]int{"restored": n})
+				return a.printJSON(resp)
 			}
-			fmt.Fprintf(a.stdout, "restored %d memories\n", n)
+			fmt.Fprintf(a.stdout, "restored %d memories\n", resp.Restored)
 			return nil
 		},
 	}
@@ -71,56 +63,31 @@ func (a *app) forgottenCommand() *cobra.Command {
 		Short: "List forgotten memories (the trash), restorable with `memctl restore ID`; --purge empties it for good",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, c, err := a.openOrRemote(cmd.Context())
+			ops, err := a.dataOps(cmd.Context())
 			if err != nil {
 				return err
 			}
 			if purge {
-				var n int
-				if c != nil {
-					var resp map[string]int
-					if err := c.do(cmd.Context(), http.MethodPost, "/v1/admin/forgotten/purge", nil, &resp); err != nil {
-						return err
-					}
-					n = resp["purged"]
-				} else if n, err = s.PurgeForgotten(cmd.Context()); err != nil {
-					return err
-				}
-				if a.jsonOut {
-					return a.printJSON(map[string]int{"purged": n})
-				}
-				fmt.Fprintf(a.stdout, "purged %d forgotten memories for good\n", n)
-				return nil
-			}
-			var out []server.ForgottenJSON
-			if c != nil {
-				path := "/v1/forgotten"
-				if cmd.Flags().Changed("session") {
-					path += "?session=" + url.QueryEscape(session)
-				}
-				var resp struct {
-					Memories []server.ForgottenJSON `json:"memories"`
-				}
-				if err := c.do(cmd.Context(), http.MethodGet, path, nil, &resp); err != nil {
-					return err
-				}
-				out = resp.Memories
-			} else {
-				fs, err := s.Forgotten(cmd.Context())
+				resp, err := ops.PurgeForgotten(cmd.Context())
 				if err != nil {
 					return err
 				}
-				for _, f := range fs {
-					if cmd.Flags().Changed("session") && f.Session != session {
-						continue
-					}
-					out = append(out, server.ForgottenJSON{MemoryJSON: memory.ToJSON(&f.Memory, false), Forgotten: f.Forgotten, PurgeAfter: f.PurgeAfter})
+				if a.jsonOut {
+					return a.printJSON(resp)
 				}
+				fmt.Fprintf(a.stdout, "purged %d forgotten memories for good\n", resp.Purged)
+				return nil
 			}
+			var req api.ForgottenRequest
+			if cmd.Flags().Changed("session") {
+				req.Session = &session
+			}
+			resp, err := ops.Forgotten(cmd.Context(), req)
+			if err != nil {
+				return err
+			}
+			out := resp.Memories
 			if a.jsonOut {
-				if out == nil {
-					out = []server.ForgottenJSON{}
-				}
 				return a.printJSON(out)
 			}
 			if len(out) == 0 {

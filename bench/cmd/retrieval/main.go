@@ -34,6 +34,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/engramdb/engram/api"
 	"github.com/engramdb/engram/bench/beir"
 	"github.com/engramdb/engram/engine"
 	"github.com/engramdb/engram/memory"
@@ -101,13 +102,14 @@ func run(args []string, stdout io.Writer) error {
 	if *data == "" {
 		return errors.New("-data is required")
 	}
-	rmode, ok := map[string]memory.Mode{"bm25": memory.ModeKeyword, "vector": memory.ModeVector, "hybrid": memory.ModeHybrid}[*mode]
-	if !ok {
-		return fmt.Errorf("unknown -mode %q", *mode)
+	// The modes and fusions every door parses (bm25 is keyword).
+	rmode, err := api.ParseMode(*mode)
+	if err != nil {
+		return fmt.Errorf("-mode: %w", err)
 	}
-	rfusion, ok := map[string]memory.Fusion{"rrf": memory.FusionRRF, "weighted": memory.FusionWeighted}[*fusion]
-	if !ok {
-		return fmt.Errorf("unknown -fusion %q", *fusion)
+	rfusion, err := api.ParseFusion(*fusion)
+	if err != nil {
+		return fmt.Errorf("-fusion: %w", err)
 	}
 	if *embName != "lexical" {
 		return fmt.Errorf("unknown -embedder %q (built in: lexical)", *embName)
