@@ -297,7 +297,7 @@ type CleanupRequest struct {
 func (req *CleanupRequest) policy() (memory.CleanupPolicy, error) {
 	p := memory.CleanupPolicy{DryRun: req.DryRun, IncludeRecalled: req.IncludeRecalled, Filter: req.Filter}
 	if req.OlderThan != "" {
-		d, err := ParseAge(req.OlderThan)
+		d, err := memory.ParseAge(req.OlderThan)
 		if err != nil {
 			return p, fmt.Errorf("%w: %v", errBadRequest, err)
 		}
@@ -314,23 +314,6 @@ type CleanupResult struct {
 	DryRun   bool         `json:"dry_run"`
 	Batch    string       `json:"batch"`
 	Memories []MemoryJSON `json:"memories"`
-}
-
-// ParseAge reads an age: a Go duration or a number of days with a "d"
-// suffix (180d).
-func ParseAge(s string) (time.Duration, error) {
-	if n, ok := strings.CutSuffix(s, "d"); ok {
-		days, err := strconv.ParseFloat(n, 64)
-		if err != nil || !(days > 0 && days <= 1e6) { // also refuses NaN
-			return 0, fmt.Errorf("invalid age %q (e.g. 180d or 72h)", s)
-		}
-		return time.Duration(days * 24 * float64(time.Hour)), nil
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d <= 0 {
-		return 0, fmt.Errorf("invalid age %q (e.g. 180d or 72h)", s)
-	}
-	return d, nil
 }
 
 func (h *Handler) adminCleanup(w http.ResponseWriter, r *http.Request) error {
@@ -601,7 +584,7 @@ func (c *countingWriter) Write(b []byte) (int, error) {
 
 // adminExport streams every memory (or a session's, ?session=S) as JSON
 // Lines, vectors with ?vectors=true, then the conversations and tasks as
-// record lines (records.go). The counts and, when the scan fails part way,
+// record lines (memory/exportfile.go). The counts and, when the scan fails part way,
 // the error come as HTTP trailers (Engram-Export-Count, -Conversations,
 // -Tasks, -Error), since the status is sent before the first line.
 func (h *Handler) adminExport(w http.ResponseWriter, r *http.Request) error {
@@ -638,7 +621,7 @@ func (h *Handler) adminExport(w http.ResponseWriter, r *http.Request) error {
 	var n, convs, tasks int
 	var err error
 	if records {
-		n, convs, tasks, err = WriteExport(r.Context(), h.store, bw, filter, only, vectors)
+		n, convs, tasks, err = h.store.WriteExport(r.Context(), bw, filter, only, vectors)
 	} else { // a filter selects memories only
 		n, err = h.store.Export(r.Context(), bw, memory.ExportOptions{Filter: filter, Vectors: vectors})
 	}
@@ -668,7 +651,7 @@ func (h *Handler) adminImport(w http.ResponseWriter, r *http.Request) error {
 	if err := h.jobs.conflict(); err != nil {
 		return err // refuse before reading a large upload
 	}
-	ms, recs, err := ReadExportFile(r.Body)
+	ms, recs, err := memory.ReadExportFile(r.Body)
 	if err != nil {
 		return err
 	}
@@ -688,7 +671,7 @@ func (h *Handler) adminImport(w http.ResponseWriter, r *http.Request) error {
 			}
 			p.Set(int64(end), 0)
 		}
-		if err := ImportRecords(ctx, h.store, recs); err != nil {
+		if err := h.store.ImportRecords(ctx, recs); err != nil {
 			return nil, fmt.Errorf("importing conversations and tasks: %w (the memories were written)", err)
 		}
 		return map[string]int{"imported": len(ms), "records": len(recs)}, nil

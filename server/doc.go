@@ -15,8 +15,8 @@
 // (jobs.go), one at a time per store, cancellable, running under the
 // server's context rather than the request's so that they outlive a client
 // that goes away, with progress at GET /v1/jobs/{id}; export and backup.tar
-// stream. Export files are written and read by WriteExport and
-// ReadExportFile (records.go), the same code `memctl export` and `import`
+// stream. Export files are written and read by memory.Store.WriteExport and
+// memory.ReadExportFile, the same code `memctl export` and `import`
 // run. A small in-memory time series (series.go) of memory count and recall
 // latency feeds the dashboard's plots. The dashboard (package dashboard) is
 // served at / and /ui/ without a key and past the guard only; it calls the
