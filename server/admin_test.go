@@ -513,7 +513,6 @@ func TestSeries(t *testing.T) {
 	}
 }
 
-
 func TestDecodeOptional(t *testing.T) {
 	for body, wantErr := range map[string]bool{"": false, "  \n": false, "{}": false, ` {"dry_run":true}`: false, "[]": true, "{} {}": true, `{"x":1}`: true} {
 		r, _ := http.NewRequest("POST", "/", bytes.NewReader([]byte(body)))
