@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -263,12 +264,19 @@ func (a *app) close() error {
 	return err
 }
 
-// printJSON writes v as indented JSON to stdout.
+// printJSON writes v as indented JSON to stdout: every --json answer goes
+// through here. Characters a terminal acts on are \u escapes (jsonSafe), so
+// the output is safe to show and decodes to the exact stored strings.
 func (a *app) printJSON(v any) error {
-	enc := json.NewEncoder(a.stdout)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
-	return enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := a.stdout.Write(jsonSafe(make([]byte, 0, b.Len()+16), b.Bytes()))
+	return err
 }
 
 type nopReadCloser struct{ io.Reader }
