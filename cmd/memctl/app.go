@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -240,7 +241,11 @@ func (a *app) openStoreWith(opts memory.Options) (*memory.Store, error) {
 		s, err = memory.Open(a.dir, memory.OpenOptions{Options: opts, EmbedderFrom: from, Engine: a.engineOpts})
 	}
 	if err != nil {
-		return nil, fmt.Errorf("opening store %s: %w", a.dir, a.explainMismatch(err, used, rec))
+		hint := ""
+		if errors.Is(err, engine.ErrNotStore) {
+			hint = legacyQuickstartHint(a.dir)
+		}
+		return nil, fmt.Errorf("opening store %s: %w%s", a.dir, a.explainMismatch(err, used, rec), hint)
 	}
 	a.recordEmbedder(s, used)
 	a.store = s
