@@ -480,7 +480,6 @@ const KeyReloadInterval = time.Second
 // file unenforced, and the switch is logged.
 type keyring struct {
 	path      string
-	mayAppear bool
 	token     *Caller // the --token admin key, nil if none
 	tokenHash [32]byte
 	logger    *slog.Logger
@@ -503,7 +502,7 @@ type loadedKey struct {
 // mayAppear it may not exist yet) and adds token as an admin key named
 // "token". logger hears when an awaited key file appears.
 func newKeyring(path, token string, mayAppear bool, logger *slog.Logger) (*keyring, error) {
-	kr := &keyring{path: path, mayAppear: mayAppear, logger: logger}
+	kr := &keyring{path: path, logger: logger}
 	if token != "" {
 		kr.token = &Caller{Name: "token", Rights: AllRights, Scope: Scope{"*"}}
 		kr.tokenHash = sha256.Sum256([]byte(token))
@@ -550,10 +549,10 @@ func (kr *keyring) reload() error {
 }
 
 // refresh brings the keyring up to date with its key file and reports
-// whether it is open (empty). An awaited key file (mayAppear) is looked for
-// on every call, a stat that costs about a microsecond while it is missing;
-// one being enforced is reloaded as maybeReload says. err is a key file
-// that could not be (re)loaded.
+// whether it is open (empty). A key file not enforced yet (mayAppear) is
+// looked for on every call, a stat that costs about a microsecond while it
+// is missing; one enforced is reloaded as maybeReload says. err is a key
+// file that could not be (re)loaded.
 func (kr *keyring) refresh(now time.Time) (open bool, err error) {
 	if kr.path == "" {
 		return kr.token == nil, nil
