@@ -35,9 +35,9 @@ var quickstartQueries = []struct{ session, query string }{
 // never inside it, so the default store's commands work before and after it.
 func quickstartDir() string { return defaultDataDir() + "-quickstart" }
 
-// legacyQuickstartHint explains a default store directory that holds
-// nothing but the demo store an older quickstart put inside it, and how to
-// move it out; "" for any other directory.
+// legacyQuickstartHint explains why the default store directory is no store
+// when an older quickstart put its demo store inside it, and how to move
+// that out; "" for any other directory.
 func legacyQuickstartHint(dir string) string {
 	if dir != defaultDataDir() {
 		return ""
