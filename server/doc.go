@@ -54,6 +54,10 @@
 // re-read when it changes) or Options.Token, an admin key named "token".
 // With neither the service is open and every request is LocalCaller, which
 // ListenAndServe allows on loopback only. A missing or unknown key is 401.
+// With Options.KeysFileMayAppear the key file may not exist yet: the
+// service is as without it until it appears, and enforces it (logged) from
+// the first request after; a key file once enforced stays so (deleting it
+// revokes its keys, it does not open the service).
 //
 // The key reaches handlers as a *Caller in the request context. The API a
 // handler uses:
