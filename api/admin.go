@@ -146,7 +146,7 @@ type CleanupRequest struct {
 func (req *CleanupRequest) Policy() (memory.CleanupPolicy, error) {
 	p := memory.CleanupPolicy{DryRun: req.DryRun, IncludeRecalled: req.IncludeRecalled, Filter: req.Filter}
 	if req.OlderThan != "" {
-		d, err := ParseAge(req.OlderThan)
+		d, err := memory.ParseAge(req.OlderThan)
 		if err != nil {
 			return p, fmt.Errorf("%w: %v", ErrBadRequest, err)
 		}

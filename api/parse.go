@@ -37,23 +37,6 @@ func ParseFusion(s string) (memory.Fusion, error) {
 	return 0, badRequest("unknown fusion %q (want weighted or rrf)", s)
 }
 
-// ParseAge reads an age: a Go duration or a number of days with a "d"
-// suffix (180d).
-func ParseAge(s string) (time.Duration, error) {
-	if n, ok := strings.CutSuffix(s, "d"); ok {
-		days, err := strconv.ParseFloat(n, 64)
-		if err != nil || !(days > 0 && days <= 1e6) { // also refuses NaN
-			return 0, fmt.Errorf("invalid age %q (e.g. 180d or 72h)", s)
-		}
-		return time.Duration(days * 24 * float64(time.Hour)), nil
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d <= 0 {
-		return 0, fmt.Errorf("invalid age %q (e.g. 180d or 72h)", s)
-	}
-	return d, nil
-}
-
 // ParseWhen reads a time: RFC 3339, a date (its start, or its end for
 // endOfDay, in UTC), or an age before now (7d, 36h, 90m).
 func ParseWhen(s string, now time.Time, endOfDay bool) (time.Time, error) {

@@ -281,9 +281,12 @@ func (c *Collection) Delete(ids ...string) (int, error) {
 		return c.db.logAndApply(&walOp{op: walDelete, coll: c.cfg.Name, ids: live})
 	})
 	if err != nil {
-		n = 0
+		return 0, err
 	}
-	return n, err
+	if n > 0 {
+		c.noteDeletes()
+	}
+	return n, nil
 }
 
 // DeleteWhere removes every record f matches (one WAL record naming them)
@@ -305,9 +308,12 @@ func (c *Collection) DeleteWhere(f *Filter) (int, error) {
 		return c.db.logAndApply(&walOp{op: walDelete, coll: c.cfg.Name, ids: ids})
 	})
 	if err != nil {
-		n = 0
+		return 0, err
 	}
-	return n, err
+	if n > 0 {
+		c.noteDeletes()
+	}
+	return n, nil
 }
 
 // Touch records an access to each record: AccessCount+1 and LastAccess =

@@ -23,13 +23,23 @@ func (d *DB) Compact() error { return d.compact(true) }
 // records of the segments it merges it has copied.
 func (d *DB) CompactProgress(p Progress) error { return d.compactWith(true, p) }
 
-// Background policy: a segment with more than compactDeletedFraction of its
-// records deleted is rewritten, the smallest segments are merged while a
-// collection has more than compactMaxSegments, and everything is merged
-// when more than compactMaxOverrides access overrides accumulate.
+// Background policy (pick): a segment with more than compactDeletedFraction
+// of its records deleted is rewritten; segments of about the same size
+// (compactTierWidth of them whose sizes share a power of compactTierWidth)
+// are merged, so a record is copied O(log n) times however small the
+// flushes; and the smallest segments are merged while a collection has more
+// than compactMaxSegments, with every next smallest no larger than what is
+// already chosen. Everything is merged when more than compactMaxOverrides
+// access overrides accumulate. The loop runs the policy every
+// CompactInterval, at once when a delete leaves a segment past
+// compactDeletedFraction (so later writes stop paying for its tombstones:
+// graph walks through deleted nodes, the deleted list in every manifest),
+// and in Close, so a store used only by short-lived processes stays within
+// compactMaxSegments too.
 const (
 	compactDeletedFraction = 0.3
-	compactMaxSegments     = 4
+	compactMaxSegments     = 6
+	compactTierWidth       = 4
 	// Touch'ed segment records keep their access stats in the manifest
 	// until a compaction folds them into a segment.
 	compactMaxOverrides = 1 << 16
@@ -119,7 +129,27 @@ func (c *Collection) pick(all bool) []*segment {
 		}
 	}
 	sort.SliceStable(rest, func(i, j int) bool { return rest[i].n < rest[j].n })
+	// The smallest tier that holds compactTierWidth segments.
+	for i := 0; i < len(rest); {
+		j := i
+		for j < len(rest) && tier(rest[j].n) == tier(rest[i].n) {
+			j++
+		}
+		if j-i >= compactTierWidth {
+			chosen = append(chosen, rest[i:j]...)
+			rest = slices.Delete(slices.Clone(rest), i, j)
+			break
+		}
+		i = j
+	}
+	merged := 0
 	for len(rest) > 0 && len(segs)-len(chosen)+1 > compactMaxSegments {
+		merged += rest[0].n
+		chosen = append(chosen, rest[0])
+		rest = rest[1:]
+	}
+	for merged > 0 && len(rest) > 0 && rest[0].n <= merged {
+		merged += rest[0].n
 		chosen = append(chosen, rest[0])
 		rest = rest[1:]
 	}
@@ -127,6 +157,51 @@ func (c *Collection) pick(all bool) []*segment {
 		return nil
 	}
 	return chosen
+}
+
+// tier is the size class of a segment of n records: floor(log_compactTierWidth(n)).
+func tier(n int) int {
+	t := 0
+	for n >= compactTierWidth {
+		n /= compactTierWidth
+		t++
+	}
+	return t
+}
+
+// compactionDue reports whether the background policy would compact any
+// collection now.
+func (d *DB) compactionDue() bool {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	for _, c := range d.colls {
+		c.mu.RLock()
+		due := len(c.pick(false)) > 0
+		c.mu.RUnlock()
+		if due {
+			return true
+		}
+	}
+	return false
+}
+
+// noteDeletes asks the background loop for a compaction when a delete left
+// a segment of c past compactDeletedFraction.
+func (c *Collection) noteDeletes() {
+	if c.db.opts.CompactInterval <= 0 {
+		return
+	}
+	c.mu.RLock()
+	due := slices.ContainsFunc(c.segs, func(s *segment) bool {
+		return float64(s.ndel) > compactDeletedFraction*float64(s.n)
+	})
+	c.mu.RUnlock()
+	if due {
+		select {
+		case c.db.compactSignal <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // buildReplacement writes the merged segment for c (nil when there is

@@ -134,8 +134,11 @@ type DB struct {
 	compactMu   sync.Mutex // one compaction at a time; Close waits for it
 	stopping    atomic.Bool
 	flushSignal chan struct{}
-	bgDone      chan struct{}
-	bgErr       atomic.Pointer[error]
+	// compactSignal asks the background loop for the policy's compaction
+	// now (a delete left a segment mostly deleted) instead of at its tick.
+	compactSignal chan struct{}
+	bgDone        chan struct{}
+	bgErr         atomic.Pointer[error]
 }
 
 func (d *DB) segDir() string             { return filepath.Join(d.dir, "seg") }
@@ -165,7 +168,7 @@ func Open(dir string, opts Options) (*DB, error) {
 		return nil, err
 	}
 	d := &DB{dir: dir, opts: opts, lock: lock, colls: map[string]*Collection{}, kv: map[string][]byte{},
-		flushSignal: make(chan struct{}, 1), bgDone: make(chan struct{})}
+		flushSignal: make(chan struct{}, 1), compactSignal: make(chan struct{}, 1), bgDone: make(chan struct{})}
 	if err := d.open(fresh); err != nil {
 		d.closeFiles()
 		lock.unlock()
@@ -811,8 +814,18 @@ func (d *DB) manifestLocked(fresh map[*Collection]*segment, reps []*replacement)
 // Close stops the background work, flushes the mutable parts (so that the
 // next Open has no WAL to replay; on failure the WAL still holds every
 // acknowledged write and the error is returned), and releases the files
-// and the lock.
+// and the lock. Unless automatic compaction is off (CompactInterval < 0),
+// it first runs the background policy's compaction when one is due, so a
+// store used only by short-lived processes (one `memctl remember` each)
+// keeps a bounded number of segments; that compaction is best effort (the
+// store is whole either way), and a failure of it is not Close's error.
 func (d *DB) Close() error {
+	if d.opts.CompactInterval > 0 && !d.noCloseFlush {
+		// Flush first, so the policy sees the segment this Close adds.
+		if err := d.Flush(); err == nil && d.compactionDue() {
+			_ = d.compact(false)
+		}
+	}
 	d.stopping.Store(true)
 	d.writeMu.Lock()
 	if d.closed {
@@ -883,6 +896,8 @@ func (d *DB) background() {
 			}
 			report(d.Flush())
 		case <-tick:
+			report(d.compact(false))
+		case <-d.compactSignal:
 			report(d.compact(false))
 		}
 	}

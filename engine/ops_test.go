@@ -208,8 +208,8 @@ func TestCompactShrinksDisk(t *testing.T) {
 	}
 }
 
-// TestBackgroundPolicy: the background compaction merges the smallest
-// segments down to compactMaxSegments and rewrites a segment with more than
+// TestBackgroundPolicy: the background compaction merges segments of a size
+// tier and the smallest down to compactMaxSegments, and rewrites a segment with more than
 // compactDeletedFraction deleted; a tidy store is left alone.
 func TestBackgroundPolicy(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "s")
@@ -225,7 +225,7 @@ func TestBackgroundPolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := db.Stats().Collections[0]
-	if st.Segments != compactMaxSegments || st.Records != 10+20+30+40+50+60 {
+	if st.Segments >= 6 || st.Segments > compactMaxSegments || st.Records != 10+20+30+40+50+60 {
 		t.Fatalf("after background compaction: %+v", st)
 	}
 	before := db.Stats().Collections[0]
@@ -235,16 +235,23 @@ func TestBackgroundPolicy(t *testing.T) {
 	if after := db.Stats().Collections[0]; after.Segments != before.Segments || after.DiskBytes != before.DiskBytes {
 		t.Fatalf("a tidy store was rewritten: %+v -> %+v", before, after)
 	}
-	// Delete 40% of the largest segment (records 500..559).
+	// Delete 35% of the largest segment (the tier merge put records
+	// 100..599 in one segment of 200; delete 400..409 and 500..559).
 	var ids []string
-	for i := range 24 {
+	for i := range 60 {
 		ids = append(ids, fmt.Sprintf("r%05d", 500+i))
 	}
+	for i := range 10 {
+		ids = append(ids, fmt.Sprintf("r%05d", 400+i))
+	}
 	c.Delete(ids...)
+	if st := db.Stats().Collections[0]; st.Deleted != 70 {
+		t.Fatalf("before the policy: %+v", st)
+	}
 	if err := db.compact(false); err != nil {
 		t.Fatal(err)
 	}
-	if st := db.Stats().Collections[0]; st.Deleted != 0 || st.Records != 210-24 {
+	if st := db.Stats().Collections[0]; st.Deleted != 0 || st.Records != 210-70 {
 		t.Fatalf("segment with 40%% deleted not rewritten: %+v", st)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -541,4 +542,21 @@ func (s *Store) upgradeArchive(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// ParseAge reads an age: a Go duration or a number of days with a "d"
+// suffix (180d).
+func ParseAge(s string) (time.Duration, error) {
+	if n, ok := strings.CutSuffix(s, "d"); ok {
+		days, err := strconv.ParseFloat(n, 64)
+		if err != nil || !(days > 0 && days <= 1e6) { // also refuses NaN
+			return 0, fmt.Errorf("invalid age %q (e.g. 180d or 72h)", s)
+		}
+		return time.Duration(days * 24 * float64(time.Hour)), nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("invalid age %q (e.g. 180d or 72h)", s)
+	}
+	return d, nil
 }

@@ -17,7 +17,10 @@ type Backend interface {
 	CreateCollection(ctx context.Context, spec CollectionSpec) (Collection, error)
 	// DropCollection removes a collection and its memories; dropping a missing one is not an error.
 	DropCollection(ctx context.Context, name string) error
-	// KV is the durable key-value namespace (short-term and working memory, archive, state).
+	// KV is the durable key-value namespace for small state (the active embedder, a reembed in
+	// progress, per-record side state); bulk side data (conversations, tasks, the archive)
+	// lives in collections of its own (records.go, archive.go), and KV keeps only what older
+	// stores wrote there until it is upgraded.
 	KV() KV
 	Close() error
 }

@@ -41,12 +41,12 @@
 // passes the recent conversation as RecallOptions.Turns, with or without a query (a query of
 // three lines or more is read as such a dialogue): the latest turns with content count, the
 // newest most, small talk not at all. Queries lose question words (keyword.IsQueryStopword),
-// in BM25 and in the lexical embedder's query vector (QueryEmbedder). Together these take
-// locomo-dev (LoCoMo conversations, bench/results/retrieval.md) from nDCG@10 0.448 to 0.570.
+// in BM25 and in the lexical embedder's query vector (QueryEmbedder). What these are worth on
+// locomo-dev (LoCoMo conversations) is measured in bench/results/retrieval.md.
 //
 // Recall runs, for one query, a vector search and a BM25 keyword search (package keyword: NFKC,
 // CJK unigrams and bigrams, stemmed English words), each fetching RecallOptions.Candidates
-// candidates (default max(10k, 50)) under the session filter (the query's embedding comes from
+// candidates (default max(10×K, 50)) under the session filter (the query's embedding comes from
 // a bounded LRU keyed by the embedder's fingerprint and the text, Options.QueryCache, so a
 // repeated query skips the embedder), unless AllSessions is set. The
 // session filter is built by Recall itself and always ANDed with the caller's Filter, so no

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -26,6 +27,7 @@ import (
 //
 //	ENGRAM_ARCHIVE_BENCH=100000 go test -run TestArchiveFlushCost -v -timeout 60m ./memory
 //	ENGRAM_RECORDS_BENCH=20000 go test -run TestRecordsFlushCost -v -timeout 60m ./memory
+//	ENGRAM_CLEANUP_BENCH=20000 go test -run TestCleanupFlushCost -v -timeout 60m ./memory
 
 type sideCost struct {
 	fill, cycles, reopen time.Duration
@@ -53,13 +55,17 @@ type sideStore struct {
 }
 
 func newSideStore(t *testing.T, fill func(ctx context.Context, s *Store)) *sideStore {
+	return newSideStoreWith(t, engine.Options{UnsafeNoSync: true, FlushBytes: -1, CompactInterval: -1}, fill)
+}
+
+// newSideStoreWith fills a store opened with eo.
+func newSideStoreWith(t *testing.T, eo engine.Options, fill func(ctx context.Context, s *Store)) *sideStore {
 	t.Helper()
 	dir := t.TempDir()
 	now := time.Unix(1_800_000_000, 0)
 	clock := func() time.Time { return now }
 	ctx := context.Background()
-	s, err := Open(dir, OpenOptions{Options: Options{Clock: clock, DedupThreshold: -1},
-		Engine: engine.Options{UnsafeNoSync: true, FlushBytes: -1, CompactInterval: -1}})
+	s, err := Open(dir, OpenOptions{Options: Options{Clock: clock, DedupThreshold: -1}, Engine: eo})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +122,12 @@ func (ss *sideStore) measure(t *testing.T) sideCost {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	fi, err := os.Stat(filepath.Join(ss.dir, "MANIFEST"))
+	// CURRENT names the manifest written last (docs/format/manifest.md).
+	cur, err := os.ReadFile(filepath.Join(ss.dir, "CURRENT"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(filepath.Join(ss.dir, strings.TrimSpace(string(cur))))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,6 +228,51 @@ func TestArchiveFlushCost(t *testing.T) {
 	compare(t, fmt.Sprintf("%d archived memories (%d-d)", n, 1024), base, side)
 }
 
+// TestCleanupFlushCost: n live memories (ENGRAM_CLEANUP_BENCH=n), of which Cleanup then archives
+// all but 7 through the library with the engine's default compaction policy, as a program using
+// the library has it: the live segment left mostly deleted is rewritten (the delete asks the
+// background loop for it), so later writes do not pay for its tombstones.
+func TestCleanupFlushCost(t *testing.T) {
+	n := benchCount(t, "ENGRAM_CLEANUP_BENCH")
+	base := newSideStore(t, func(context.Context, *Store) {})
+	side := newSideStoreWith(t, engine.Options{UnsafeNoSync: true, FlushBytes: -1}, func(ctx context.Context, s *Store) {
+		coll, emb, err := s.current()
+		if err != nil {
+			t.Fatal(err)
+		}
+		old, recent := s.opts.Clock().Add(-400*24*time.Hour), s.opts.Clock().Add(-24*time.Hour)
+		for i := 0; i < n; i += 500 {
+			var texts []string
+			for j := i; j < min(i+500, n); j++ {
+				texts = append(texts, fmt.Sprintf("old memory %d about topic %d and item %d", j, j%97, j%13))
+			}
+			vecs, err := emb.Embed(ctx, texts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ms := make([]Memory, len(texts))
+			for j := range texts {
+				at := old
+				if i+j >= n-7 {
+					at = recent
+				}
+				ms[j] = Memory{ID: fmt.Sprintf("m%07d", i+j), Session: "s", Text: texts[j], Vector: vecs[j], Importance: 0.5, Created: at, Updated: at}
+			}
+			if err := upsert(ctx, coll, ms); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		res, err := s.Cleanup(ctx, CleanupPolicy{})
+		if err != nil || len(res.Memories) != n-7 {
+			t.Fatalf("cleanup archived %d of %d, %v", len(res.Memories), n, err)
+		}
+	})
+	compare(t, fmt.Sprintf("%d memories, %d archived by Cleanup (%d-d)", n, n-7, 1024), base, side)
+}
+
 // TestRecordsFlushCost: n conversations of 3 turns and n tasks of 2 steps
 // (ENGRAM_RECORDS_BENCH=n), written as AddTurn and UpdateStep leave them.
 func TestRecordsFlushCost(t *testing.T) {
@@ -257,4 +313,89 @@ func TestRecordsFlushCost(t *testing.T) {
 		}
 	})
 	compare(t, fmt.Sprintf("%d conversations and %d tasks", n, n), base, side)
+}
+
+// TestShortLivedRecallCost: n remembers each in its own Open/Close (ENGRAM_SHORTLIVED_BENCH=n), as
+// n `memctl remember` invocations do, with the default engine options; then the segment count and
+// recall latency (median of 200 queries, after a warm-up) against the same store compacted. The
+// Close compaction keeps the segment count bounded, so recall stays near a compacted store's.
+// compactMaxSegments is the engine's bound on a collection's segments after its policy ran.
+const compactMaxSegments = 6
+
+func TestShortLivedRecallCost(t *testing.T) {
+	n := benchCount(t, "ENGRAM_SHORTLIVED_BENCH")
+	dir := t.TempDir()
+	ctx := context.Background()
+	start := time.Now()
+	for i := range n {
+		s, err := Open(dir, OpenOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Remember(ctx, "alice", fmt.Sprintf("note %d: alice met friend %d at the %s cafe on day %d", i, i%37, []string{"green", "blue", "corner", "river"}[i%4], i%28), RememberOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("%d open/remember/close cycles in %v", n, time.Since(start))
+	recallCost := func() (segments int, median time.Duration) {
+		s, err := Open(dir, OpenOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		st, err := s.Stats(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		segments = st.Backend.Segments
+		var ds []time.Duration
+		for i := range 220 {
+			q := fmt.Sprintf("who did alice meet at the %s cafe on day %d", []string{"green", "blue", "corner", "river"}[i%4], i%28)
+			t0 := time.Now()
+			if rs, err := s.Recall(ctx, q, RecallOptions{Session: "alice"}); err != nil || len(rs) == 0 {
+				t.Fatalf("recall: %d, %v", len(rs), err)
+			}
+			if i >= 20 {
+				ds = append(ds, time.Since(t0))
+			}
+		}
+		slices.Sort(ds)
+		return segments, ds[len(ds)/2]
+	}
+	liveSegments := func() int {
+		db, err := engine.Open(dir, engine.Options{CompactInterval: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		live := -1
+		for _, c := range db.Stats().Collections {
+			t.Logf("collection %s: %d records in %d segments", c.Name, c.Records, c.Segments)
+			if c.Name == DefaultCollection {
+				live = c.Segments
+			}
+		}
+		return live
+	}
+	live := liveSegments()
+	segs, as := recallCost()
+	s, err := Open(dir, OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Compact(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	csegs, compacted := recallCost()
+	t.Logf("after %d short-lived remembers: %d segments (%d in the live collection), recall p50 %v; compacted (%d segments): %v (%.2fx)",
+		n, segs, live, as, csegs, compacted, float64(as)/float64(compacted))
+	if live > compactMaxSegments {
+		t.Errorf("%d segments in the live collection after %d short-lived remembers, want at most %d", live, n, compactMaxSegments)
+	}
 }

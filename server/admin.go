@@ -170,10 +170,6 @@ type (
 // FromMemory converts m, with its vector when withVector is set.
 func FromMemory(m memory.Memory, withVector bool) MemoryJSON { return memory.ToJSON(&m, withVector) }
 
-// ParseAge reads an age: a Go duration or a number of days with a "d"
-// suffix (180d); see api.ParseAge.
-func ParseAge(s string) (time.Duration, error) { return api.ParseAge(s) }
-
 func (h *Handler) adminStats(w http.ResponseWriter, r *http.Request) error {
 	st, err := h.ops.Stats(r.Context())
 	if err != nil {
@@ -431,7 +427,7 @@ func (c *countingWriter) Write(b []byte) (int, error) {
 
 // adminExport streams every memory (or a session's, ?session=S) as JSON
 // Lines, vectors with ?vectors=true, then the conversations and tasks as
-// record lines (records.go). The counts and, when the scan fails part way,
+// record lines (memory/exportfile.go). The counts and, when the scan fails part way,
 // the error come as HTTP trailers (Engram-Export-Count, -Conversations,
 // -Tasks, -Error), since the status is sent before the first line.
 func (h *Handler) adminExport(w http.ResponseWriter, r *http.Request) error {
@@ -468,7 +464,7 @@ func (h *Handler) adminExport(w http.ResponseWriter, r *http.Request) error {
 	var n, convs, tasks int
 	var err error
 	if records {
-		n, convs, tasks, err = WriteExport(r.Context(), h.store, bw, filter, only, vectors)
+		n, convs, tasks, err = h.store.WriteExport(r.Context(), bw, filter, only, vectors)
 	} else { // a filter selects memories only
 		n, err = h.store.Export(r.Context(), bw, memory.ExportOptions{Filter: filter, Vectors: vectors})
 	}
@@ -498,7 +494,7 @@ func (h *Handler) adminImport(w http.ResponseWriter, r *http.Request) error {
 	if err := h.jobs.conflict(); err != nil {
 		return err // refuse before reading a large upload
 	}
-	ms, recs, err := ReadExportFile(r.Body)
+	ms, recs, err := memory.ReadExportFile(r.Body)
 	if err != nil {
 		return err
 	}
@@ -518,7 +514,7 @@ func (h *Handler) adminImport(w http.ResponseWriter, r *http.Request) error {
 			}
 			p.Set(int64(end), 0)
 		}
-		if err := ImportRecords(ctx, h.store, recs); err != nil {
+		if err := h.store.ImportRecords(ctx, recs); err != nil {
 			return nil, fmt.Errorf("importing conversations and tasks: %w (the memories were written)", err)
 		}
 		return map[string]int{"imported": len(ms), "records": len(recs)}, nil

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/engramdb/engram/api"
 )
@@ -147,21 +149,22 @@ func authorize(r *http.Request, a Access) error {
 	return nil
 }
 
-// authenticate resolves the bearer key of r. Without a key file and a
-// token every request is LocalCaller (ListenAndServe allows that only on
-// loopback).
+// authenticate resolves the bearer key of r. Without a key file (or before
+// an awaited one appears, Options.KeysFileMayAppear) and a token every
+// request is LocalCaller (ListenAndServe allows that only on loopback).
 func (h *Handler) authenticate(r *http.Request) (*Caller, error) {
-	if h.keys.empty() {
+	open, err := h.keys.refresh(time.Now())
+	if err != nil {
+		h.keyFileProblem(err)
+	}
+	if open {
 		return LocalCaller, nil
 	}
 	scheme, secret, ok := strings.Cut(r.Header.Get("Authorization"), " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") || secret == "" {
 		return nil, ErrUnauthorized
 	}
-	c, err := h.keys.lookup(strings.TrimSpace(secret))
-	if err != nil {
-		h.keyFileProblem(err)
-	}
+	c := h.keys.lookup(strings.TrimSpace(secret))
 	if c == nil {
 		return nil, ErrUnauthorized
 	}
@@ -169,10 +172,15 @@ func (h *Handler) authenticate(r *http.Request) (*Caller, error) {
 }
 
 // keyFileProblem logs a key file that could not be reloaded, once per
-// distinct problem (the previous keys stay in force meanwhile).
+// distinct problem: a bad file leaves the keys last loaded in force, a
+// deleted one revokes them all.
 func (h *Handler) keyFileProblem(err error) {
 	msg := err.Error()
 	if old := h.lastKeyErr.Swap(&msg); old == nil || *old != msg {
-		h.opts.Logger.Error("key file not reloaded; the previous keys stay in force", "err", err)
+		if errors.Is(err, fs.ErrNotExist) {
+			h.opts.Logger.Error("key file deleted: every key in it is revoked, and requests still need a key (the token, if any); restart the server to serve without keys", "err", err)
+			return
+		}
+		h.opts.Logger.Error("key file not reloaded; the keys last loaded from it stay in force (none if it never loaded)", "err", err)
 	}
 }

@@ -1,13 +1,16 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -428,4 +431,117 @@ func toolText(res *mcp.CallToolResult) string {
 		b.Write(data)
 	}
 	return b.String()
+}
+
+// TestKeyFileAppears: a server started before its key file exists
+// (KeysFileMayAppear, memctl serve's default key file) enforces the file
+// from the first request after it appears, logs that, and never goes back
+// to serving without keys: a file that cannot be used accepts no key, and
+// deleting the file revokes its keys (issue 23: keys added to a running
+// keyless server were not enforced until a restart).
+func TestKeyFileAppears(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cfg", "keys.json")
+	if _, err := New(Options{Store: newStore(t), KeysFile: path}); err == nil {
+		t.Fatal("New accepted a missing key file without KeysFileMayAppear")
+	}
+	var logs syncBuffer
+	logger := slog.New(slog.NewTextHandler(&logs, nil))
+	s := newTestServer(t, Options{KeysFile: path, KeysFileMayAppear: true, Logger: logger})
+	if code := s.as("engram_bogus").do("GET", "/v1/sessions", nil, nil); code != 200 {
+		t.Fatalf("before the key file: %d, want the open loopback service", code)
+	}
+	alice, err := AddKey(path, "alice", Scope{"alice", "alice-*"}, RightRead|RightWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// No waiting: the very next request needs a key.
+	for _, p := range []struct {
+		name, key, method, path string
+		body                    any
+		want                    int
+	}{
+		{"a bogus key", "engram_bogus", "GET", "/v1/sessions", nil, 401},
+		{"no key", "", "GET", "/v1/sessions", nil, 401},
+		{"alice recalls bob", alice, "POST", "/v1/recall", RecallRequest{Session: "bob", Query: "tea"}, 403},
+		{"alice on admin stats", alice, "GET", "/v1/admin/stats", nil, 403},
+		{"alice remembers", alice, "POST", "/v1/remember", RememberRequest{Session: "alice-notes", Text: "tea"}, 200},
+	} {
+		if code := s.as(p.key).do(p.method, p.path, p.body, nil); code != p.want {
+			t.Errorf("%s: %d, want %d", p.name, code, p.want)
+		}
+	}
+	if !strings.Contains(logs.String(), "key file appeared: its keys are enforced from now on") {
+		t.Errorf("the switch is not logged:\n%s", logs.String())
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(KeyReloadInterval + 100*time.Millisecond)
+	for _, key := range []string{alice, ""} {
+		if code := s.as(key).do("GET", "/v1/sessions", nil, nil); code != 401 {
+			t.Errorf("key %q after the key file was deleted: %d, want 401", key, code)
+		}
+	}
+	if !strings.Contains(logs.String(), "every key in it is revoked") {
+		t.Errorf("the deletion is not logged:\n%s", logs.String())
+	}
+
+	// A key file that appears unusable (readable by others) accepts no
+	// key, and nobody gets in without one, until it is fixed.
+	path2 := filepath.Join(t.TempDir(), "keys.json")
+	token := "0123456789abcdef0123456789abcdef"
+	logs2 := new(syncBuffer)
+	s2 := newTestServer(t, Options{KeysFile: path2, KeysFileMayAppear: true, Token: token, Logger: slog.New(slog.NewTextHandler(logs2, nil))})
+	if code := s2.as("").do("GET", "/v1/sessions", nil, nil); code != 401 {
+		t.Fatalf("a token and an awaited key file, no key: %d", code)
+	}
+	bob, err := AddKey(path2, "bob", Scope{"bob"}, RightRead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(path2, 0o644)
+	for _, key := range []string{bob, "", "engram_bogus"} {
+		if code := s2.as(key).do("GET", "/v1/sessions", nil, nil); code != 401 {
+			t.Errorf("an unusable key file, key %q: %d, want 401", key, code)
+		}
+	}
+	if code := s2.do("GET", "/v1/sessions", nil, nil); code != 200 {
+		t.Errorf("the token beside an unusable key file: %d", code)
+	}
+	if !strings.Contains(logs2.String(), "cannot be used") {
+		t.Errorf("the unusable key file is not logged:\n%s", logs2.String())
+	}
+	os.Chmod(path2, 0o600)
+	time.Sleep(KeyReloadInterval + 100*time.Millisecond)
+	if code := s2.as(bob).do("GET", "/v1/sessions", nil, nil); code != 200 {
+		t.Errorf("bob once the key file is fixed: %d", code)
+	}
+
+	// Beyond loopback an awaited key file is no key at all.
+	h, err := New(Options{Store: newStore(t), KeysFile: filepath.Join(t.TempDir(), "none.json"), KeysFileMayAppear: true, InsecureHTTP: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ListenAndServe(context.Background(), "0.0.0.0:0", h, time.Second, nil); !errors.Is(err, ErrTokenRequired) {
+		t.Errorf("a non-loopback bind with only an awaited key file: %v", err)
+	}
+}
+
+// syncBuffer is a bytes.Buffer that a server's logger may write while the
+// test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -15,8 +15,8 @@
 // (jobs.go), one at a time per store, cancellable, running under the
 // server's context rather than the request's so that they outlive a client
 // that goes away, with progress at GET /v1/jobs/{id}; export and backup.tar
-// stream. Export files are written and read by WriteExport and
-// ReadExportFile (records.go), the same code `memctl export` and `import`
+// stream. Export files are written and read by memory.Store.WriteExport and
+// memory.ReadExportFile, the same code `memctl export` and `import`
 // run. A small in-memory time series (series.go) of memory count and recall
 // latency feeds the dashboard's plots. The dashboard (package dashboard) is
 // served at / and /ui/ without a key and past the guard only; it calls the
@@ -54,6 +54,10 @@
 // re-read when it changes) or Options.Token, an admin key named "token".
 // With neither the service is open and every request is LocalCaller, which
 // ListenAndServe allows on loopback only. A missing or unknown key is 401.
+// With Options.KeysFileMayAppear the key file may not exist yet: the
+// service is as without it until it appears, and enforces it (logged) from
+// the first request after; a key file once enforced stays so (deleting it
+// revokes its keys, it does not open the service).
 //
 // The key reaches handlers as a *Caller in the request context. The API a
 // handler uses:

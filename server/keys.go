@@ -9,6 +9,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
+	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
@@ -264,17 +266,28 @@ const KeyReloadInterval = time.Second
 
 // keyring resolves bearer secrets to callers: the keys of a key file
 // (reloaded when it changes) and the --token shorthand.
+//
+// With mayAppear the key file need not exist yet. Until it appears the
+// keyring is what it would be without one (open, unless there is a token);
+// refresh looks for it on every request, so the request after `memctl keys
+// add` already needs a key, and from then on the file is enforced for good:
+// a file that cannot be used accepts no key until it is fixed, and a
+// deleted file revokes every key in it without making the service open
+// again (only a restart does that). A key therefore never exists in the
+// file unenforced, and the switch is logged.
 type keyring struct {
 	path      string
 	token     *Caller // the --token admin key, nil if none
 	tokenHash [32]byte
+	logger    *slog.Logger
 
-	mu      sync.Mutex
-	checked time.Time // when the file was last stat'ed
-	modTime time.Time
-	size    int64
-	keys    []loadedKey
-	loadErr error // the last reload's error; the previous keys stay in force
+	mu        sync.Mutex
+	enforcing bool      // the key file was found: its keys apply from then on
+	checked   time.Time // when the file was last stat'ed
+	modTime   time.Time
+	size      int64
+	keys      []loadedKey
+	loadErr   error // the last reload's error; the previous keys stay in force
 }
 
 type loadedKey struct {
@@ -282,25 +295,34 @@ type loadedKey struct {
 	caller *Caller
 }
 
-// newKeyring loads the key file at path (if path is not empty) and adds
-// token as an admin key named "token".
-func newKeyring(path, token string) (*keyring, error) {
-	kr := &keyring{path: path}
+// newKeyring loads the key file at path (if path is not empty; with
+// mayAppear it may not exist yet) and adds token as an admin key named
+// "token". logger hears when an awaited key file appears.
+func newKeyring(path, token string, mayAppear bool, logger *slog.Logger) (*keyring, error) {
+	kr := &keyring{path: path, logger: logger}
 	if token != "" {
 		kr.token = &Caller{Name: "token", Rights: AllRights, Scope: Scope{"*"}}
 		kr.tokenHash = sha256.Sum256([]byte(token))
 	}
 	if path != "" {
-		if err := kr.reload(); err != nil {
+		switch err := kr.reload(); {
+		case err == nil:
+			kr.enforcing = true
+		case mayAppear && errors.Is(err, fs.ErrNotExist):
+			// Not yet: refresh looks for it.
+		default:
 			return nil, err
 		}
 	}
 	return kr, nil
 }
 
-// empty reports whether the keyring authenticates nobody: no key file and
-// no token, the open loopback mode.
-func (kr *keyring) empty() bool { return kr.path == "" && kr.token == nil }
+// empty reports whether the keyring authenticates nobody: no token, and no
+// key file or one that has not appeared yet (the open loopback mode).
+func (kr *keyring) empty() bool {
+	open, _ := kr.refresh(time.Now())
+	return open
+}
 
 func (kr *keyring) reload() error {
 	st, err := os.Stat(kr.path)
@@ -323,9 +345,40 @@ func (kr *keyring) reload() error {
 	return nil
 }
 
+// refresh brings the keyring up to date with its key file and reports
+// whether it is open (empty). A key file not enforced yet (mayAppear) is
+// looked for on every call, a stat that costs about a microsecond while it
+// is missing; one enforced is reloaded as maybeReload says. err is a key
+// file that could not be (re)loaded.
+func (kr *keyring) refresh(now time.Time) (open bool, err error) {
+	if kr.path == "" {
+		return kr.token == nil, nil
+	}
+	kr.mu.Lock()
+	defer kr.mu.Unlock()
+	if kr.enforcing {
+		return false, kr.maybeReload(now)
+	}
+	if _, err := os.Stat(kr.path); errors.Is(err, fs.ErrNotExist) {
+		return kr.token == nil, nil
+	}
+	// The key file appeared: it is enforced from this request on, even if
+	// it cannot be used (then no key of it is accepted until it is fixed).
+	kr.enforcing, kr.checked = true, now
+	if err := kr.reload(); err != nil {
+		kr.loadErr = err
+		kr.logger.Error("key file appeared but cannot be used: its keys are enforced from now on, and none is accepted until it is fixed",
+			"file", kr.path, "err", err)
+		return false, nil
+	}
+	kr.logger.Warn("key file appeared: its keys are enforced from now on, and every request needs one", "file", kr.path, "keys", len(kr.keys))
+	return false, nil
+}
+
 // maybeReload re-reads the key file when its size or time changed, at most
 // once per KeyReloadInterval. A file that turns bad keeps the old keys in
-// force and is reported through err until it is fixed.
+// force and is reported through err until it is fixed; a deleted file
+// revokes every key (and is reported the same way). The caller holds kr.mu.
 func (kr *keyring) maybeReload(now time.Time) error {
 	if kr.path == "" || now.Sub(kr.checked) < KeyReloadInterval {
 		return kr.loadErr
@@ -349,15 +402,14 @@ func (kr *keyring) maybeReload(now time.Time) error {
 
 // lookup returns the caller whose secret is secret, or nil. Every key's
 // hash is compared in constant time, so timing tells nothing about which
-// (or whether a) key was close.
-func (kr *keyring) lookup(secret string) (*Caller, error) {
+// (or whether a) key was close. refresh keeps the keys current.
+func (kr *keyring) lookup(secret string) *Caller {
 	sum := sha256.Sum256([]byte(secret))
 	var found *Caller
 	if kr.token != nil && subtle.ConstantTimeCompare(sum[:], kr.tokenHash[:]) == 1 {
 		found = kr.token
 	}
 	kr.mu.Lock()
-	err := kr.maybeReload(time.Now())
 	keys := kr.keys
 	kr.mu.Unlock()
 	for _, k := range keys {
@@ -365,5 +417,5 @@ func (kr *keyring) lookup(secret string) (*Caller, error) {
 			found = k.caller
 		}
 	}
-	return found, err
+	return found
 }

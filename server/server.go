@@ -47,6 +47,13 @@ type Options struct {
 	// KeyReloadInterval. With neither Token nor KeysFile the service is
 	// open (LocalCaller), which ListenAndServe allows on loopback only.
 	KeysFile string
+	// KeysFileMayAppear lets KeysFile not exist yet (memctl serve's default
+	// key file before the first `memctl keys add`); without it a missing
+	// KeysFile fails New. Until the file appears the service is as without
+	// it; the first request after it appears already needs one of its keys,
+	// which is logged, and that lasts: deleting the file later revokes its
+	// keys but does not open the service again.
+	KeysFileMayAppear bool
 	// TLS, when set, makes ListenAndServe speak HTTPS only (LoadTLS,
 	// SelfSignedTLS; TLS 1.2 or later).
 	TLS *tls.Config
@@ -102,7 +109,7 @@ func New(opts Options) (*Handler, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	keys, err := newKeyring(opts.KeysFile, opts.Token)
+	keys, err := newKeyring(opts.KeysFile, opts.Token, opts.KeysFileMayAppear, opts.Logger)
 	if err != nil {
 		return nil, err
 	}

@@ -43,7 +43,7 @@ type adminOps interface {
 	// returns how many of each.
 	export(ctx context.Context, w io.Writer, session *string, filter *memory.Filter, vectors bool) (memories, convs, tasks int, err error)
 	// importMemories writes the memories, then the conversation and task lines.
-	importMemories(ctx context.Context, ms []memory.Memory, recs []recordLine, prog func(done, total int64)) error
+	importMemories(ctx context.Context, ms []memory.Memory, recs []memory.RecordLine, prog func(done, total int64)) error
 	backup(ctx context.Context, dir string, prog func(done, total int64)) error
 	// reembed migrates to the embedder spec and returns its fingerprint.
 	reembed(ctx context.Context, spec string, prog func(done, total int64)) (string, error)
@@ -134,10 +134,10 @@ func (l *localOps) export(ctx context.Context, w io.Writer, session *string, fil
 		n, err := l.s.Export(ctx, w, memory.ExportOptions{Filter: filter, Vectors: vectors})
 		return n, 0, 0, err
 	}
-	return server.WriteExport(ctx, l.s, w, filter, session, vectors)
+	return l.s.WriteExport(ctx, w, filter, session, vectors)
 }
 
-func (l *localOps) importMemories(ctx context.Context, ms []memory.Memory, recs []recordLine, prog func(done, total int64)) error {
+func (l *localOps) importMemories(ctx context.Context, ms []memory.Memory, recs []memory.RecordLine, prog func(done, total int64)) error {
 	for i := 0; i < len(ms); i += importBatch {
 		end := min(i+importBatch, len(ms))
 		if err := l.s.Import(ctx, ms[i:end]); err != nil {
@@ -145,7 +145,7 @@ func (l *localOps) importMemories(ctx context.Context, ms []memory.Memory, recs 
 		}
 		prog(int64(end), int64(len(ms)))
 	}
-	if err := importRecords(ctx, l.s, recs); err != nil {
+	if err := l.s.ImportRecords(ctx, recs); err != nil {
 		return fmt.Errorf("importing conversations and tasks: %w (the memories were written)", err)
 	}
 	return nil
@@ -252,7 +252,7 @@ func (r *remoteOps) export(ctx context.Context, w io.Writer, session *string, fi
 	return counts[0], counts[1], counts[2], nil
 }
 
-func (r *remoteOps) importMemories(ctx context.Context, ms []memory.Memory, recs []recordLine, prog func(done, total int64)) error {
+func (r *remoteOps) importMemories(ctx context.Context, ms []memory.Memory, recs []memory.RecordLine, prog func(done, total int64)) error {
 	// Stream the lines as they are encoded; the server checks them all
 	// before its job writes any.
 	pr, pw := io.Pipe()

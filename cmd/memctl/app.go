@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -243,7 +245,11 @@ func (a *app) openStoreWith(opts memory.Options) (*memory.Store, error) {
 		s, err = memory.Open(a.dir, memory.OpenOptions{Options: opts, EmbedderFrom: from, Engine: a.engineOpts})
 	}
 	if err != nil {
-		return nil, fmt.Errorf("opening store %s: %w", a.dir, a.explainMismatch(err, used, rec))
+		hint := ""
+		if errors.Is(err, engine.ErrNotStore) {
+			hint = legacyQuickstartHint(a.dir)
+		}
+		return nil, fmt.Errorf("opening store %s: %w%s", a.dir, a.explainMismatch(err, used, rec), hint)
 	}
 	a.recordEmbedder(s, used)
 	a.store = s
@@ -267,12 +273,19 @@ func (a *app) close() error {
 	return err
 }
 
-// printJSON writes v as indented JSON to stdout.
+// printJSON writes v as indented JSON to stdout: every --json answer goes
+// through here. Characters a terminal acts on are \u escapes (jsonSafe), so
+// the output is safe to show and decodes to the exact stored strings.
 func (a *app) printJSON(v any) error {
-	enc := json.NewEncoder(a.stdout)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
-	return enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := a.stdout.Write(jsonSafe(make([]byte, 0, b.Len()+16), b.Bytes()))
+	return err
 }
 
 type nopReadCloser struct{ io.Reader }

@@ -69,9 +69,26 @@ func (c *client) request(ctx context.Context, method, path string, body io.Reade
 		if json.Unmarshal(data, &e) == nil && e.Error != "" {
 			msg = e.Error
 		}
-		return nil, &apiError{status: resp.StatusCode, msg: fmt.Sprintf("server %s: %s", c.base, msg)}
+		return nil, &apiError{status: resp.StatusCode, msg: fmt.Sprintf("server %s: %s%s", c.base, msg, c.keyHint(resp.StatusCode))}
 	}
 	return resp, nil
+}
+
+// keyHint tells the user how to send a key when the server refused the
+// request for the key (401: none, or not one of its keys; 403: a key
+// without the right or session). It names the flag and the variable the
+// key is read from (serverToken), never the key.
+func (c *client) keyHint(status int) string {
+	const how = "ENGRAM_TOKEN=KEY (or --server-token KEY)"
+	switch {
+	case status == http.StatusUnauthorized && c.token == "":
+		return "; this server needs a key: send one with " + how + "; `memctl keys add` makes one"
+	case status == http.StatusUnauthorized:
+		return "; the key sent (ENGRAM_TOKEN or --server-token) is not one of this server's keys: revoked or mistyped? `memctl keys list` shows them"
+	case status == http.StatusForbidden:
+		return "; send a key that may do this with " + how + "; `memctl keys list` shows each key's sessions and rights"
+	}
+	return ""
 }
 
 // do sends body as JSON (nil: none; POSTs send {}) and decodes the answer into out.

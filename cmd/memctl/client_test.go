@@ -41,11 +41,18 @@ func (s *syncBuffer) String() string {
 // and a stop function (also run at cleanup).
 func startServe(t *testing.T, dir string, extra ...string) (string, func()) {
 	t.Helper()
+	url, _, stop := startServeLogged(t, dir, extra...)
+	return url, stop
+}
+
+// startServeLogged is startServe that also returns the server's log.
+func startServeLogged(t *testing.T, dir string, extra ...string) (string, *syncBuffer, func()) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
-	var logs syncBuffer
+	logs := new(syncBuffer)
 	args := append([]string{"--dir", dir, "serve", "--addr", "127.0.0.1:0"}, extra...)
-	go func() { done <- run(ctx, args, strings.NewReader(""), io.Discard, &logs) }()
+	go func() { done <- run(ctx, args, strings.NewReader(""), io.Discard, logs) }()
 	var once sync.Once
 	stop := func() {
 		once.Do(func() {
@@ -60,7 +67,7 @@ func startServe(t *testing.T, dir string, extra ...string) (string, func()) {
 	for {
 		info, _ := engine.ReadLock(dir)
 		if url, ok := strings.CutPrefix(info.Note, lockNotePrefix); ok {
-			return url, stop
+			return url, logs, stop
 		}
 		select {
 		case code := <-done:

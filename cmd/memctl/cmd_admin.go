@@ -288,7 +288,7 @@ func dedupe(ids []string) []string {
 
 // parseAge accepts Go durations plus a "d" suffix for days.
 func parseAge(s string) (time.Duration, error) {
-	d, err := api.ParseAge(s)
+	d, err := memory.ParseAge(s)
 	if err != nil {
 		return 0, usagef("%v", err)
 	}
@@ -453,7 +453,7 @@ func (a *app) importCommand() *cobra.Command {
 				r = f
 			}
 			// Parse everything first: a bad line fails the import before anything is written.
-			ms, recs, err := server.ReadExportFile(r)
+			ms, recs, err := memory.ReadExportFile(r)
 			if err != nil {
 				return fmt.Errorf("%s: %w", args[0], err)
 			}

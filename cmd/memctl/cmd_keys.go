@@ -30,7 +30,9 @@ func (a *app) keysCommand() *cobra.Command {
 		Long: "keys manages the key file `memctl serve --keys FILE` reads (default " + defaultKeysPath() + ").\n" +
 			"A key has a name, session patterns (exact names, or globs: team-* is every session starting with\n" +
 			"team-, * is every session) and rights: read, write, admin. The file stores only SHA-256 hashes of\n" +
-			"the keys; `keys add` prints a new key once. A running server picks up changes within a second.",
+			"the keys; `keys add` prints a new key once. A running server picks up changes within a second, and\n" +
+			"one started before the default key file existed enforces it as soon as `keys add` creates it.\n" +
+			"memctl commands send a key from ENGRAM_TOKEN or --server-token.",
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return a.listKeys(path) },
 	}
@@ -62,7 +64,8 @@ func (a *app) keysCommand() *cobra.Command {
 			}
 			fmt.Fprintf(a.stdout, "%s\n", secret)
 			fmt.Fprintf(a.stderr, "added key %s (sessions %s; rights %s) to %s.\n"+
-				"This is the only time the key is shown; clients send it as `Authorization: Bearer KEY`.\n",
+				"This is the only time the key is shown; clients send it as `Authorization: Bearer KEY`, memctl from ENGRAM_TOKEN.\n"+
+				"A running `memctl serve` that reads this file (its default, or --keys) enforces it at once.\n",
 				sanitize(args[0]), sanitize(strings.Join(sessions, ", ")), rs, sanitize(path))
 			return nil
 		},

@@ -35,7 +35,7 @@ func (a *app) serveCommand() *cobra.Command {
 		Use:   "serve",
 		Short: "Serve the store over HTTP (JSON API, admin API, web dashboard at /, /metrics, MCP at /mcp)",
 		Long: "serve binds 127.0.0.1:7077 by default, open to the local user. With keys (--keys FILE, managed by\n" +
-			"`memctl keys`; used by default when " + defaultKeysPath() + " exists) or an admin token\n" +
+			"`memctl keys`; by default " + defaultKeysPath() + ", enforced as soon as it exists) or an admin token\n" +
 			"(--token-file FILE or ENGRAM_TOKEN) every request needs `Authorization: Bearer KEY`, and a key reaches\n" +
 			"only its sessions with its rights. Binding any other address requires keys or a token, and TLS\n" +
 			"(--tls-cert/--tls-key, or --tls-self-signed) unless --insecure-http." +

@@ -18,7 +18,7 @@ func (a *app) retention() (time.Duration, error) {
 	case "0", "0s", "0d":
 		return -1, nil // final (memory.Options' 0 would mean the library default, also final)
 	}
-	d, err := api.ParseAge(a.forgetRetention)
+	d, err := memory.ParseAge(a.forgetRetention)
 	if err != nil {
 		return 0, usagef("--forget-retention: %v", err)
 	}

@@ -16,7 +16,8 @@
 // in a JSON config file (--config, ENGRAM_CONFIG, default
 // $XDG_CONFIG_HOME/engram/config.json). Flags win over environment variables,
 // which win over the config file. The store lives in --dir, by default
-// $XDG_DATA_HOME/engram (~/.local/share/engram).
+// $XDG_DATA_HOME/engram (~/.local/share/engram); quickstart's demo store
+// lives beside it, in engram-quickstart, unless --dir or ENGRAM_DIR is given.
 //
 // A store records the embedder it was last opened or re-embedded with (kind
 // and model location, e.g. onnx and the model directory made absolute), so
@@ -30,7 +31,7 @@
 // context, chat, sessions and the admin commands) find the server's address in the
 // store's LOCK file and run through its HTTP API, with the same output and
 // exit codes; --server URL (ENGRAM_SERVER) names a server explicitly, and
-// --server-token (ENGRAM_TOKEN) is the key sent; chat's conversation is then
+// --server-token (ENGRAM_TOKEN) is the key sent (a 401 or 403 says so); chat's conversation is then
 // compressed by the server's summarizer. init, repair and migrate still need
 // the store closed. The default session's conversation (context or chat with
 // --session "") has no API path and is refused through a server.

@@ -30,17 +30,42 @@ var quickstartQueries = []struct{ session, query string }{
 	{"alice", "女儿 上学"},
 }
 
+// quickstartDir is where quickstart keeps its demo store unless --dir or
+// ENGRAM_DIR names one: beside the default store (~/.local/share/engram-quickstart),
+// never inside it, so the default store's commands work before and after it.
+func quickstartDir() string { return defaultDataDir() + "-quickstart" }
+
+// legacyQuickstartHint explains why the default store directory is no store
+// when an older quickstart put its demo store inside it, and how to move
+// that out; "" for any other directory.
+func legacyQuickstartHint(dir string) string {
+	if dir != defaultDataDir() {
+		return ""
+	}
+	old := filepath.Join(dir, "quickstart")
+	for _, name := range []string{"CURRENT", "MANIFEST"} {
+		if _, err := os.Stat(filepath.Join(old, name)); err == nil {
+			return fmt.Sprintf("; %s is the demo store an older `memctl quickstart` made inside the default store: move it out of the way with `mv %s %s`",
+				old, old, quickstartDir())
+		}
+	}
+	return ""
+}
+
 func (a *app) quickstartCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "quickstart",
 		Short: "Create a demo store, remember a few memories and recall them (no server, no downloads)",
-		Long: "quickstart creates a store (by default in DATA_DIR/quickstart), remembers a small built-in set of\n" +
-			"Chinese and English memories in two sessions, and runs a few recalls showing why each memory\n" +
-			"came back. It uses the built-in lexical embedder, so it works right after `git clone`.",
+		Long: "quickstart creates a demo store (in " + quickstartDir() + ", beside the default store, unless --dir\n" +
+			"or ENGRAM_DIR names one), remembers a small built-in set of Chinese and English memories in two\n" +
+			"sessions, and runs a few recalls showing why each memory came back. It uses the built-in lexical\n" +
+			"embedder, so it works right after `git clone`.",
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if !cmd.Flags().Changed("dir") && os.Getenv(envName("dir")) == "" {
-				a.dir = filepath.Join(a.dir, "quickstart")
+				// Not the default store, nor a store the config file
+				// names: the demo forgets sessions alice and bob.
+				a.dir = quickstartDir()
 			}
 			s, err := a.openStore()
 			if err != nil {

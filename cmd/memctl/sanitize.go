@@ -12,8 +12,8 @@ import (
 // retitle a terminal), invalid UTF-8 and the bidirectional overrides that
 // reorder what a reader sees are shown escaped (ESC as \x1b, newline as \n,
 // U+202E as \u202e). Everything else, emoji and CJK included, passes unchanged. --json output
-// does not go through it: JSON escapes control characters itself and stays
-// exact.
+// does not go through it: it stays exact, with the same characters written as
+// JSON escapes (jsonSafe).
 func sanitize(s string) string {
 	if !needsSanitize(s) {
 		return s
@@ -68,6 +68,38 @@ func needsSanitize(s string) bool {
 		i += size
 	}
 	return false
+}
+
+// jsonSafe rewrites an encoding/json document so that no character a
+// terminal acts on appears raw: encoding/json escapes C0 controls (and
+// U+2028, U+2029) but writes DEL, the C1 controls (U+009B is CSI, U+0085
+// NEL) and the bidirectional overrides, embeddings, isolates and marks as
+// they are. Those characters can only stand inside JSON strings, so each
+// becomes its \uNNNN escape there and the document decodes to the same
+// value. Everything else, emoji and CJK included, is left as it is. The
+// result is data appended to dst.
+func jsonSafe(dst, data []byte) []byte {
+	start := 0
+	for i := 0; i < len(data); {
+		c := data[i]
+		if c < 0x80 {
+			if c == 0x7f {
+				dst = append(dst, data[start:i]...)
+				dst = append(dst, `\u007f`...)
+				start = i + 1
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRune(data[i:])
+		if unsafeRune(r) {
+			dst = append(dst, data[start:i]...)
+			dst = fmt.Appendf(dst, `\u%04x`, r)
+			start = i + size
+		}
+		i += size
+	}
+	return append(dst, data[start:]...)
 }
 
 // termWriter is the safety net under every human-readable line memctl

@@ -19,6 +19,9 @@ type serveAuth struct {
 	token, tokenFile, keysFile string
 	tlsCert, tlsKey, tlsDir    string
 	selfSigned, insecureHTTP   bool
+	// keysLater: keysFile is the default key file, which does not exist
+	// yet; the server enforces it once `memctl keys add` creates it.
+	keysLater bool
 }
 
 func defaultTLSDir() string {
@@ -52,13 +55,15 @@ func (sa *serveAuth) resolve(addr string, opts *server.Options, logger *slog.Log
 		}
 		sa.token = t
 	}
-	if sa.keysFile == defaultKeysPath() {
+	if sa.keysFile != "" && sa.keysFile == defaultKeysPath() {
 		if _, err := os.Stat(sa.keysFile); os.IsNotExist(err) {
-			sa.keysFile = "" // the default file does not exist: no keys
+			// No keys yet; the server enforces the file from the moment
+			// `memctl keys add` creates it.
+			sa.keysLater = true
 		}
 	}
 	remote := !server.IsLoopback(addr)
-	if remote && sa.token == "" && sa.keysFile == "" {
+	if remote && sa.token == "" && (sa.keysFile == "" || sa.keysLater) {
 		return "", usagef("refusing to serve on %s without keys: create some with `memctl keys add` (or set --token-file / ENGRAM_TOKEN), or bind 127.0.0.1", addr)
 	}
 	if remote && sa.token != "" && server.SecretBits(sa.token) < server.MinRemoteSecretBits {
@@ -92,7 +97,7 @@ func (sa *serveAuth) resolve(addr string, opts *server.Options, logger *slog.Log
 	if remote && opts.TLS == nil && !sa.insecureHTTP {
 		return "", usagef("refusing plain HTTP on %s: keys would travel in clear. Give --tls-cert/--tls-key or --tls-self-signed, or --insecure-http to accept that", addr)
 	}
-	opts.Token, opts.KeysFile, opts.InsecureHTTP = sa.token, sa.keysFile, sa.insecureHTTP
+	opts.Token, opts.KeysFile, opts.KeysFileMayAppear, opts.InsecureHTTP = sa.token, sa.keysFile, sa.keysLater, sa.insecureHTTP
 	if opts.TLS != nil {
 		return "https", nil
 	}
@@ -109,15 +114,19 @@ func hostOf(addr string) string {
 // authMode says how serve authenticates, for its start-up line (never the
 // secrets themselves).
 func (sa *serveAuth) mode() string {
+	later := ""
+	if sa.keysLater {
+		later = "; keys from " + sa.keysFile + " once `memctl keys add` creates it"
+	}
 	switch {
-	case sa.keysFile != "" && sa.token != "":
+	case sa.keysFile != "" && !sa.keysLater && sa.token != "":
 		return "keys from " + sa.keysFile + " and an admin token"
-	case sa.keysFile != "":
+	case sa.keysFile != "" && !sa.keysLater:
 		return "keys from " + sa.keysFile
 	case sa.token != "":
-		return "admin token"
+		return "admin token" + later
 	}
-	return "none (loopback only)"
+	return "none (loopback only" + later + ")"
 }
 
 // readSecretFile reads a secret from a file: the first line, trimmed. A file

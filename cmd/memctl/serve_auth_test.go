@@ -82,7 +82,7 @@ func TestServeSecurityFlags(t *testing.T) {
 		t.Fatalf("serve logged a secret:\n%s", errOut)
 	}
 	code, errOut = serveUntilReady(t, dir, "--addr", "127.0.0.1:0", "--token-file", tokenFile)
-	if code != exitOK || strings.Contains(errOut, "warning") || strings.Contains(errOut, strong) || !strings.Contains(errOut, "auth=\"admin token\"") {
+	if code != exitOK || strings.Contains(errOut, "warning") || strings.Contains(errOut, strong) || !strings.Contains(errOut, "auth=\"admin token") {
 		t.Fatalf("serve --token-file: exit %d\n%s", code, errOut)
 	}
 

@@ -1,4 +1,4 @@
-package server
+package memory
 
 import (
 	"bufio"
@@ -7,11 +7,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-
-	"github.com/engramdb/engram/memory"
 )
 
-// Besides one line per memory (MemoryJSON), an export carries one line per
+// Besides one line per memory, an export carries one line per
 // conversation and per task, after the memories:
 //
 //	{"conversation": {"session": ..., "summary": ..., "compressed": n, "turns": [...]}}
@@ -22,14 +20,14 @@ import (
 
 // RecordLine is a conversation or task line of an export.
 type RecordLine struct {
-	Conversation *memory.Conversation `json:"conversation,omitempty"`
-	Task         *memory.Task         `json:"task,omitempty"`
+	Conversation *Conversation `json:"conversation,omitempty"`
+	Task         *Task         `json:"task,omitempty"`
 }
 
 // ExportRecords writes the conversations and tasks of s (of one session
 // when session is not nil) as record lines.
-func ExportRecords(ctx context.Context, s *memory.Store, enc *json.Encoder, session *string) (convs, tasks int, err error) {
-	err = s.Conversations(ctx, func(c memory.Conversation) error {
+func (s *Store) ExportRecords(ctx context.Context, enc *json.Encoder, session *string) (convs, tasks int, err error) {
+	err = s.Conversations(ctx, func(c Conversation) error {
 		if session != nil && c.Session != *session {
 			return nil
 		}
@@ -74,7 +72,7 @@ func ParseRecordLine(line []byte) (rec RecordLine, ok bool, err error) {
 }
 
 // ImportRecords writes parsed conversation and task lines.
-func ImportRecords(ctx context.Context, s *memory.Store, recs []RecordLine) error {
+func (s *Store) ImportRecords(ctx context.Context, recs []RecordLine) error {
 	for _, r := range recs {
 		var err error
 		if r.Conversation != nil {
@@ -90,48 +88,48 @@ func ImportRecords(ctx context.Context, s *memory.Store, recs []RecordLine) erro
 }
 
 // WriteExport writes an export file (docs/format/export.md): the header and
-// the memories f matches (memory.Store.Export), then the conversations and
+// the memories f matches (Store.Export), then the conversations and
 // tasks (of session only, when it is not nil). It returns how many of each
 // it wrote. `memctl export` and GET /v1/admin/export write it.
-func WriteExport(ctx context.Context, s *memory.Store, w io.Writer, f *memory.Filter, session *string, vectors bool) (memories, convs, tasks int, err error) {
-	memories, err = s.Export(ctx, w, memory.ExportOptions{Filter: f, Vectors: vectors})
+func (s *Store) WriteExport(ctx context.Context, w io.Writer, f *Filter, session *string, vectors bool) (memories, convs, tasks int, err error) {
+	memories, err = s.Export(ctx, w, ExportOptions{Filter: f, Vectors: vectors})
 	if err != nil {
 		return memories, 0, 0, err
 	}
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
-	convs, tasks, err = ExportRecords(ctx, s, enc, session)
+	convs, tasks, err = s.ExportRecords(ctx, enc, session)
 	return memories, convs, tasks, err
 }
 
 // ReadExportFile parses an export file of any version: the memory lines
-// (with the header, if any) through memory.ReadExport, the conversation and
+// (with the header, if any) through ReadExport, the conversation and
 // task lines through ParseRecordLine. Everything is checked before it
 // returns, so a bad line fails the import before anything is written.
-func ReadExportFile(r io.Reader) ([]memory.Memory, []RecordLine, error) {
+func ReadExportFile(r io.Reader) ([]Memory, []RecordLine, error) {
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), memory.MaxExportLine)
+	sc.Buffer(make([]byte, 64<<10), MaxExportLine)
 	var mem bytes.Buffer
 	var recs []RecordLine
 	for line := 1; sc.Scan(); line++ {
 		rec, ok, err := ParseRecordLine(sc.Bytes())
 		if err != nil {
-			return nil, nil, fmt.Errorf("%w: line %d: %v", memory.ErrInvalidInput, line, err)
+			return nil, nil, fmt.Errorf("%w: line %d: %v", ErrInvalidInput, line, err)
 		}
 		if ok {
 			recs = append(recs, rec)
 			continue
 		}
 		if len(recs) > 0 && len(bytes.TrimSpace(sc.Bytes())) > 0 {
-			return nil, nil, fmt.Errorf("%w: line %d: a memory after the conversation and task lines", memory.ErrInvalidInput, line)
+			return nil, nil, fmt.Errorf("%w: line %d: a memory after the conversation and task lines", ErrInvalidInput, line)
 		}
 		mem.Write(sc.Bytes())
 		mem.WriteByte('\n')
 	}
 	if err := sc.Err(); err != nil {
-		return nil, nil, fmt.Errorf("%w: reading the export: %w", memory.ErrInvalidInput, err)
+		return nil, nil, fmt.Errorf("%w: reading the export: %w", ErrInvalidInput, err)
 	}
-	_, ms, err := memory.ReadExport(&mem)
+	_, ms, err := ReadExport(&mem)
 	if err != nil {
 		return nil, nil, err
 	}
