@@ -156,6 +156,16 @@ func New(opts Options) (*Handler, error) {
 	return h, nil
 }
 
+// Routes lists the patterns of every route the handler serves, in the order
+// they were registered ("POST /v1/remember", "/mcp", ...).
+func (h *Handler) Routes() []string {
+	out := make([]string, len(h.routes))
+	for i, r := range h.routes {
+		out[i] = r.Pattern
+	}
+	return out
+}
+
 // assetRoute registers a dashboard file route (accessPublic). ServeHTTP lets
 // exactly these requests through without a key (dashboard.IsAsset).
 func (h *Handler) assetRoute(pattern string) {

@@ -120,7 +120,7 @@ func (a *app) mcpCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return server.NewMCPFor(ops, server.LocalCaller).Run(cmd.Context(), &mcp.IOTransport{Reader: nopReadCloser{a.stdin}, Writer: nopWriteCloser{a.stdout}})
+			return server.NewMCPFor(ops, server.LocalCaller).Run(cmd.Context(), &mcp.IOTransport{Reader: nopReadCloser{a.stdin}, Writer: nopWriteCloser{a.exactStdout()}})
 		},
 	}
 }
