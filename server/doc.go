@@ -2,10 +2,28 @@
 // (remember, recall, forget and restore, sessions, short-term context, working-memory
 // tasks, stats, health), Prometheus metrics at /metrics, an OpenAPI document
 // at /openapi.json, and the Model Context Protocol over streamable HTTP at
-// /mcp: remember, recall, forget and restore, short-term memory (context, add_turn,
-// clear_context) and working memory (tasks, task, start_task, update_step,
-// finish_task, delete_task). NewMCP builds the same MCP tools for other
-// transports (memctl mcp serves them over stdio).
+// /mcp: remember, recall, forget, restore, forgotten and sessions, single
+// memories (get, list, update, delete, history, revert), short-term memory
+// (context, add_turn, clear_context) and working memory (tasks, task,
+// start_task, update_step, finish_task, delete_task). NewMCP builds the same
+// MCP tools for other transports (memctl mcp serves them over stdio), and
+// NewMCPFor builds them over any api.Ops (memctl mcp on a store a server
+// holds serves them through that server's API).
+//
+// # One request layer
+//
+// What an operation takes, checks, refuses and answers is defined once, in
+// package api, for every door. The routes (handlers.go, memories.go,
+// trash.go, admin.go) only translate: a body is decoded into the
+// operation's request (bodyOp, pathBodyOp), path values and query
+// parameters become its arguments, and the answer is written as JSON; the
+// long admin operations run as jobs (startOp) under the caller of the
+// request that started them. The MCP tools (mcp.go) take the same request
+// structs as their input (a memory's or task's ID as a field) and answer
+// the same structs, so HTTP and MCP accept and return the same fields;
+// cmd/memctl's TestParity sends the same requests through the library,
+// HTTP, MCP and memctl and compares the answers. The request and answer
+// types keep their server names as aliases (RememberRequest = api.RememberRequest).
 //
 // # Administration and the dashboard
 //
@@ -29,8 +47,8 @@
 // and GET /v1/memories (a page, newest first, filtered by session, tag, source,
 // since, until and where, a filter in the JSON filter language of
 // docs/format/filter.md); recall, forget, POST /v1/export and POST /v1/cleanup
-// take the same filter, and the MCP tools get, list, update, delete and history
-// (mcp_memories.go) mirror them. Every memory is written in its one JSON form,
+// take the same filter, and the MCP tools get, list, update, delete, history
+// and revert mirror them. Every memory is written in its one JSON form,
 // memory.MemoryJSON. Forgetting by ID is all or nothing: an unknown ID, or one
 // outside the caller's scope, is a 404 naming it, and nothing is deleted.
 // On a store with a forget retention (memctl's default), forgotten memories go
@@ -59,31 +77,24 @@
 // the first request after; a key file once enforced stays so (deleting it
 // revokes its keys, it does not open the service).
 //
-// The key reaches handlers as a *Caller in the request context. The API a
-// handler uses:
-//
-//   - CallerFrom(ctx) returns the caller (never nil; outside an
-//     authenticated request a caller with no rights, so checks fail closed).
-//   - c.Can(RightRead|RightWrite|RightAdmin) reports a right.
-//   - c.Check(right, sessions...) returns an error matching ErrForbidden
-//     (403) unless c holds right and every session lies in its scope.
-//   - c.MayUse(session), c.SeesAll(), c.FilterSessions(names) and
-//     VisibleBy(c, items, sessionOf) filter what a listing shows.
-//   - h.scopeFilter(ctx, c) gives the memory.Filter that confines a
-//     store-wide query (all_sessions, list, export) to c's sessions;
-//     h.scopeRecall applies it to RecallOptions; h.scopeIDs drops memory
-//     IDs outside the scope (they act as unknown IDs); h.scopedTask reports
-//     a task outside the scope as not found.
+// The key reaches the request layer as a *Caller (api.Caller; Caller, Right
+// and Scope are aliases here) in the request context, and the layer checks
+// it in every operation (see package api): the right first, the sessions a
+// request names against the scope (403), store-wide queries confined to
+// the scope, and memories and tasks outside it reported missing (404).
+// CallerFrom(ctx) returns the caller (never nil; outside an authenticated
+// request a caller with no rights, so checks fail closed).
 //
 // Every route declares an Access when registered: h.route(pattern, access,
 // fn). The wrapper checks Access.Right before fn runs, and for SessionPath
-// also the {session} path value; SessionHandler routes check their
-// sessions themselves with the calls above; store-wide routes need
+// also the {session} path value; SessionHandler routes leave their
+// sessions to the request layer; store-wide routes need
 // RightAdmin (an admin key must have the scope "*"). The security tests
 // walk the route table (h.routes) and fail for a route they have no probe
-// for. MCP tools check the same rights and scopes (mcp.go): over HTTP the
-// caller travels in the SDK's TokenInfo, which also ties an MCP session to
-// the key that opened it. /metrics labels requests by key name; no secret
+// for. MCP tools run the same operations (mcp.go): over HTTP the caller
+// travels in the SDK's TokenInfo, which also ties an MCP session to the key
+// that opened it, and each call runs under it. Handler.Routes lists the
+// route table for tests in other packages. /metrics labels requests by key name; no secret
 // is ever logged.
 //
 // # Errors

@@ -27,14 +27,23 @@
 // # Through a running server
 //
 // While `memctl serve` holds a store, the commands that read or write it
-// (remember, recall, get, list, update, history, forget, restore, tasks,
-// context, chat, sessions and the admin commands) find the server's address in the
-// store's LOCK file and run through its HTTP API, with the same output and
-// exit codes; --server URL (ENGRAM_SERVER) names a server explicitly, and
+// (remember, recall, get, list, update, history, forget, restore, forgotten,
+// tasks, context, chat, sessions, mcp and the admin commands) find the
+// server's address in the store's LOCK file and run through its HTTP API,
+// with the same output and exit codes; --server URL (ENGRAM_SERVER) names a server explicitly, and
 // --server-token (ENGRAM_TOKEN) is the key sent (a 401 or 403 says so); chat's conversation is then
 // compressed by the server's summarizer. init, repair and migrate still need
 // the store closed. The default session's conversation (context or chat with
 // --session "") has no API path and is refused through a server.
+//
+// The data commands are written once against api.Ops (client_data.go):
+// dataOps returns the request layer on the store opened here (api.Local,
+// as api.LocalCaller) or remoteData, the same operations through the
+// server's routes; the admin commands go through adminOps the same way
+// (admin_ops.go). `memctl mcp` serves server.NewMCPFor over whichever it
+// gets, so on a served store its tools run through the server with the key
+// ENGRAM_TOKEN (or --server-token) names. TestParity holds every door to
+// the library's answers.
 //
 // # Exit codes
 //
