@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/engramdb/engram/engine"
 	"github.com/engramdb/engram/memory"
@@ -244,11 +245,10 @@ type RestoreRequest struct {
 const restoreStep = 256
 
 // RestoreArchived brings archived memories back (progress in memories).
+// It checks req first (CheckRestore): nothing is restored when an ID is not
+// in the archive.
 func (l *Local) RestoreArchived(ctx context.Context, req RestoreRequest, prog Progress) (RestoredResponse, error) {
-	if err := CallerFrom(ctx).Check(RightAdmin); err != nil {
-		return RestoredResponse{}, err
-	}
-	if err := req.Validate(); err != nil {
+	if err := l.CheckRestore(ctx, req); err != nil {
 		return RestoredResponse{}, err
 	}
 	ids := req.IDs
@@ -277,15 +277,35 @@ func (l *Local) RestoreArchived(ctx context.Context, req RestoreRequest, prog Pr
 	return RestoredResponse{Restored: restored}, nil
 }
 
-// Validate refuses a restore that names neither IDs nor all, or both.
-func (req *RestoreRequest) Validate() error {
+// CheckRestore refuses a restore that names neither IDs nor all, or both
+// (ErrBadRequest), or an ID that is not in the archive (a
+// *memory.NotFoundError naming every such ID), so a server refuses it
+// before it starts a job.
+func (l *Local) CheckRestore(ctx context.Context, req RestoreRequest) error {
+	if err := CallerFrom(ctx).Check(RightAdmin); err != nil {
+		return err
+	}
 	if len(req.IDs) > 0 == req.All {
 		return badRequest("give ids, or all=true")
 	}
-	for _, id := range req.IDs {
-		if id == "" {
-			return badRequest("empty memory ID")
+	if slices.Contains(req.IDs, "") {
+		return badRequest("empty memory ID")
+	}
+	if req.All {
+		return nil
+	}
+	ms, err := l.store.Archived(ctx)
+	if err != nil {
+		return err
+	}
+	var missing []string
+	for _, id := range distinct(req.IDs) {
+		if !slices.ContainsFunc(ms, func(m memory.Memory) bool { return m.ID == id }) {
+			missing = append(missing, id)
 		}
+	}
+	if len(missing) > 0 {
+		return &memory.NotFoundError{Kind: "archived memory", IDs: missing}
 	}
 	return nil
 }

@@ -236,7 +236,7 @@ func (h *Handler) adminRestore(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(r, &req); err != nil {
 		return err
 	}
-	if err := req.Validate(); err != nil {
+	if err := h.ops.CheckRestore(r.Context(), req); err != nil {
 		return err
 	}
 	return h.startOp(w, r, "restore", "memories", func(ctx context.Context, p *progress) (any, error) {

@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"text/tabwriter"
 	"time"
 
@@ -275,17 +274,6 @@ func (a *app) cleanupCommand() *cobra.Command {
 	return cmd
 }
 
-// dedupe returns ids without repeats, in their first order.
-func dedupe(ids []string) []string {
-	var out []string
-	for _, id := range ids {
-		if !slices.Contains(out, id) {
-			out = append(out, id)
-		}
-	}
-	return out
-}
-
 // parseAge accepts Go durations plus a "d" suffix for days.
 func parseAge(s string) (time.Duration, error) {
 	d, err := memory.ParseAge(s)
@@ -329,26 +317,7 @@ func (a *app) archiveCommand() *cobra.Command {
 				return err
 			}
 			if all {
-				args = nil
-			} else {
-				// Unknown IDs fail the command, naming them, before anything is restored.
-				arch, err := ops.archived(cmd.Context())
-				if err != nil {
-					return err
-				}
-				in := map[string]bool{}
-				for _, m := range arch {
-					in[m.ID] = true
-				}
-				var missing []string
-				for _, id := range dedupe(args) {
-					if !in[id] {
-						missing = append(missing, id)
-					}
-				}
-				if len(missing) > 0 {
-					return &memory.NotFoundError{Kind: "archived memory", IDs: missing}
-				}
+				args = nil // unknown IDs fail the restore, naming them, before anything is restored
 			}
 			bar := a.lazyProgress("restoring")
 			n, err := ops.restore(cmd.Context(), args, bar.set)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -96,7 +97,10 @@ func (a *app) getCommand() *cobra.Command {
 			// Every ID is looked up; the missing ones fail the command together.
 			var ms []memory.MemoryJSON
 			var missing []string
-			for _, id := range dedupe(args) {
+			for i, id := range args {
+				if slices.Contains(args[:i], id) {
+					continue
+				}
 				m, err := ops.Get(cmd.Context(), api.GetRequest{ID: id, Vector: vector})
 				switch {
 				case isNotFound(err):

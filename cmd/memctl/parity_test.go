@@ -379,6 +379,12 @@ func paritySteps(when time.Time) []parityStep {
 			},
 			http:  parityHTTP{method: "POST", path: "/v1/admin/archive/restore", body: m{"ids": []string{"m5"}}, job: true},
 			noMCP: admin, cli: []string{"archive", "restore", "m5"}},
+		{name: "restore an unknown ID from the archive", route: "POST /v1/admin/archive/restore",
+			lib: func(ctx context.Context, l *api.Local) (any, error) {
+				return l.RestoreArchived(ctx, api.RestoreRequest{IDs: []string{"m5", "nosuch"}}, nil)
+			},
+			http:  parityHTTP{method: "POST", path: "/v1/admin/archive/restore", body: m{"ids": []string{"m5", "nosuch"}}, job: true},
+			noMCP: admin, cli: []string{"archive", "restore", "m5", "nosuch"}},
 		{name: "empty the trash", route: "POST /v1/admin/forgotten/purge",
 			lib:  func(ctx context.Context, l *api.Local) (any, error) { return l.PurgeForgotten(ctx) },
 			http: parityHTTP{method: "POST", path: "/v1/admin/forgotten/purge", body: m{}}, noMCP: admin, cli: []string{"forgotten", "--purge"}},
