@@ -124,44 +124,39 @@ func (l *Local) scopeIDs(ctx context.Context, c *Caller, ids []string) ([]string
 	return slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return !ok[id] }), nil
 }
 
-// scopedMemory returns memory id when it exists and the caller may use its
-// session with right; otherwise a *memory.NotFoundError (an out-of-scope
-// memory looks missing). A key that may read but not write a memory gets
-// ErrForbidden on a write.
+// scopedMemory returns memory id when the caller holds right and the
+// memory's session lies in its scope; a memory outside the scope is a
+// *memory.NotFoundError, like a missing one.
 func (l *Local) scopedMemory(ctx context.Context, id string, right Right) (memory.Memory, error) {
-	c := CallerFrom(ctx)
-	if err := c.Check(right); err != nil {
-		return memory.Memory{}, err
-	}
-	m, err := l.store.Lookup(ctx, id)
-	if err != nil {
-		return memory.Memory{}, err
-	}
-	if !c.MayUse(m.Session) {
-		return memory.Memory{}, &memory.NotFoundError{IDs: []string{id}}
-	}
-	if err := c.Check(right, m.Session); err != nil {
-		return memory.Memory{}, err
-	}
-	return m, nil
+	return scopedLoad(ctx, right, id, l.store.Lookup, func(m memory.Memory) string { return m.Session },
+		func(id string) error { return &memory.NotFoundError{IDs: []string{id}} })
 }
 
 // scopedTask returns task id when the caller holds right and the task's
 // session lies in its scope; a task outside it is reported missing
 // (memory.ErrNotFound), like an unknown one.
 func (l *Local) scopedTask(ctx context.Context, id string, right Right) (memory.Task, error) {
+	return scopedLoad(ctx, right, id, l.store.Task, func(t memory.Task) string { return t.Session },
+		func(id string) error { return fmt.Errorf("%w: task %q", memory.ErrNotFound, id) })
+}
+
+// scopedLoad loads what id names when the caller holds right, and answers
+// it when its session lies in the caller's scope, missing(id) otherwise.
+func scopedLoad[T any](ctx context.Context, right Right, id string, load func(context.Context, string) (T, error),
+	session func(T) string, missing func(id string) error) (T, error) {
+	var zero T
 	c := CallerFrom(ctx)
 	if err := c.Check(right); err != nil {
-		return memory.Task{}, err
+		return zero, err
 	}
-	t, err := l.store.Task(ctx, id)
+	v, err := load(ctx, id)
 	if err != nil {
-		return memory.Task{}, err
+		return zero, err
 	}
-	if !c.MayUse(t.Session) {
-		return memory.Task{}, fmt.Errorf("%w: task %q", memory.ErrNotFound, id)
+	if !c.MayUse(session(v)) {
+		return zero, missing(id)
 	}
-	return t, nil
+	return v, nil
 }
 
 // distinct returns ids without repeats, in their first order.

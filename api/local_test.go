@@ -3,26 +3,17 @@ package api
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/engramdb/engram/memory"
-	"github.com/engramdb/engram/memory/lexical"
+	"github.com/engramdb/engram/memory/memorytest"
 )
 
 func newLocal(t *testing.T) *Local {
 	t.Helper()
-	emb, err := lexical.New(lexical.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := memory.Open(filepath.Join(t.TempDir(), "store"), memory.OpenOptions{Options: memory.Options{Embedder: emb, ForgetRetention: time.Hour}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s, _ := memorytest.NewStore(t, memory.NewMemBackend(), memory.Options{ForgetRetention: time.Hour})
 	return New(s, Options{})
 }
 
