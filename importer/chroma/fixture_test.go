@@ -34,21 +34,11 @@ const realFixture = "chroma/chatbot-rag-local"
 // when it is absent.
 func copyFixture(t *testing.T) string {
 	t.Helper()
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
+	src := findFixture()
+	if src == "" {
+		t.Skip("the real Chroma fixture (shared/datasets/" + realFixture + ") is not above the working directory")
 	}
-	src := ""
-	for dir := wd; ; dir = filepath.Dir(dir) {
-		p := filepath.Join(dir, "shared", "datasets", realFixture)
-		if _, err := os.Stat(filepath.Join(p, chroma.DBFile)); err == nil {
-			src = p
-			break
-		}
-		if filepath.Dir(dir) == dir {
-			t.Skip("the real Chroma fixture (shared/datasets/" + realFixture + ") is not above the working directory")
-		}
-	}
+	var err error
 	dst := filepath.Join(t.TempDir(), "chroma")
 	err = filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -78,6 +68,25 @@ func copyFixture(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return dst
+}
+
+// findFixture returns the real directory in shared/datasets above the working directory, or
+// "" when there is none.
+func findFixture() string {
+	dir, err := os.Getwd()
+	if err != nil {
+		return ""
+	}
+	for {
+		p := filepath.Join(dir, "shared", "datasets", realFixture)
+		if _, err := os.Stat(filepath.Join(p, chroma.DBFile)); err == nil {
+			return p
+		}
+		if filepath.Dir(dir) == dir {
+			return ""
+		}
+		dir = filepath.Dir(dir)
+	}
 }
 
 // dirDigest hashes every file's name, mode and content under dir.
