@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"io"
 	"io/fs"
 	"math"
@@ -399,4 +400,63 @@ func TestRealHNSWHeader(t *testing.T) {
 	if h.Dim() != 384 || h.MaxElements != 1000 || h.ElementCount != 0 || h.SizePerElement != 1676 || h.M != 16 || h.MaxM0 != 32 || h.EfConstruction != 100 {
 		t.Fatalf("header: %+v", h)
 	}
+}
+
+// TestRealFixtureResume interrupts an import of the real directory part way (the context is
+// cancelled inside the third batch's write), then runs it again: every record is in the
+// store exactly once, and a third run writes nothing.
+func TestRealFixtureResume(t *testing.T) {
+	dir := copyFixture(t)
+	db, err := chroma.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ms, rep, err := db.Read(ctx, chroma.Options{Model: importer.Model{Fingerprint: "hash-64", Dim: 64}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newStore(t, 64, "hash-64")
+	cctx, cancel := context.WithCancel(ctx)
+	tgt := &cancelling{Target: importer.StoreTarget{Store: s}, after: 2, cancel: cancel}
+	if err := importer.Write(cctx, tgt, ms, importer.WriteOptions{Batch: 5}, rep); !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted import: %v", err)
+	}
+	if n, _ := s.Count(ctx, nil); n != 10 || rep.Written != 10 {
+		t.Fatalf("after the interruption: %d memories, %d written", n, rep.Written)
+	}
+	for run, want := range []struct{ written, existing int }{{16, 10}, {0, 26}} {
+		r := importer.NewReport("again")
+		if err := importer.Write(ctx, importer.StoreTarget{Store: s}, ms, importer.WriteOptions{Batch: 5}, r); err != nil {
+			t.Fatal(err)
+		}
+		if r.Written != want.written || r.Existing != want.existing {
+			t.Fatalf("run %d: wrote %d, found %d", run+2, r.Written, r.Existing)
+		}
+	}
+	count := map[string]int{}
+	s.Scan(ctx, nil, func(m memory.Memory) error { count[m.Metadata[chroma.IDKey].(string)]++; return nil })
+	if len(count) != 26 {
+		t.Fatalf("%d records in the store", len(count))
+	}
+	for id, n := range count {
+		if n != 1 {
+			t.Errorf("%s: %d copies", id, n)
+		}
+	}
+}
+
+// cancelling cancels the context inside its after+1-th Import, before writing.
+type cancelling struct {
+	importer.Target
+	after, calls int
+	cancel       func()
+}
+
+func (c *cancelling) Import(ctx context.Context, ms []memory.Memory) error {
+	c.calls++
+	if c.calls > c.after {
+		c.cancel()
+	}
+	return c.Target.Import(ctx, ms)
 }
