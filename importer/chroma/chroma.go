@@ -672,7 +672,20 @@ func Select(cols []Collection, names []string) ([]Collection, error) {
 	}
 	var out []Collection
 	for _, n := range names {
-		i := slices.IndexFunc(cols, func(c Collection) bool { return c.Name == n || c.ID == n })
+		i := slices.IndexFunc(cols, func(c Collection) bool { return c.ID == n })
+		if i < 0 {
+			var ids []string
+			for j, c := range cols {
+				if c.Name == n {
+					i = j
+					ids = append(ids, fmt.Sprintf("%s in %s/%s", c.ID, c.Tenant, c.Database))
+				}
+			}
+			if len(ids) > 1 { // one name in several databases
+				return nil, fmt.Errorf("%w: chroma: %d collections are named %q (%s): name one by its ID",
+					memory.ErrInvalidInput, len(ids), n, strings.Join(ids, ", "))
+			}
+		}
 		if i < 0 {
 			return nil, fmt.Errorf("%w: chroma: no collection %q; there are %s", memory.ErrInvalidInput, n, list())
 		}

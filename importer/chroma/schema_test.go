@@ -275,6 +275,9 @@ func TestSchemas(t *testing.T) {
 			if _, _, err := d.Read(ctx, chroma.Options{Model: model, Collections: []string{"nosuch"}}); !errors.Is(err, memory.ErrInvalidInput) {
 				t.Fatalf("unknown collection: %v", err)
 			}
+			if got, err := chroma.Select(cols, []string{notesID, "notes", "docs"}); err != nil || len(got) != 2 || got[0].Name != "notes" {
+				t.Fatalf("by ID and name: %v %v", got, err)
+			}
 			ms, rep, err := d.Read(ctx, chroma.Options{Model: model, Collections: []string{"notes"}, SessionKey: "user", Vectors: importer.VectorsKeep})
 			if err != nil {
 				t.Fatal(err)
@@ -369,4 +372,15 @@ func mapsEqual(a, b map[string]any) bool {
 		}
 	}
 	return true
+}
+
+// TestSelectAmbiguous: one name in two databases must be named by ID.
+func TestSelectAmbiguous(t *testing.T) {
+	cols := []chroma.Collection{{ID: "a", Name: "notes", Database: "db1"}, {ID: "b", Name: "notes", Database: "db2"}}
+	if _, err := chroma.Select(cols, []string{"notes"}); err == nil || !strings.Contains(err.Error(), "name one by its ID") {
+		t.Fatalf("ambiguous name: %v", err)
+	}
+	if got, err := chroma.Select(cols, []string{"b"}); err != nil || len(got) != 1 || got[0].Database != "db2" {
+		t.Fatalf("by ID: %v %v", got, err)
+	}
 }
