@@ -384,3 +384,57 @@ func TestSelectAmbiguous(t *testing.T) {
 		t.Fatalf("by ID: %v %v", got, err)
 	}
 }
+
+// TestWALCopy reads a database whose last transactions are still in its -wal file (Chroma
+// 1.x runs SQLite in WAL mode; the process may be running or have died): they are read,
+// from a copy, and the source directory is left as it was.
+func TestWALCopy(t *testing.T) {
+	live := filepath.Join(t.TempDir(), "live")
+	db := buildSchema(t, live, schemas[6])
+	db.SetMaxOpenConns(1)
+	for _, p := range []string{"PRAGMA journal_mode = WAL", "PRAGMA wal_autocheckpoint = 0"} {
+		if _, err := db.Exec(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fill(t, db, true)
+	// A snapshot of the directory while the writer still has it open.
+	dir := filepath.Join(t.TempDir(), "chroma")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{chroma.DBFile, chroma.DBFile + "-wal"} {
+		b, err := os.ReadFile(filepath.Join(live, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o400); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if fi, err := os.Stat(filepath.Join(dir, chroma.DBFile+"-wal")); err != nil || fi.Size() == 0 {
+		t.Fatalf("the snapshot has no WAL content: %v", err)
+	}
+	before := dirDigest(t, dir)
+	d, err := chroma.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cols, err := d.Collections(ctx)
+	if err != nil || len(cols) != 2 || cols[1].Records != 4 {
+		t.Fatalf("collections from the WAL: %+v %v", cols, err)
+	}
+	ms, _, err := d.Read(ctx, chroma.Options{Collections: []string{"*"}, Model: importer.Model{Dim: 3}})
+	if err != nil || len(ms) != 4 {
+		t.Fatalf("%d memories, %v", len(ms), err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if dirDigest(t, dir) != before {
+		t.Fatal("reading changed the source directory")
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 2 {
+		t.Fatalf("%d entries in the source directory", len(entries))
+	}
+}
