@@ -6,6 +6,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -105,6 +107,7 @@ func TestSelfStatements(t *testing.T) {
 		{"Haha ok, so I'm a nurse.", []string{"I'm a nurse."}},
 		{"lol I'm terrible at cooking", []string{"I'm terrible at cooking"}},
 		{"I'm Sam, by the way.", []string{"I'm Sam."}},
+		{"Big news: I got the job at Stripe!", []string{"I got the job at Stripe!"}},
 		{"Call me Sam.", []string{"Call me Sam."}},
 		{"What a day! My daughter Mia turned 7 today. She wants a cat.", []string{"My daughter Mia turned 7 today. She wants a cat."}},
 		{"Can you help? I'm on a budget of 300 euros.", []string{"I'm on a budget of 300 euros."}},
@@ -382,7 +385,8 @@ func TestDistillerProposals(t *testing.T) {
 	ctx := context.Background()
 	setup := func(d Distiller) (*Store, string) {
 		t.Helper()
-		s, err := New(ctx, NewMemBackend(), Options{Embedder: lexicalEmbedder(t), Distiller: d, Clock: func() time.Time { return fixtureEpoch }})
+		s, err := New(ctx, NewMemBackend(), Options{Embedder: lexicalEmbedder(t), Distiller: d, Clock: func() time.Time { return fixtureEpoch },
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -302,8 +302,8 @@ func continues(s string) bool {
 var leadTalk = wordSet(`haha hahaha lol lmao ok okay oh ah well so yeah yes yep no nope um uh hmm btw anyway hey hi hello also`)
 
 // trimTalk cuts leading small talk off a sentence: comma-separated pieces that are small talk
-// ("Haha ok, ", "哈哈，好的，"), "by the way", and interjections ("lol I'm ..."), keeping at least
-// a statement; and trailing laughter ("... lol").
+// ("Haha ok, ", "哈哈，好的，"), "by the way", a short label ("Big news: "), and interjections
+// ("lol I'm ..."), keeping at least a statement; and trailing laughter and "by the way".
 func trimTalk(s string) string {
 	orig := s
 	for {
@@ -316,6 +316,11 @@ func trimTalk(s string) string {
 			break
 		}
 		s = rest
+	}
+	// A short label: "Big news: I moved ...", "Update: my flight ...".
+	if head, rest, ok := strings.Cut(s, ": "); ok && len(strings.Fields(head)) <= 3 && !hasFirstPerson(head) &&
+		!strings.ContainsFunc(head, unicode.IsDigit) && hasFirstPerson(rest) && statementLike(rest) {
+		s = strings.TrimSpace(rest)
 	}
 	for {
 		w, rest, ok := strings.Cut(s, " ")
