@@ -224,25 +224,30 @@ func (s *Store) distill(ctx context.Context, session string, turns, earlier []Tu
 		return res, err
 	}
 	in := DistillInput{Session: session, Turns: slices.Clone(turns), Earlier: slices.Clone(earlier), Existing: existing}
-	d := s.opts.Distiller
-	props, err := d.Distill(ctx, in)
-	if err == nil {
-		err = s.checkProposals(props, &in)
-	}
-	if err != nil {
-		if ctx.Err() != nil {
-			return res, ctx.Err()
-		}
-		if _, builtin := d.(RuleDistiller); builtin {
-			return res, err
-		}
-		s.opts.Logger.Warn("memory: distiller failed, the built-in one stands in", "session", session, "turns", len(turns), "err", err)
-		res.Fallback = err.Error()
-		if props, err = (RuleDistiller{}).Distill(ctx, in); err == nil {
+	var props []Proposal
+	_, rules := s.opts.Distiller.(RuleDistiller)
+	if !rules {
+		props, err = s.opts.Distiller.Distill(ctx, in)
+		if err == nil {
 			err = s.checkProposals(props, &in)
 		}
+		if err != nil && ctx.Err() != nil {
+			return res, ctx.Err()
+		}
 		if err != nil {
-			return res, err
+			s.opts.Logger.Warn("memory: distiller failed, the built-in one stands in", "session", session, "turns", len(turns), "err", err)
+			res.Fallback = err.Error()
+			props, rules = nil, true
+		}
+	}
+	if rules {
+		// The built-in distiller cannot fail; a proposal of it that cannot be stored (a speaker's
+		// name making a text too long) is left out rather than failing the turns.
+		all, _ := RuleDistiller{}.Distill(ctx, in)
+		for i := range all {
+			if s.checkProposals(all[i:i+1], &in) == nil {
+				props = append(props, all[i])
+			}
 		}
 	}
 	if o.Source == "" {
@@ -313,8 +318,8 @@ func (s *Store) related(ctx context.Context, session string, turns []Turn) ([]Me
 	var hits []hit
 	at := map[string]int{}
 	for _, t := range turns {
-		if !hasContent(t.Text) {
-			continue
+		if notSpeakers[strings.ToLower(strings.TrimSpace(t.Role))] || !hasContent(t.Text) {
+			continue // what the assistant says changes no memory by itself
 		}
 		q := cutRunes(oneLine(t.Text), 2000)
 		rs, err := s.Recall(ctx, q, RecallOptions{Session: session, K: 3, NoTouch: true})

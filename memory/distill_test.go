@@ -429,6 +429,12 @@ func TestDistillerProposals(t *testing.T) {
 		t.Fatal("deleted memory still there")
 	}
 
+	// Nothing to remember is an answer, not a failure.
+	s.opts.Distiller = scriptedDistiller{}
+	if res, err := s.RememberMessages(ctx, "u", msgs, MessagesOptions{Infer: true}); err != nil || res.Fallback != "" || len(res.Events) != 0 {
+		t.Fatalf("a distiller proposing nothing: %+v %v", res, err)
+	}
+
 	for name, d := range map[string]scriptedDistiller{
 		"error":         {err: errors.New("model not found")},
 		"unknown event": {props: []Proposal{{Event: "upsert", Text: "x"}}},
@@ -532,5 +538,50 @@ func TestAutoDistillOptions(t *testing.T) {
 	}
 	if res, err := s.Distill(ctx, "nobody"); err != nil || res.Turns != 0 || res.Events == nil {
 		t.Fatalf("Distill of a session without turns: %+v %v", res, err)
+	}
+}
+
+// TestDistillLocomo is a sanity check on real conversations, run by hand:
+// ENGRAM_LOCOMO=.../locomo-dev/corpus.jsonl go test ./memory -run TestDistillLocomo -v
+// (one line per turn, "Speaker: text", with its session). It logs how many memories each
+// conversation yields and a sample of the first.
+func TestDistillLocomo(t *testing.T) {
+	path := os.Getenv("ENGRAM_LOCOMO")
+	if path == "" {
+		t.Skip("ENGRAM_LOCOMO not set")
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	convs := map[string][]Turn{}
+	var order []string
+	for dec := json.NewDecoder(f); dec.More(); {
+		var r struct{ Text, Session string }
+		if err := dec.Decode(&r); err != nil {
+			t.Fatal(err)
+		}
+		role, text, _ := strings.Cut(r.Text, ": ")
+		if _, ok := convs[r.Session]; !ok {
+			order = append(order, r.Session)
+		}
+		convs[r.Session] = append(convs[r.Session], Turn{Role: role, Text: text})
+	}
+	for i, name := range order {
+		props, err := RuleDistiller{}.Distill(context.Background(), DistillInput{Turns: convs[name]})
+		if err != nil {
+			t.Fatal(err)
+		}
+		from := map[int]bool{}
+		for _, p := range props {
+			from[p.Turn] = true
+		}
+		t.Logf("%s: %d turns, %d memories from %d turns", name, len(convs[name]), len(props), len(from))
+		for _, p := range props[:min(len(props), 15)] {
+			if i == 0 {
+				t.Logf("  turn %d: %s", p.Turn, p.Text)
+			}
+		}
 	}
 }
