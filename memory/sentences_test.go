@@ -1,8 +1,11 @@
 package memory
 
 import (
+	"context"
 	"slices"
+	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // TestSentences: abbreviations, initials, decimals, ellipses and Chinese punctuation split where
@@ -52,4 +55,43 @@ func TestSmallTalk(t *testing.T) {
 			t.Errorf("smallTalk(%q) = true", s)
 		}
 	}
+}
+
+// FuzzSentences: any text splits without panicking, into trimmed non-empty sentences that
+// together hold every non-space character of the text, in order.
+func FuzzSentences(f *testing.F) {
+	for _, s := range []string{"Ms. Alvarez. U.S. e.g. 3.5...", "我住在成都。你呢？……", "a.b. c", "No. 5", "etc.", "\"Hi.\" Then", "...", "J. K."} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		squash := func(s string) string { return strings.Join(strings.Fields(s), "") }
+		var got strings.Builder
+		for _, s := range sentences(text) {
+			if s == "" || s != strings.TrimSpace(s) {
+				t.Fatalf("sentence %q", s)
+			}
+			got.WriteString(s)
+		}
+		if squash(got.String()) != squash(string([]rune(text))) {
+			t.Fatalf("sentences of %q lose text: %q", text, sentences(text))
+		}
+	})
+}
+
+// FuzzRuleDistiller: any turn distills without panicking into adds of non-blank valid text.
+func FuzzRuleDistiller(f *testing.F) {
+	for _, s := range []string{"Haha ok, so I'm Alex. My sister Jenna lives in Portland.", "哈哈，好的，我叫王芳。", "No, it's 5.", "Big news: I", ", ,", "I'm"} {
+		f.Add("user", s)
+	}
+	f.Fuzz(func(t *testing.T, role, text string) {
+		props, err := RuleDistiller{}.Distill(context.Background(), DistillInput{Turns: []Turn{{Role: role, Text: text}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range props {
+			if p.Event != EventAdd || strings.TrimSpace(p.Text) == "" || (utf8.ValidString(role+text) && !utf8.ValidString(p.Text)) {
+				t.Fatalf("proposal %+v of %q", p, text)
+			}
+		}
+	})
 }

@@ -310,3 +310,34 @@ func TestParseActions(t *testing.T) {
 		t.Fatal("distiller without client accepted")
 	}
 }
+
+// FuzzParseActions: any answer is read without panicking, and what is accepted names only the
+// memories shown, with texts for add and update and turns in range.
+func FuzzParseActions(f *testing.F) {
+	for _, s := range []string{`{"actions": [{"event": "update", "id": "1", "text": "x", "turn": 0}]}`, `{"actions": [{"event": "add", "text": "y"}]}`,
+		"```json\n{\"actions\": []}\n```", `{"actions": [{"event": "none", "id": 0}]}`, `}{`, `{"actions": [{"turn": 1e99}]}`} {
+		f.Add(s)
+	}
+	in := memory.DistillInput{Turns: make([]memory.Turn, 2), Existing: []memory.Memory{{ID: "a"}, {ID: "b"}}}
+	f.Fuzz(func(t *testing.T, answer string) {
+		props, err := parseActions(answer, in)
+		if err != nil {
+			if !errors.Is(err, ErrBadAnswer) {
+				t.Fatalf("error %v is not ErrBadAnswer", err)
+			}
+			return
+		}
+		for _, p := range props {
+			switch {
+			case p.Turn < -1 || p.Turn >= 2:
+				t.Fatalf("turn %d", p.Turn)
+			case p.Event == memory.EventAdd && p.ID != "":
+				t.Fatalf("add with ID %q", p.ID)
+			case p.Event != memory.EventAdd && p.ID != "a" && p.ID != "b":
+				t.Fatalf("%s of %q", p.Event, p.ID)
+			case (p.Event == memory.EventAdd || p.Event == memory.EventUpdate) && p.Text == "":
+				t.Fatalf("%s without text", p.Event)
+			}
+		}
+	})
+}
