@@ -585,3 +585,49 @@ func TestDistillLocomo(t *testing.T) {
 		}
 	}
 }
+
+// flakyEmbedder fails while fail is set.
+type flakyEmbedder struct {
+	Embedder
+	fail *bool
+}
+
+func (e flakyEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	if *e.fail {
+		return nil, errors.New("embedder down")
+	}
+	return e.Embedder.Embed(ctx, texts)
+}
+
+// TestAutoDistillFailure: when the distilled memories cannot be written, AddTurn fails and the
+// conversation stays as it was; the next AddTurn distills the same turns.
+func TestAutoDistillFailure(t *testing.T) {
+	ctx := context.Background()
+	fail := false
+	s, err := New(ctx, NewMemBackend(), Options{Embedder: flakyEmbedder{lexicalEmbedder(t), &fail}, ShortTermTokens: 60})
+	if err != nil {
+		t.Fatal(err)
+	}
+	add := func(i int) (Conversation, error) {
+		return s.AddTurn(ctx, "s", Turn{Role: "user", Text: fmt.Sprintf("I keep %d bikes in my garage in Lyon.", i)})
+	}
+	var c Conversation
+	for i := 0; c.Compressed == 0; i++ {
+		before := c
+		fail = true
+		if got, err := add(i); err == nil { // no compression yet: nothing to embed
+			c = got
+			continue
+		}
+		if got, _ := s.Context(ctx, "s"); len(got.Turns) != len(before.Turns) || got.Compressed != before.Compressed {
+			t.Fatalf("a failed AddTurn changed the conversation: %+v", got)
+		}
+		fail = false
+		if c, err = add(i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, _ := s.Count(ctx, nil); n != c.Compressed || c.Distilled != c.Compressed {
+		t.Fatalf("%d memories, %d compressed, %d distilled", n, c.Compressed, c.Distilled)
+	}
+}

@@ -64,9 +64,11 @@ func turnTokens(t Turn) int { return EstimateTokens(t.Role) + EstimateTokens(t.T
 // Summarizer's result is fitted to it line by line, shortening every line rather than dropping
 // the oldest (see ExtractiveSummarizer). Before they are compressed, the turns no distillation
 // has read are distilled into long-term memories of the session (Options.Distiller, see
-// Distill), unless Options.NoAutoDistill is set; a failure to write them fails AddTurn, which
-// then changes nothing, so no turn leaves the window undistilled. A zero Time means the store's
-// clock. Empty roles or texts are rejected.
+// Distill), unless Options.NoAutoDistill is set. A failure to summarize or to write the
+// distilled memories fails AddTurn and leaves the conversation as it was, so no turn leaves the
+// window undistilled (memories written before such a failure stay; the retry's adds merge into
+// them as near-duplicates). A zero Time means the store's clock. Empty roles or texts are
+// rejected.
 func (s *Store) AddTurn(ctx context.Context, session string, t Turn) (Conversation, error) {
 	if err := checkSession(session); err != nil {
 		return Conversation{}, err
@@ -98,15 +100,15 @@ func (s *Store) AddTurn(ctx context.Context, session string, t Turn) (Conversati
 			recent += turnTokens(c.Turns[keep])
 		}
 		old := c.Turns[:keep]
+		sum, err := summarizeWithin(ctx, s.opts.Summarizer, c.Summary, old, budget/2)
+		if err != nil {
+			return Conversation{}, fmt.Errorf("memory: summarizing %d turns: %w", len(old), err)
+		}
 		if from := c.distilled() - c.Compressed; !s.opts.NoAutoDistill && from < keep {
 			if _, err := s.distill(ctx, session, old[from:], old[max(0, from-2):from], RememberOptions{}); err != nil {
 				return Conversation{}, fmt.Errorf("memory: distilling %d turns: %w", keep-from, err)
 			}
 			c.Distilled = c.Compressed + keep
-		}
-		sum, err := summarizeWithin(ctx, s.opts.Summarizer, c.Summary, old, budget/2)
-		if err != nil {
-			return Conversation{}, fmt.Errorf("memory: summarizing %d turns: %w", len(old), err)
 		}
 		c.Summary = sum
 		c.Compressed += len(old)
