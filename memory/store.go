@@ -63,6 +63,13 @@ type Options struct {
 	ShortTermTokens int
 	// Summarizer compresses overflowing conversation turns (an ExtractiveSummarizer by default).
 	Summarizer Summarizer
+	// Distiller turns conversation turns into long-term memories (Distill, RememberMessages,
+	// and AddTurn as turns leave the window); RuleDistiller by default. Whatever it is, the
+	// built-in RuleDistiller stands in when it fails or proposes something invalid.
+	Distiller Distiller
+	// NoAutoDistill keeps AddTurn from distilling the turns it compresses: they then live on
+	// only in the summary, unless Distill read them while they were in the window.
+	NoAutoDistill bool
 	// VectorWeight and KeywordWeight are the fusion weights of a Recall that sets neither; both 0
 	// means 0.5 and 0.5, except that Open with the built-in lexical embedder uses
 	// LexicalVectorWeight and LexicalKeywordWeight.
@@ -110,6 +117,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.Summarizer == nil {
 		o.Summarizer = ExtractiveSummarizer{}
+	}
+	if o.Distiller == nil {
+		o.Distiller = RuleDistiller{}
 	}
 	if o.VectorWeight == 0 && o.KeywordWeight == 0 {
 		o.VectorWeight, o.KeywordWeight = 0.5, 0.5
