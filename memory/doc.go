@@ -6,7 +6,9 @@
 //
 // Remember chunks a text (package memory/chunk: paragraphs, then sentences, at most
 // Options.ChunkChars characters), embeds the chunks in batches through an Embedder, and writes
-// them to a session as one durable batch. A chunk whose cosine similarity to an existing memory
+// them to a session as one durable batch (several for a long text with wide vectors: once the
+// write has begun it is finished whatever the context does, and a batch that fails reports the
+// IDs the batches before it stored, PartialWriteError). A chunk whose cosine similarity to an existing memory
 // of the same session reaches Options.DedupThreshold (0.85) is merged instead of inserted: the
 // existing memory takes the new text, vector, time and importance and keeps its ID, Created
 // time and access statistics; RememberResult.Merged says which chunks merged. Vectors are

@@ -305,6 +305,13 @@ const maxUpsertBytes = 3 << 20
 // upsert writes ms in as few Upsert calls as fit maxUpsertBytes each (one for any ordinary
 // Remember). Each call is durable on its own.
 func upsert(ctx context.Context, c Collection, ms []Memory) error {
+	_, err := upsertCount(ctx, c, ms)
+	return err
+}
+
+// upsertCount is upsert reporting how many of ms (a prefix) were written when it fails.
+func upsertCount(ctx context.Context, c Collection, ms []Memory) (int, error) {
+	written := 0
 	for len(ms) > 0 {
 		n, size := 0, 0
 		for n < len(ms) {
@@ -320,9 +327,10 @@ func upsert(ctx context.Context, c Collection, ms []Memory) error {
 			n++
 		}
 		if err := c.Upsert(ctx, ms[:n]); err != nil {
-			return err
+			return written, err
 		}
+		written += n
 		ms = ms[n:]
 	}
-	return nil
+	return written, nil
 }
