@@ -309,11 +309,15 @@ func (req *CleanupRequest) policy() (memory.CleanupPolicy, error) {
 	return p, nil
 }
 
-// CleanupResult is the result of a cleanup job.
+// CleanupResult is the result of a cleanup (POST /v1/cleanup, the cleanup job): the IDs of the
+// memories it moved (or, in a dry run, would move) and their count, and the memories themselves
+// for a caller with the read right (absent for a key without it).
 type CleanupResult struct {
 	DryRun   bool         `json:"dry_run"`
 	Batch    string       `json:"batch"`
-	Memories []MemoryJSON `json:"memories"`
+	IDs      []string     `json:"ids"`
+	Count    int          `json:"count"`
+	Memories []MemoryJSON `json:"memories,omitzero"`
 }
 
 // ParseAge reads an age: a Go duration or a number of days with a "d"
@@ -352,7 +356,7 @@ func (h *Handler) adminCleanup(w http.ResponseWriter, r *http.Request) error {
 		if pr.total.Load() == 0 {
 			pr.Set(1, 1) // nothing selected (or a dry run)
 		}
-		return CleanupResult{DryRun: req.DryRun, Batch: res.Batch, Memories: memoriesJSON(res.Memories)}, nil
+		return cleanupAnswer(LocalCaller, req.DryRun, res), nil // an admin job: the admin sees every session
 	})
 }
 

@@ -77,7 +77,12 @@
 // sessions themselves with the calls above; store-wide routes need
 // RightAdmin (an admin key must have the scope "*"). The security tests
 // walk the route table (h.routes) and fail for a route they have no probe
-// for. MCP tools check the same rights and scopes (mcp.go): over HTTP the
+// for. A key's rights hold in every answer, not only in which routes it
+// may call: a write answers a key without the read right with IDs, counts
+// and states only (receipts.go: MemoryReceipt, ConversationReceipt,
+// TaskReceipt, a cleanup's ids and count without its memories), never with
+// stored text; TestWriteOnlyKeyGetsNoStoredText calls every route and tool
+// with such a key. MCP tools check the same rights and scopes (mcp.go): over HTTP the
 // caller travels in the SDK's TokenInfo, which also ties an MCP session to
 // the key that opened it. /metrics labels requests by key name; no secret
 // is ever logged.

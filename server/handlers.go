@@ -268,7 +268,7 @@ func (h *Handler) addTurn(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, c)
+	writeJSON(w, http.StatusOK, conversationAnswer(CallerFrom(r.Context()), c))
 	return nil
 }
 
@@ -314,7 +314,7 @@ func (h *Handler) startTask(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusCreated, t)
+	writeJSON(w, http.StatusCreated, taskAnswer(CallerFrom(r.Context()), t))
 	return nil
 }
 
@@ -347,7 +347,7 @@ func (h *Handler) updateStep(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, t)
+	writeJSON(w, http.StatusOK, taskAnswer(CallerFrom(r.Context()), t))
 	return nil
 }
 
@@ -368,7 +368,7 @@ func (h *Handler) finishTask(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, t)
+	writeJSON(w, http.StatusOK, taskAnswer(CallerFrom(r.Context()), t))
 	return nil
 }
 

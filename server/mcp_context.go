@@ -13,7 +13,8 @@ import (
 // MCP tools for short-term memory (a session's conversation buffer) and working memory (tasks).
 // Each checks its caller like the HTTP routes: the right, and the session of the conversation or
 // task; a task outside the caller's scope answers like a missing one. Their outputs are the JSON
-// of memory.Conversation and memory.Task (as over HTTP), without an output schema.
+// of memory.Conversation and memory.Task (as over HTTP), without an output schema; a write answers
+// a key without the read right with a receipt instead (receipts.go).
 
 // MCPSessionInput names a session.
 type MCPSessionInput struct {
@@ -85,7 +86,10 @@ func addContextTools(s *mcp.Server, store *memory.Store, fallback *Caller) {
 				return nil, nil, err
 			}
 			c, err := store.AddTurn(ctx, in.Session, memory.Turn{Role: in.Role, Text: in.Text})
-			return nil, c, err
+			if err != nil {
+				return nil, nil, err
+			}
+			return nil, conversationAnswer(caller(req), c), nil
 		})
 	addTool(s, &mcp.Tool{Name: "clear_context", Description: "Delete a session's conversation buffer and summary."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in MCPSessionInput) (*mcp.CallToolResult, any, error) {
@@ -120,7 +124,10 @@ func addContextTools(s *mcp.Server, store *memory.Store, fallback *Caller) {
 				return nil, nil, err
 			}
 			t, err := store.StartSessionTask(ctx, in.Session, in.ID, in.Goal)
-			return nil, t, err
+			if err != nil {
+				return nil, nil, err
+			}
+			return nil, taskAnswer(caller(req), t), nil
 		})
 	addTool(s, &mcp.Tool{Name: "update_step", Description: "Record a step of a task (status, result) and the next step."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in MCPStepInput) (*mcp.CallToolResult, any, error) {
@@ -136,7 +143,10 @@ func addContextTools(s *mcp.Server, store *memory.Store, fallback *Caller) {
 				st.Result = b
 			}
 			t, err := store.UpdateStep(ctx, in.ID, st, in.Next)
-			return nil, t, err
+			if err != nil {
+				return nil, nil, err
+			}
+			return nil, taskAnswer(caller(req), t), nil
 		})
 	addTool(s, &mcp.Tool{Name: "finish_task", Description: "Mark a task done or failed."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in MCPFinishInput) (*mcp.CallToolResult, any, error) {
@@ -148,7 +158,10 @@ func addContextTools(s *mcp.Server, store *memory.Store, fallback *Caller) {
 				status = memory.TaskDone
 			}
 			t, err := store.FinishTask(ctx, in.ID, status)
-			return nil, t, err
+			if err != nil {
+				return nil, nil, err
+			}
+			return nil, taskAnswer(caller(req), t), nil
 		})
 	addTool(s, &mcp.Tool{Name: "delete_task", Description: "Delete a task."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in MCPTaskInput) (*mcp.CallToolResult, any, error) {
