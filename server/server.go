@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -292,14 +293,41 @@ func statusOf(err error) int {
 // takes writes again, without a restart, once space is freed.
 func explain(err error) error {
 	if err != nil && errors.Is(err, syscall.ENOSPC) {
-		return fmt.Errorf("insufficient storage: the disk holding the store is full and this write failed; "+
+		err = fmt.Errorf("insufficient storage: the disk holding the store is full and this write failed; "+
 			"free space and retry (the server needs no restart): %w", err)
+	}
+	if err != nil && errors.Is(err, context.DeadlineExceeded) {
+		err = fmt.Errorf("the request ran past the server's time limit (memctl serve --timeout): %w", err)
+	}
+	return err
+}
+
+// explainTool is explain for an MCP tool's error, which is text only: a write that failed part
+// way also names the IDs it stored (over HTTP they come as ErrorResponse.StoredIDs).
+func explainTool(err error) error {
+	err = explain(err)
+	var partial *memory.PartialWriteError
+	if errors.As(err, &partial) {
+		err = fmt.Errorf("%w; stored IDs: %s", err, strings.Join(partial.Stored, ", "))
 	}
 	return err
 }
 
 func writeError(w http.ResponseWriter, status int, err error) {
-	writeJSON(w, status, map[string]string{"error": err.Error()})
+	var partial *memory.PartialWriteError
+	if errors.As(err, &partial) {
+		// Part of the write is stored: say which, so the client need not guess.
+		writeJSON(w, status, ErrorResponse{Error: err.Error(), StoredIDs: partial.Stored})
+		return
+	}
+	writeJSON(w, status, ErrorResponse{Error: err.Error()})
+}
+
+// ErrorResponse is every error answer. StoredIDs is set when a write failed part way (a
+// remember whose later batch failed, memory.PartialWriteError): the memories it did store.
+type ErrorResponse struct {
+	Error     string   `json:"error"`
+	StoredIDs []string `json:"stored_ids,omitempty"`
 }
 
 // writeJSON encodes v whole before writing anything, so a value that cannot
