@@ -45,7 +45,12 @@
 // another host (403, cross-site requests) and a body that is not
 // application/json (415, the bodies a browser sends without a preflight);
 // see guard.go. Request bodies are limited (Options.MaxBodyBytes) and every
-// request runs under a timeout.
+// request runs under a timeout (Options.RequestTimeout), /mcp's included: its
+// bodies are refused past the limit (413) before the MCP SDK reads them,
+// each MCP call runs under the timeout, and MCP sessions close when idle
+// (Options.MCPSessionIdle) and are bounded in number (Options.MCPMaxSessions:
+// a new one closes the one idle the longest, or is refused with 503 while all
+// are busy; mcpsessions.go).
 //
 // # Keys and scopes
 //

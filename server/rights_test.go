@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/engramdb/engram/memory"
+	"github.com/engramdb/engram/memory/lexical"
 )
 
 // The tests of this file hold the service to what a key's rights say in every answer (issue
@@ -252,4 +254,195 @@ func TestRememberTimeoutHTTP(t *testing.T) {
 			}
 		}
 	})
+}
+
+// mcpRaw sends one JSON-RPC message to /mcp in session sid ("" starts one) and returns the
+// status, the session ID of the answer and its body.
+func mcpRaw(t *testing.T, s *testServer, sid, body string) (int, string, string) {
+	t.Helper()
+	req, err := http.NewRequest("POST", s.url+"/mcp", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if sid != "" {
+		req.Header.Set("Mcp-Session-Id", sid)
+		req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header.Get("Mcp-Session-Id"), string(data)
+}
+
+const mcpInitialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`
+
+// mcpOpen starts an MCP session and returns its ID.
+func mcpOpen(t *testing.T, s *testServer) string {
+	t.Helper()
+	code, sid, body := mcpRaw(t, s, "", mcpInitialize)
+	if code != 200 || sid == "" {
+		t.Fatalf("initialize: %d, session %q: %.300s", code, sid, body)
+	}
+	if code, _, body := mcpRaw(t, s, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); code != http.StatusAccepted {
+		t.Fatalf("initialized: %d %.300s", code, body)
+	}
+	return sid
+}
+
+// mcpPing reports the status a ping in session sid answers (404: no such session).
+func mcpPing(t *testing.T, s *testServer, sid string) int {
+	t.Helper()
+	code, _, _ := mcpRaw(t, s, sid, `{"jsonrpc":"2.0","id":7,"method":"ping"}`)
+	return code
+}
+
+// TestMCPBodyLimit: MCP refuses a body over Options.MaxBodyBytes with 413 as the HTTP routes do
+// (issue 23: a recall tool call with a 100,000-key filter, 3.8 MB, went through MCP while
+// /v1/recall answered 413).
+func TestMCPBodyLimit(t *testing.T) {
+	s := newTestServer(t, Options{Store: newMemStore(t)})
+	var f strings.Builder
+	f.WriteString(`{`)
+	for i := range 100_000 {
+		if i > 0 {
+			f.WriteString(`,`)
+		}
+		fmt.Fprintf(&f, `"metadata.key%06d":"value-%06d"`, i, i)
+	}
+	f.WriteString(`}`)
+	call := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"recall","arguments":{"session":"alice","query":"x","filter":` + f.String() + `}}}`
+	if len(call) < 3<<20 {
+		t.Fatalf("the call is only %d bytes", len(call))
+	}
+	if code, out := rawDo(t, s, "POST", "/v1/recall", `{"session":"alice","query":"x","filter":`+f.String()+`}`); code != http.StatusRequestEntityTooLarge {
+		t.Fatalf("/v1/recall: %d %.200s", code, out)
+	}
+	sid := mcpOpen(t, s)
+	code, _, out := mcpRaw(t, s, sid, call)
+	if code != http.StatusRequestEntityTooLarge || !strings.Contains(out, `"error"`) {
+		t.Fatalf("MCP: %d %.300s, want 413 with a JSON error", code, out)
+	}
+	if code := mcpPing(t, s, sid); code != 200 {
+		t.Fatalf("the session after a refused call: ping %d", code)
+	}
+}
+
+// TestMCPToolTimeout: a tool call runs under Options.RequestTimeout like an HTTP request, and
+// says so when it runs past it.
+func TestMCPToolTimeout(t *testing.T) {
+	emb, err := lexical.New(lexical.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate := make(chan struct{}) // never opens: the embedder waits for its context
+	defer close(gate)
+	store, err := memory.New(context.Background(), memory.NewMemBackend(), memory.Options{Embedder: gatedEmbedder{emb, gate}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	s := newTestServer(t, Options{Store: store, RequestTimeout: 300 * time.Millisecond})
+	cs := mcpAs(t, s, "")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for _, tc := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{"remember", map[string]any{"session": "alice", "text": "a fact"}},
+		{"recall", map[string]any{"session": "alice", "query": "a fact"}},
+	} {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tc.tool, Arguments: tc.args})
+		if err != nil {
+			t.Fatalf("%s: %v (the tool ran past the server's timeout)", tc.tool, err)
+		}
+		if msg := toolText(res); !res.IsError || !strings.Contains(msg, "time limit") {
+			t.Fatalf("%s: error %v: %.200s", tc.tool, res.IsError, msg)
+		}
+	}
+}
+
+// TestMCPSessionsExpire: an MCP session idle for Options.MCPSessionIdle is closed (issue 23:
+// idle sessions never expired, and 20,000 initialize calls grew the server from 97 to 276 MB);
+// one in use is not.
+func TestMCPSessionsExpire(t *testing.T) {
+	s := newTestServer(t, Options{Store: newMemStore(t), MCPSessionIdle: 300 * time.Millisecond})
+	idle, busy := mcpOpen(t, s), mcpOpen(t, s)
+	deadline := time.Now().Add(10 * time.Second)
+	for s.handler.mcpSessionCount() != 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d sessions held after 10 s, want the one in use", s.handler.mcpSessionCount())
+		}
+		if code := mcpPing(t, s, busy); code != 200 {
+			t.Fatalf("the session in use: ping %d", code)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if code := mcpPing(t, s, idle); code != http.StatusNotFound {
+		t.Fatalf("the idle session: ping %d, want 404", code)
+	}
+	if code := mcpPing(t, s, busy); code != 200 {
+		t.Fatalf("the session in use: ping %d", code)
+	}
+}
+
+// TestMCPSessionsBounded: past Options.MCPMaxSessions a new session closes the one idle the
+// longest; while every session has a request in flight (an open event stream), a new one is
+// refused with 503 and says why.
+func TestMCPSessionsBounded(t *testing.T) {
+	s := newTestServer(t, Options{Store: newMemStore(t), MCPMaxSessions: 3})
+	var sids []string
+	for range 3 {
+		sids = append(sids, mcpOpen(t, s))
+	}
+	if code := mcpPing(t, s, sids[0]); code != 200 { // sids[1] is now the one idle longest
+		t.Fatalf("ping: %d", code)
+	}
+	sids = append(sids, mcpOpen(t, s))
+	for i, want := range []int{200, 404, 200, 200} {
+		if code := mcpPing(t, s, sids[i]); code != want {
+			t.Fatalf("session %d: ping %d, want %d", i, code, want)
+		}
+	}
+	if n := s.handler.mcpSessionCount(); n != 3 {
+		t.Fatalf("%d sessions held, want 3", n)
+	}
+	// Hold an event stream open in each live session: none is idle.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for _, sid := range []string{sids[0], sids[2], sids[3]} {
+		req, _ := http.NewRequestWithContext(ctx, "GET", s.url+"/mcp", nil)
+		req.Header.Set("Accept", "text/event-stream")
+		req.Header.Set("Mcp-Session-Id", sid)
+		req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("event stream: %d", resp.StatusCode)
+		}
+	}
+	code, sid, body := mcpRaw(t, s, "", mcpInitialize)
+	if code != http.StatusServiceUnavailable || sid != "" || !strings.Contains(body, "sessions") {
+		t.Fatalf("a fourth session while all are busy: %d %q %.300s", code, sid, body)
+	}
+	cancel() // the streams end: the sessions are idle again
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		code, sid, _ := mcpRaw(t, s, "", mcpInitialize)
+		if code == 200 && sid != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no new session once the streams ended: %d", code)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }

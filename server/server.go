@@ -59,8 +59,18 @@ type Options struct {
 	AllowedHosts []string
 	// MaxBodyBytes bounds a request body (DefaultMaxBodyBytes).
 	MaxBodyBytes int64
-	// RequestTimeout bounds one request's work (DefaultRequestTimeout).
+	// RequestTimeout bounds one request's work (DefaultRequestTimeout), an MCP
+	// tool call's included.
 	RequestTimeout time.Duration
+	// MCPSessionIdle is how long an MCP session may go without a request
+	// before it is closed (DefaultMCPSessionIdle); its client then starts a
+	// new one.
+	MCPSessionIdle time.Duration
+	// MCPMaxSessions bounds the MCP sessions held at once
+	// (DefaultMCPMaxSessions): a new session past it closes the one idle the
+	// longest, or is refused (503) while every session has a request in
+	// flight.
+	MCPMaxSessions int
 	// Registry receives the metrics; nil means a new registry of its own.
 	Registry *prometheus.Registry
 	// Logger logs failed requests; nil discards.
@@ -78,10 +88,11 @@ type Handler struct {
 	guard   *guard
 	keys    *keyring
 	// routes is the route table: every pattern with its declared Access.
-	routes     []routeInfo
-	lastKeyErr atomic.Pointer[string]
-	jobs       *jobs
-	series     *series
+	routes      []routeInfo
+	lastKeyErr  atomic.Pointer[string]
+	jobs        *jobs
+	series      *series
+	mcpSessions *mcpSessions
 }
 
 // New returns the service handler for opts.
@@ -94,6 +105,12 @@ func New(opts Options) (*Handler, error) {
 	}
 	if opts.RequestTimeout <= 0 {
 		opts.RequestTimeout = DefaultRequestTimeout
+	}
+	if opts.MCPSessionIdle <= 0 {
+		opts.MCPSessionIdle = DefaultMCPSessionIdle
+	}
+	if opts.MCPMaxSessions <= 0 {
+		opts.MCPMaxSessions = DefaultMCPMaxSessions
 	}
 	if opts.Registry == nil {
 		opts.Registry = prometheus.NewRegistry()
@@ -206,13 +223,18 @@ func (h *Handler) route(pattern string, a Access, fn func(http.ResponseWriter, *
 // mcpRoute serves the MCP server s at pattern for any authenticated caller;
 // each tool checks its right and session (see newMCP). The caller reaches
 // the tools as the SDK's TokenInfo, which also binds an MCP session to the
-// key that opened it.
+// key that opened it. MCP has the limits of the other routes: a body over
+// Options.MaxBodyBytes is refused (413) before the SDK reads it, every
+// call runs under Options.RequestTimeout, and sessions are bounded in
+// idle time and number (mcpsessions.go).
 func (h *Handler) mcpRoute(pattern string, s *mcp.Server) {
 	h.routes = append(h.routes, routeInfo{Pattern: pattern, Access: Access{Session: SessionHandler}})
+	s.AddReceivingMiddleware(mcpTimeout(h.opts.RequestTimeout))
+	h.mcpSessions = newMCPSessions(s, h.opts.MCPMaxSessions, h.opts.MCPSessionIdle)
 	// The guard in ServeHTTP checks Host, Origin and content type for /mcp as
 	// for every route, so the SDK's narrower Host check is off.
 	streamable := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s },
-		&mcp.StreamableHTTPOptions{DisableLocalhostProtection: true})
+		&mcp.StreamableHTTPOptions{DisableLocalhostProtection: true, MaxRequestBodyBytes: h.opts.MaxBodyBytes, SessionTimeout: h.opts.MCPSessionIdle})
 	verify := func(ctx context.Context, _ string, _ *http.Request) (*auth.TokenInfo, error) {
 		c := CallerFrom(ctx)
 		return &auth.TokenInfo{UserID: c.Name, Extra: map[string]any{mcpCallerKey: c}}, nil
@@ -228,8 +250,43 @@ func (h *Handler) mcpRoute(pattern string, s *mcp.Server) {
 		r = r.Clone(r.Context())
 		r.Header.Set("Authorization", "Bearer checked")
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		defer func() { h.metrics.observe(pattern, CallerFrom(r.Context()).Name, rec.status, time.Since(start)) }()
+		if r.Body != nil && r.Body != http.NoBody {
+			body, err := io.ReadAll(http.MaxBytesReader(rec, r.Body, h.opts.MaxBodyBytes))
+			if err != nil {
+				var tooBig *http.MaxBytesError
+				if errors.As(err, &tooBig) {
+					writeError(rec, http.StatusRequestEntityTooLarge, fmt.Errorf("request body over %d bytes", h.opts.MaxBodyBytes))
+				} else {
+					writeError(rec, http.StatusBadRequest, fmt.Errorf("reading the request body: %w", err))
+				}
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
+		sid := r.Header.Get("Mcp-Session-Id")
+		if sid != "" {
+			h.mcpSessions.begin(sid)
+			defer h.mcpSessions.end(sid)
+			inner.ServeHTTP(rec, r)
+			return
+		}
+		if r.Method != http.MethodPost {
+			inner.ServeHTTP(rec, r) // the SDK refuses it
+			return
+		}
+		// A POST without a session starts one (initialize).
+		h.mcpSessions.create.Lock()
+		defer h.mcpSessions.create.Unlock()
+		if err := h.mcpSessions.makeRoom(); err != nil {
+			rec.Header().Set("Retry-After", "10")
+			writeError(rec, http.StatusServiceUnavailable, err)
+			return
+		}
 		inner.ServeHTTP(rec, r)
-		h.metrics.observe(pattern, CallerFrom(r.Context()).Name, rec.status, time.Since(start))
+		if sid := rec.Header().Get("Mcp-Session-Id"); sid != "" {
+			h.mcpSessions.added(sid)
+		}
 	}))
 }
 
