@@ -14,8 +14,8 @@
 // restore, backup under AdminOptions.BackupRoot, import and reembed as jobs
 // (jobs.go), one at a time per store, cancellable, running under the
 // server's context rather than the request's so that they outlive a client
-// that goes away, with progress at GET /v1/jobs/{id}; export and backup.tar
-// stream. Export files are written and read by WriteExport and
+// that goes away, with progress at GET /v1/jobs/{id}; export (GET) and
+// backup.tar (POST, since it takes the job slot) stream. Export files are written and read by WriteExport and
 // ReadExportFile (records.go), the same code `memctl export` and `import`
 // run. A small in-memory time series (series.go) of memory count and recall
 // latency feeds the dashboard's plots. The dashboard (package dashboard) is
@@ -40,11 +40,15 @@
 //
 // # Security
 //
-// Memories are private data. Every route but /healthz first refuses a Host
-// that does not name this server (421, DNS rebinding), an Origin naming
-// another host (403, cross-site requests) and a body that is not
-// application/json (415, the bodies a browser sends without a preflight);
-// see guard.go. Request bodies are limited (Options.MaxBodyBytes) and every
+// Memories are private data. Every route refuses a request a browser marks
+// as sent for another site (Sec-Fetch-Site cross-site or same-site: 403,
+// the <img> GETs and navigations that carry no Origin included). Every
+// route but /healthz then refuses a Host that does not name this server
+// (421, DNS rebinding), an Origin naming another host (403, cross-site
+// requests) and a body that is not application/json (415, the bodies a
+// browser sends without a preflight); see guard.go. No GET changes the store
+// or starts a job (TestNoGetStartsAJob): the backup download is POST
+// /v1/admin/backup.tar. Request bodies are limited (Options.MaxBodyBytes) and every
 // request runs under a timeout (Options.RequestTimeout), /mcp's included: its
 // bodies are refused past the limit (413) before the MCP SDK reads them,
 // each MCP call runs under the timeout, and MCP sessions close when idle

@@ -446,3 +446,121 @@ func TestMCPSessionsBounded(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// sendWith is send with extra request headers.
+func (s *suiteServer) sendWith(t testing.TB, p probe, tg target, headers map[string]string) (int, string) {
+	t.Helper()
+	var body io.Reader
+	if p.body != "" {
+		body = strings.NewReader(tg.fill(p.body, false))
+	}
+	req, err := http.NewRequest(p.method, s.url+tg.fill(p.path, true), body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if p.path == "/mcp" {
+		req.Header.Set("Accept", "application/json, text/event-stream")
+	}
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(data)
+}
+
+// TestCrossSiteFetchRefused: a request a browser marks as sent by another site (Sec-Fetch-Site
+// cross-site or same-site) is refused on every route, before it runs, on a keyless loopback
+// server (issue 23: an <img> on any web page, sending no Origin, started a full backup job with
+// GET /v1/admin/backup.tar). Requests of the dashboard itself (same-origin), of the user
+// (none) and of programs (no header) pass.
+func TestCrossSiteFetchRefused(t *testing.T) {
+	h, err := New(Options{Store: newMemStore(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The quoted case first, as the page sent it.
+	s := newSuiteServerOn(t, newStore(t), "", nil)
+	code, body := s.sendWith(t, probe{method: "GET", path: "/v1/admin/backup.tar"}, target{},
+		map[string]string{"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "no-cors", "Sec-Fetch-Dest": "image"})
+	s.h.jobs.wg.Wait()
+	if code != http.StatusForbidden || len(s.h.jobs.list()) != 0 {
+		t.Fatalf("a cross-site <img> of GET /v1/admin/backup.tar: %d, jobs %+v (%.200s)", code, s.h.jobs.list(), body)
+	}
+	for _, rt := range h.routes {
+		for pi, p := range routeProbes[rt.Pattern] {
+			for _, site := range []string{"cross-site", "same-site"} {
+				store := newMemStore(t)
+				if p.disk {
+					store = newStore(t)
+				}
+				s := newSuiteServerOn(t, store, "", nil)
+				tg := seed(t, s.store, []string{"alice"})["alice"]
+				before := snapshot(t, s.store, "alice")
+				code, body := s.sendWith(t, p, tg, map[string]string{"Sec-Fetch-Site": site})
+				s.h.jobs.wg.Wait()
+				if code != http.StatusForbidden || !strings.Contains(body, "Sec-Fetch-Site") {
+					t.Errorf("%s#%d with Sec-Fetch-Site %s: %d %.200s", rt.Pattern, pi, site, code, body)
+				}
+				if after := snapshot(t, s.store, "alice"); after != before || len(s.h.jobs.list()) != 0 {
+					t.Errorf("%s#%d with Sec-Fetch-Site %s changed the store or started a job", rt.Pattern, pi, site)
+				}
+			}
+		}
+	}
+	// The page itself, the user, and programs pass the guard.
+	for _, site := range []string{"same-origin", "none", ""} {
+		s := newSuiteServerOn(t, newMemStore(t), "", nil)
+		hdr := map[string]string{}
+		if site != "" {
+			hdr["Sec-Fetch-Site"] = site
+		}
+		if code, body := s.sendWith(t, probe{method: "GET", path: "/v1/sessions"}, target{}, hdr); code != 200 {
+			t.Errorf("Sec-Fetch-Site %q: %d %.200s", site, code, body)
+		}
+	}
+}
+
+// TestNoGetStartsAJob: no GET route starts a job or changes the store: every GET probe of the
+// route table runs with every right (a keyless loopback server), and afterwards the job list is
+// empty and the stored data as it was.
+func TestNoGetStartsAJob(t *testing.T) {
+	h, err := New(Options{Store: newMemStore(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, rt := range h.routes {
+		for pi, p := range routeProbes[rt.Pattern] {
+			if p.method != "GET" {
+				continue
+			}
+			n++
+			store := newMemStore(t)
+			if p.disk {
+				store = newStore(t)
+			}
+			s := newSuiteServerOn(t, store, "", nil)
+			tg := seed(t, s.store, []string{"alice"})["alice"]
+			before := snapshot(t, s.store, "alice")
+			code, _ := s.send(t, p, tg, "")
+			s.h.jobs.wg.Wait()
+			if jobs := s.h.jobs.list(); len(jobs) != 0 {
+				t.Errorf("GET %s#%d (%d) started a job: %+v", rt.Pattern, pi, code, jobs)
+			}
+			if after := snapshot(t, s.store, "alice"); after != before {
+				t.Errorf("GET %s#%d changed the store", rt.Pattern, pi)
+			}
+		}
+	}
+	if n < 15 {
+		t.Errorf("only %d GET probes", n)
+	}
+}

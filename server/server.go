@@ -290,12 +290,17 @@ func (h *Handler) mcpRoute(pattern string, s *mcp.Server) {
 	}))
 }
 
-// ServeHTTP checks Host, Origin and content type (see guard), then the
-// bearer key, then dispatches with the key's Caller in the request context.
+// ServeHTTP checks Sec-Fetch-Site, Host, Origin and content type (see
+// guard), then the bearer key, then dispatches with the key's Caller in the
+// request context.
 // /healthz is open to all, and the dashboard's files (/ and /ui/) to every
 // request that passes the guard: they hold no data, and a browser cannot
 // send a key when it navigates.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if status, err := checkFetchSite(r); err != nil {
+		writeError(w, status, err)
+		return
+	}
 	if r.URL.Path == "/healthz" {
 		h.mux.ServeHTTP(w, r)
 		return
