@@ -129,7 +129,10 @@
 // budget every line is shortened, and only then are the oldest folded into one counted
 // "earlier (N turns): ..." line, so no turn is dropped silently (summary.go). Tasks
 // (StartTask, UpdateStep, FinishTask, Task, Tasks, DeleteTask) keep steps with status, JSON
-// results, the next step and timestamps. Both are keyed records in the collection
+// results, the next step and timestamps. A task ID is unique within its session only
+// (StartSessionTask, SessionTask and the other Session* forms name both; the short forms find a
+// task by ID while one session has it, else *AmbiguousTaskError), so one session's tasks reveal
+// nothing about another's. Both are keyed records in the collection
 // RecordsCollection ("records"; docs/format/records.md): one record per conversation or task,
 // its JSON payload as the text, rewritten by one durable upsert on every change, so after a crash
 // they read back exactly as last acknowledged. A records collection is an ordinary Collection,

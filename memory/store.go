@@ -163,6 +163,9 @@ type Store struct {
 
 	stmu sync.Mutex // serializes short-term and working-memory read-modify-write cycles
 	recs Collection // the records collection once opened or created (guarded by stmu)
+	// taskKeys is set once the task records of the layout before per-session task IDs are
+	// upgraded, which the first task operation does (upgradeTaskKeysLocked; guarded by stmu).
+	taskKeys bool
 
 	qcache *queryCache // nil when Options.QueryCache is negative
 

@@ -77,8 +77,10 @@
 //   - h.scopeFilter(ctx, c) gives the memory.Filter that confines a
 //     store-wide query (all_sessions, list, export) to c's sessions;
 //     h.scopeRecall applies it to RecallOptions; h.scopeIDs drops memory
-//     IDs outside the scope (they act as unknown IDs); h.scopedTask reports
-//     a task outside the scope as not found.
+//     IDs outside the scope (they act as unknown IDs); h.scopedTask and
+//     findTask find a task among the caller's sessions only (task IDs are
+//     per session; ?session= or the tools' "session" names one), so a task
+//     outside the scope is not found, like an unknown one.
 //
 // Every route declares an Access when registered: h.route(pattern, access,
 // fn). The wrapper checks Access.Right before fn runs, and for SessionPath

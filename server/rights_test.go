@@ -564,3 +564,68 @@ func TestNoGetStartsAJob(t *testing.T) {
 		t.Errorf("only %d GET probes", n)
 	}
 }
+
+// TestTaskIDsPerSession: task IDs are per session, so a key learns nothing about tasks outside
+// its scope by starting one (issue 23: a writer for alice got 400 "task exists" for the ID of a
+// task of bob's, 201 for others); each key reaches its own session's task of an ID, and a key
+// that sees several names the session.
+func TestTaskIDsPerSession(t *testing.T) {
+	s, sec, _ := keyedServer(t, map[string]keySpec{
+		"alice": {Scope{"alice"}, RightWrite},
+		"rw":    {Scope{"alice"}, RightRead | RightWrite},
+		"admin": {Scope{"*"}, AllRights},
+	})
+	jsonCT := map[string]string{"Content-Type": "application/json"}
+	if _, err := s.store.StartSessionTask(context.Background(), "bob", "plan", "bob's SECRET plan"); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"plan", "other"} {
+		code, out := s.as(sec["alice"]).rawRequestBody("POST", "/v1/tasks", `{"session":"alice","id":"`+id+`","goal":"alice's plan"}`, jsonCT)
+		if code != http.StatusCreated {
+			t.Fatalf("alice starts task %q: %d %s", id, code, out)
+		}
+	}
+	// The same ID twice in one session is still refused.
+	if code, out := s.as(sec["alice"]).rawRequestBody("POST", "/v1/tasks", `{"session":"alice","id":"plan","goal":"again"}`, jsonCT); code != http.StatusBadRequest {
+		t.Fatalf("alice starts task plan again: %d %s", code, out)
+	}
+	// Each key reaches its own session's task of the ID.
+	rw := s.as(sec["rw"])
+	if code, out := rw.rawRequestBody("POST", "/v1/tasks/plan/steps", `{"name":"draft","status":"done"}`, jsonCT); code != 200 || !strings.Contains(out, "alice's plan") || strings.Contains(out, "SECRET") {
+		t.Fatalf("rw records a step of plan: %d %s", code, out)
+	}
+	if code, out := rw.rawRequestBody("GET", "/v1/tasks/plan", "", jsonCT); code != 200 || !strings.Contains(out, `"draft"`) {
+		t.Fatalf("rw reads plan: %d %s", code, out)
+	}
+	if code, out := rw.rawRequestBody("GET", "/v1/tasks/plan?session=bob", "", jsonCT); code != http.StatusNotFound || strings.Contains(out, "SECRET") {
+		t.Fatalf("rw reads bob's plan: %d %s", code, out)
+	}
+	bob, err := s.store.SessionTask(context.Background(), "bob", "plan")
+	if err != nil || len(bob.Steps) != 0 || bob.Goal != "bob's SECRET plan" {
+		t.Fatalf("bob's task: %+v %v", bob, err)
+	}
+	// The admin sees both: it names the session.
+	admin := s.as(sec["admin"])
+	if code, out := admin.rawRequestBody("GET", "/v1/tasks/plan", "", jsonCT); code != http.StatusBadRequest || !strings.Contains(out, "session") {
+		t.Fatalf("admin reads plan without a session: %d %s", code, out)
+	}
+	if code, out := admin.rawRequestBody("GET", "/v1/tasks/plan?session=bob", "", jsonCT); code != 200 || !strings.Contains(out, "bob's SECRET plan") {
+		t.Fatalf("admin reads bob's plan: %d %s", code, out)
+	}
+	if code, out := admin.rawRequestBody("DELETE", "/v1/tasks/plan?session=alice", "", jsonCT); code != 200 {
+		t.Fatalf("admin deletes alice's plan: %d %s", code, out)
+	}
+	if code, out := admin.rawRequestBody("GET", "/v1/tasks/plan", "", jsonCT); code != 200 || !strings.Contains(out, "bob's SECRET plan") {
+		t.Fatalf("admin reads plan, now only bob's: %d %s", code, out)
+	}
+	// MCP: the same.
+	cs := mcpAs(t, s, sec["rw"])
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "start_task", Arguments: map[string]any{"session": "alice", "id": "plan", "goal": "alice's plan again"}})
+	if err != nil || res.IsError {
+		t.Fatalf("MCP start_task plan: %v %s", err, toolText(res))
+	}
+	res, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "task", Arguments: map[string]any{"id": "plan"}})
+	if err != nil || res.IsError || !strings.Contains(toolText(res), "alice's plan again") {
+		t.Fatalf("MCP task plan: %v %s", err, toolText(res))
+	}
+}
