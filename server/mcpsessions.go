@@ -46,17 +46,16 @@ func newMCPSessions(s *mcp.Server, max int, idle time.Duration) *mcpSessions {
 	return &mcpSessions{server: s, max: max, idle: idle, use: map[string]*sessionUse{}}
 }
 
-// begin marks a request of session sid in flight; end marks it done.
+// begin marks a request of session sid in flight; end marks it done. Only
+// sessions created through added are tracked: a request naming an unknown
+// session (the SDK answers 404) adds nothing.
 func (m *mcpSessions) begin(sid string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	u := m.use[sid]
-	if u == nil {
-		u = &sessionUse{}
-		m.use[sid] = u
+	if u := m.use[sid]; u != nil {
+		u.inflight++
+		u.last = time.Now()
 	}
-	u.inflight++
-	u.last = time.Now()
 }
 
 func (m *mcpSessions) end(sid string) {

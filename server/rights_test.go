@@ -629,3 +629,20 @@ func TestTaskIDsPerSession(t *testing.T) {
 		t.Fatalf("MCP task plan: %v %s", err, toolText(res))
 	}
 }
+
+// TestMCPUnknownSessionsCostNothing: requests naming sessions that do not exist are answered
+// 404 and leave nothing behind.
+func TestMCPUnknownSessionsCostNothing(t *testing.T) {
+	s := newTestServer(t, Options{Store: newMemStore(t)})
+	for i := range 50 {
+		if code := mcpPing(t, s, fmt.Sprintf("bogus-%d", i)); code != http.StatusNotFound {
+			t.Fatalf("ping in an unknown session: %d", code)
+		}
+	}
+	s.handler.mcpSessions.mu.Lock()
+	n := len(s.handler.mcpSessions.use)
+	s.handler.mcpSessions.mu.Unlock()
+	if n != 0 {
+		t.Fatalf("%d sessions tracked after requests naming unknown ones", n)
+	}
+}
