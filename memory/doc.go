@@ -6,7 +6,9 @@
 //
 // Remember chunks a text (package memory/chunk: paragraphs, then sentences, at most
 // Options.ChunkChars characters), embeds the chunks in batches through an Embedder, and writes
-// them to a session as one durable batch. A chunk whose cosine similarity to an existing memory
+// them to a session as one durable batch (several for a long text with wide vectors: once the
+// write has begun it is finished whatever the context does, and a batch that fails reports the
+// IDs the batches before it stored, PartialWriteError). A chunk whose cosine similarity to an existing memory
 // of the same session reaches Options.DedupThreshold (0.85) is merged instead of inserted: the
 // existing memory takes the new text, vector, time and importance and keeps its ID, Created
 // time and access statistics; RememberResult.Merged says which chunks merged. Vectors are
@@ -150,7 +152,10 @@
 // budget (summary.go, sentences.go, talk.go). Before compressing, AddTurn distills the turns
 // it compresses into long-term memories (see Conversations into memories). Tasks
 // (StartTask, UpdateStep, FinishTask, Task, Tasks, DeleteTask) keep steps with status, JSON
-// results, the next step and timestamps. Both are keyed records in the collection
+// results, the next step and timestamps. A task ID is unique within its session only
+// (StartSessionTask, SessionTask and the other Session* forms name both; the short forms find a
+// task by ID while one session has it, else *AmbiguousTaskError), so one session's tasks reveal
+// nothing about another's. Both are keyed records in the collection
 // RecordsCollection ("records"; docs/format/records.md): one record per conversation or task,
 // its JSON payload as the text, rewritten by one durable upsert on every change, so after a crash
 // they read back exactly as last acknowledged. A records collection is an ordinary Collection,

@@ -173,6 +173,9 @@ type Store struct {
 
 	stmu sync.Mutex // serializes short-term and working-memory read-modify-write cycles
 	recs Collection // the records collection once opened or created (guarded by stmu)
+	// taskKeys is set once the task records of the layout before per-session task IDs are
+	// upgraded, which the first task operation does (upgradeTaskKeysLocked; guarded by stmu).
+	taskKeys bool
 
 	qcache *queryCache // nil when Options.QueryCache is negative
 
@@ -315,6 +318,13 @@ const maxUpsertBytes = 3 << 20
 // upsert writes ms in as few Upsert calls as fit maxUpsertBytes each (one for any ordinary
 // Remember). Each call is durable on its own.
 func upsert(ctx context.Context, c Collection, ms []Memory) error {
+	_, err := upsertCount(ctx, c, ms)
+	return err
+}
+
+// upsertCount is upsert reporting how many of ms (a prefix) were written when it fails.
+func upsertCount(ctx context.Context, c Collection, ms []Memory) (int, error) {
+	written := 0
 	for len(ms) > 0 {
 		n, size := 0, 0
 		for n < len(ms) {
@@ -330,9 +340,10 @@ func upsert(ctx context.Context, c Collection, ms []Memory) error {
 			n++
 		}
 		if err := c.Upsert(ctx, ms[:n]); err != nil {
-			return err
+			return written, err
 		}
+		written += n
 		ms = ms[n:]
 	}
-	return nil
+	return written, nil
 }
