@@ -159,11 +159,16 @@ func (req *CleanupRequest) Policy() (memory.CleanupPolicy, error) {
 	return p, nil
 }
 
-// CleanupResult is the result of a cleanup: what moved to the archive (or would, on a dry run).
+// CleanupResult is the result of a cleanup: the IDs of the memories it moved
+// to the archive (or, in a dry run, would move) and their count, and the
+// memories themselves for a caller with the read right (absent for a key
+// without it).
 type CleanupResult struct {
 	DryRun   bool                `json:"dry_run"`
 	Batch    string              `json:"batch"`
-	Memories []memory.MemoryJSON `json:"memories"`
+	IDs      []string            `json:"ids"`
+	Count    int                 `json:"count"`
+	Memories []memory.MemoryJSON `json:"memories,omitzero"`
 }
 
 // Cleanup moves the stale memories of the sessions in the caller's scope to the archive
@@ -173,20 +178,21 @@ func (l *Local) Cleanup(ctx context.Context, req CleanupRequest, prog Progress) 
 	if err := c.Check(RightWrite); err != nil {
 		return CleanupResult{}, err
 	}
-	return l.cleanup(ctx, c, req, prog)
+	return l.cleanup(ctx, c, req, c.Can(RightRead), prog)
 }
 
 // AdminCleanup is Cleanup for an admin key, which reaches every session
-// without the write right.
+// without the write right and sees the memories it moves.
 func (l *Local) AdminCleanup(ctx context.Context, req CleanupRequest, prog Progress) (CleanupResult, error) {
 	c := CallerFrom(ctx)
 	if err := c.Check(RightAdmin); err != nil {
 		return CleanupResult{}, err
 	}
-	return l.cleanup(ctx, c, req, prog)
+	return l.cleanup(ctx, c, req, true, prog)
 }
 
-func (l *Local) cleanup(ctx context.Context, c *Caller, req CleanupRequest, prog Progress) (CleanupResult, error) {
+// cleanup runs req in c's scope; read says whether the answer holds the memories.
+func (l *Local) cleanup(ctx context.Context, c *Caller, req CleanupRequest, read bool, prog Progress) (CleanupResult, error) {
 	p, err := req.Policy()
 	if err != nil {
 		return CleanupResult{}, err
@@ -194,18 +200,18 @@ func (l *Local) cleanup(ctx context.Context, c *Caller, req CleanupRequest, prog
 	if req.Session != nil && !c.MayUse(*req.Session) {
 		return CleanupResult{}, c.Check(RightWrite, *req.Session)
 	}
-	resp := CleanupResult{DryRun: req.DryRun, Memories: []memory.MemoryJSON{}}
 	f, ok, err := l.scoped(ctx, c, p.Filter)
-	if err != nil || !ok {
-		return resp, err
-	}
-	p.Filter, p.Progress = f, prog
-	res, err := l.store.Cleanup(ctx, p)
 	if err != nil {
 		return CleanupResult{}, err
 	}
-	resp.Memories, resp.Batch = memoriesJSON(res.Memories), res.Batch
-	return resp, nil
+	var res memory.CleanupResult
+	if ok {
+		p.Filter, p.Progress = f, prog
+		if res, err = l.store.Cleanup(ctx, p); err != nil {
+			return CleanupResult{}, err
+		}
+	}
+	return cleanupAnswer(read, req.DryRun, res), nil
 }
 
 func memoriesJSON(ms []memory.Memory) []memory.MemoryJSON {

@@ -132,14 +132,6 @@ func (l *Local) scopedMemory(ctx context.Context, id string, right Right) (memor
 		func(id string) error { return &memory.NotFoundError{IDs: []string{id}} })
 }
 
-// scopedTask returns task id when the caller holds right and the task's
-// session lies in its scope; a task outside it is reported missing
-// (memory.ErrNotFound), like an unknown one.
-func (l *Local) scopedTask(ctx context.Context, id string, right Right) (memory.Task, error) {
-	return scopedLoad(ctx, right, id, l.store.Task, func(t memory.Task) string { return t.Session },
-		func(id string) error { return fmt.Errorf("%w: task %q", memory.ErrNotFound, id) })
-}
-
 // scopedLoad loads what id names when the caller holds right, and answers
 // it when its session lies in the caller's scope, missing(id) otherwise.
 func scopedLoad[T any](ctx context.Context, right Right, id string, load func(context.Context, string) (T, error),

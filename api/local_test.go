@@ -75,7 +75,7 @@ func TestScopedCaller(t *testing.T) {
 	if ts, err := l.Tasks(ctx); err != nil || len(ts.Tasks) != 0 {
 		t.Fatalf("tasks: %+v %v", ts, err)
 	}
-	if _, err := l.Task(ctx, "bobs"); !errors.Is(err, memory.ErrNotFound) {
+	if _, err := l.Task(ctx, TaskRef{ID: "bobs"}); !errors.Is(err, memory.ErrNotFound) {
 		t.Fatalf("bob's task: %v", err)
 	}
 	if _, err := l.Stats(ctx); !errors.Is(err, ErrForbidden) {

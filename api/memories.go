@@ -160,17 +160,18 @@ func (req *ListRequest) filter(now time.Time) (*memory.Filter, error) {
 }
 
 // Update replaces the fields req gives of memory id (write right); the old version goes to
-// its history.
-func (l *Local) Update(ctx context.Context, id string, req UpdateRequest) (memory.MemoryJSON, error) {
+// its history. It answers the memory as it now is, or a receipt to a caller without the read
+// right.
+func (l *Local) Update(ctx context.Context, id string, req UpdateRequest) (MemoryAnswer, error) {
 	if _, err := l.scopedMemory(ctx, id, RightWrite); err != nil {
-		return memory.MemoryJSON{}, err
+		return MemoryAnswer{}, err
 	}
 	m, err := l.store.Update(ctx, id, memory.UpdateOptions{Text: req.Text, Source: req.Source, Tags: req.Tags,
 		Importance: req.Importance, Metadata: req.Metadata})
 	if err != nil {
-		return memory.MemoryJSON{}, err
+		return MemoryAnswer{}, err
 	}
-	return memory.ToJSON(&m, false), nil
+	return memoryAnswer(CallerFrom(ctx), &m), nil
 }
 
 // Delete forgets memory id (write right), as Forget does with one ID.
@@ -202,16 +203,16 @@ func (l *Local) History(ctx context.Context, id string) (HistoryResponse, error)
 }
 
 // Revert brings version req.Version of memory id back (write right); the current one goes to
-// its history.
-func (l *Local) Revert(ctx context.Context, id string, req RevertRequest) (memory.MemoryJSON, error) {
+// its history. It answers as Update does.
+func (l *Local) Revert(ctx context.Context, id string, req RevertRequest) (MemoryAnswer, error) {
 	if _, err := l.scopedMemory(ctx, id, RightWrite); err != nil {
-		return memory.MemoryJSON{}, err
+		return MemoryAnswer{}, err
 	}
 	m, err := l.store.Revert(ctx, id, req.Version)
 	if err != nil {
-		return memory.MemoryJSON{}, err
+		return MemoryAnswer{}, err
 	}
-	return memory.ToJSON(&m, false), nil
+	return memoryAnswer(CallerFrom(ctx), &m), nil
 }
 
 // Sessions lists the sessions the caller may read, with their memory counts.

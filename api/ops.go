@@ -13,9 +13,11 @@ import (
 // Ops, so they act and answer the same on a local store and through a
 // server.
 //
-// Path values (a memory's or task's ID, a session whose conversation is
-// meant) are arguments of their own; the rest is the request struct, the
-// route's JSON body. Errors match ErrBadRequest, ErrForbidden,
+// Path values (a memory's ID, a task's ID with the session that names it
+// when needed, a session whose conversation is meant) are arguments of
+// their own; the rest is the request struct, the route's JSON body. A write
+// answers a caller without the read right with a receipt, never stored text
+// (MemoryAnswer, ConversationAnswer, TaskAnswer, CleanupResult). Errors match ErrBadRequest, ErrForbidden,
 // memory.ErrNotFound (a *memory.NotFoundError for memories),
 // memory.ErrInvalidInput and memory.ErrUnsupported as the HTTP statuses say
 // (see server's package doc).
@@ -30,20 +32,20 @@ type Ops interface {
 
 	Get(ctx context.Context, req GetRequest) (memory.MemoryJSON, error)
 	List(ctx context.Context, req ListRequest) (ListResponse, error)
-	Update(ctx context.Context, id string, req UpdateRequest) (memory.MemoryJSON, error)
+	Update(ctx context.Context, id string, req UpdateRequest) (MemoryAnswer, error)
 	Delete(ctx context.Context, id string) (DeleteResponse, error)
 	History(ctx context.Context, id string) (HistoryResponse, error)
-	Revert(ctx context.Context, id string, req RevertRequest) (memory.MemoryJSON, error)
+	Revert(ctx context.Context, id string, req RevertRequest) (MemoryAnswer, error)
 	Sessions(ctx context.Context) (SessionsResponse, error)
 
 	Context(ctx context.Context, session string) (memory.Conversation, error)
-	AddTurn(ctx context.Context, session string, turn memory.Turn) (memory.Conversation, error)
+	AddTurn(ctx context.Context, session string, turn memory.Turn) (ConversationAnswer, error)
 	ClearContext(ctx context.Context, session string) (ClearedResponse, error)
 
 	Tasks(ctx context.Context) (TasksResponse, error)
-	Task(ctx context.Context, id string) (memory.Task, error)
-	StartTask(ctx context.Context, req StartTaskRequest) (memory.Task, error)
-	UpdateStep(ctx context.Context, id string, req StepRequest) (memory.Task, error)
-	FinishTask(ctx context.Context, id string, req FinishRequest) (memory.Task, error)
-	DeleteTask(ctx context.Context, id string) (DeletedResponse, error)
+	Task(ctx context.Context, ref TaskRef) (memory.Task, error)
+	StartTask(ctx context.Context, req StartTaskRequest) (TaskAnswer, error)
+	UpdateStep(ctx context.Context, ref TaskRef, req StepRequest) (TaskAnswer, error)
+	FinishTask(ctx context.Context, ref TaskRef, req FinishRequest) (TaskAnswer, error)
+	DeleteTask(ctx context.Context, ref TaskRef) (DeletedResponse, error)
 }

@@ -31,6 +31,10 @@ type (
 	UpdateRequest           = api.UpdateRequest
 	HistoryResponse         = api.HistoryResponse
 	ExportRequest           = api.ExportRequest
+	// What a write answers a key without the read right (see api.MemoryAnswer).
+	MemoryReceipt       = api.MemoryReceipt
+	ConversationReceipt = api.ConversationReceipt
+	TaskReceipt         = api.TaskReceipt
 )
 
 func (h *Handler) registerDataRoutes() {
@@ -43,10 +47,10 @@ func (h *Handler) registerDataRoutes() {
 	h.route("DELETE /v1/sessions/{session}/context", accessWritePath, pathOp("session", h.ops.ClearContext))
 	h.route("GET /v1/tasks", accessRead, noBodyOp(h.ops.Tasks))
 	h.route("POST /v1/tasks", accessWrite, bodyOp(http.StatusCreated, h.ops.StartTask))
-	h.route("GET /v1/tasks/{id}", accessRead, pathOp("id", h.ops.Task))
-	h.route("POST /v1/tasks/{id}/steps", accessWrite, pathBodyOp("id", http.StatusOK, h.ops.UpdateStep))
-	h.route("POST /v1/tasks/{id}/finish", accessWrite, pathBodyOp("id", http.StatusOK, h.ops.FinishTask))
-	h.route("DELETE /v1/tasks/{id}", accessWrite, pathOp("id", h.ops.DeleteTask))
+	h.route("GET /v1/tasks/{id}", accessRead, taskOp(h.ops.Task))
+	h.route("POST /v1/tasks/{id}/steps", accessWrite, taskBodyOp(h.ops.UpdateStep))
+	h.route("POST /v1/tasks/{id}/finish", accessWrite, taskBodyOp(h.ops.FinishTask))
+	h.route("DELETE /v1/tasks/{id}", accessWrite, taskOp(h.ops.DeleteTask))
 	h.route("GET /v1/stats", accessAdmin, h.stats)
 }
 
@@ -90,6 +94,45 @@ func pathBodyOp[Req, Resp any](name string, status int, op func(context.Context,
 			return err
 		}
 		writeJSON(w, status, resp)
+		return nil
+	}
+}
+
+// taskRef is the task a task route names: the {id} path value, of the
+// session ?session= names when given (task IDs are per session).
+func taskRef(r *http.Request) api.TaskRef {
+	ref := api.TaskRef{ID: r.PathValue("id")}
+	if q := r.URL.Query(); q.Has("session") {
+		s := q.Get("session")
+		ref.Session = &s
+	}
+	return ref
+}
+
+// taskOp serves op with the task the route names and no body.
+func taskOp[Resp any](op func(context.Context, api.TaskRef) (Resp, error)) func(http.ResponseWriter, *http.Request) error {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		resp, err := op(r.Context(), taskRef(r))
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, resp)
+		return nil
+	}
+}
+
+// taskBodyOp serves op with the task the route names and the request decoded from the body.
+func taskBodyOp[Req, Resp any](op func(context.Context, api.TaskRef, Req) (Resp, error)) func(http.ResponseWriter, *http.Request) error {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		var req Req
+		if err := decode(r, &req); err != nil {
+			return err
+		}
+		resp, err := op(r.Context(), taskRef(r), req)
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, resp)
 		return nil
 	}
 }

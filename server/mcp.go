@@ -68,20 +68,19 @@ type MCPAddTurnInput struct {
 	Time    time.Time `json:"time,omitzero" jsonschema:"when (RFC 3339); omit for now"`
 }
 
-// MCPTaskInput names a task.
-type MCPTaskInput struct {
-	ID string `json:"id" jsonschema:"the task ID"`
-}
+// MCPTaskInput names a task (its session too when the key sees tasks of
+// the ID in several sessions).
+type MCPTaskInput = api.TaskRef
 
 // MCPStepInput is the update_step tool's input.
 type MCPStepInput struct {
-	ID string `json:"id" jsonschema:"the task ID"`
+	api.TaskRef
 	api.StepRequest
 }
 
 // MCPFinishInput is the finish_task tool's input.
 type MCPFinishInput struct {
-	ID string `json:"id" jsonschema:"the task ID"`
+	api.TaskRef
 	api.FinishRequest
 }
 
@@ -126,8 +125,9 @@ var mcpSchemas = func() map[reflect.Type]*jsonschema.Schema {
 
 // addTool registers a tool whose input In the request layer's op takes. Its
 // input schema comes from In (with mcpSchemas); the call runs under the
-// caller mcpCaller finds, and its error is explained (see explain): a full
-// disk reads as such to the model and its user, as the 507 does over HTTP.
+// caller mcpCaller finds, and its error is explained (see explainTool): a
+// full disk reads as such to the model and its user, as the 507 does over
+// HTTP, and a write that failed part way names the IDs it stored.
 // text, if not nil, writes the answer's text content (by default the JSON).
 func addTool[In, Out any](s *mcp.Server, fallback *Caller, t *mcp.Tool, op func(ctx context.Context, in In) (Out, error), text func(In, Out) string) {
 	schema, err := jsonschema.For[In](&jsonschema.ForOptions{TypeSchemas: mcpSchemas})
@@ -143,7 +143,7 @@ func addTool[In, Out any](s *mcp.Server, fallback *Caller, t *mcp.Tool, op func(
 		out, err := op(ctx, in)
 		if err != nil {
 			var zero Out
-			return nil, zero, explain(err)
+			return nil, zero, explainTool(err)
 		}
 		if text == nil {
 			return nil, out, nil
@@ -152,8 +152,9 @@ func addTool[In, Out any](s *mcp.Server, fallback *Caller, t *mcp.Tool, op func(
 	})
 }
 
-// untyped drops the type of op's answer, for tools without an output schema
-// (conversations and tasks, whose step results are any JSON).
+// untyped drops the type of op's answer, for tools without an output schema:
+// conversations and tasks (whose step results are any JSON), and writes
+// that answer a key without the read right with a receipt instead.
 func untyped[In, Out any](op func(context.Context, In) (Out, error)) func(context.Context, In) (any, error) {
 	return func(ctx context.Context, in In) (any, error) { return op(ctx, in) }
 }
@@ -186,24 +187,24 @@ func NewMCPFor(ops api.Ops, fallback *Caller) *mcp.Server {
 	addTool(s, f, &mcp.Tool{Name: "list", Description: "List memories, newest first: a session's (or every session's the key may read), optionally filtered."},
 		ops.List, nil)
 	addTool(s, f, &mcp.Tool{Name: "update", Description: "Change a memory's text, source, tags, importance or metadata; the earlier version is kept in its history."},
-		func(ctx context.Context, in MCPUpdateInput) (memory.MemoryJSON, error) {
+		untyped(func(ctx context.Context, in MCPUpdateInput) (api.MemoryAnswer, error) {
 			return ops.Update(ctx, in.ID, in.UpdateRequest)
-		}, nil)
+		}), nil)
 	addTool(s, f, &mcp.Tool{Name: "delete", Description: "Delete one memory by ID, with its history."},
 		func(ctx context.Context, in MCPIDInput) (api.DeleteResponse, error) { return ops.Delete(ctx, in.ID) }, nil)
 	addTool(s, f, &mcp.Tool{Name: "history", Description: "The earlier versions of a memory (what merges, updates and superseding facts replaced), oldest first."},
 		func(ctx context.Context, in MCPIDInput) (api.HistoryResponse, error) { return ops.History(ctx, in.ID) }, nil)
 	addTool(s, f, &mcp.Tool{Name: "revert", Description: "Bring an earlier version of a memory back (as history numbers them); the current one goes to its history."},
-		func(ctx context.Context, in MCPRevertInput) (memory.MemoryJSON, error) {
+		untyped(func(ctx context.Context, in MCPRevertInput) (api.MemoryAnswer, error) {
 			return ops.Revert(ctx, in.ID, in.RevertRequest)
-		}, nil)
+		}), nil)
 	// Short-term memory: a session's conversation buffer.
 	addTool(s, f, &mcp.Tool{Name: "context", Description: "Read a session's short-term memory: a summary of older turns and the recent turns verbatim."},
 		untyped(func(ctx context.Context, in MCPSessionInput) (memory.Conversation, error) {
 			return ops.Context(ctx, in.Session)
 		}), nil)
 	addTool(s, f, &mcp.Tool{Name: "add_turn", Description: "Append a turn to a session's conversation buffer; older turns are summarized past its budget."},
-		untyped(func(ctx context.Context, in MCPAddTurnInput) (memory.Conversation, error) {
+		untyped(func(ctx context.Context, in MCPAddTurnInput) (api.ConversationAnswer, error) {
 			return ops.AddTurn(ctx, in.Session, memory.Turn{Role: in.Role, Text: in.Text, Time: in.Time})
 		}), nil)
 	addTool(s, f, &mcp.Tool{Name: "clear_context", Description: "Delete a session's conversation buffer and summary."},
@@ -214,21 +215,19 @@ func NewMCPFor(ops api.Ops, fallback *Caller) *mcp.Server {
 	addTool(s, f, &mcp.Tool{Name: "tasks", Description: "List the tasks (working memory of multi-step jobs) the caller may see."},
 		untyped(func(ctx context.Context, _ struct{}) (api.TasksResponse, error) { return ops.Tasks(ctx) }), nil)
 	addTool(s, f, &mcp.Tool{Name: "task", Description: "Read a task: its steps with results, the next step, timestamps."},
-		untyped(func(ctx context.Context, in MCPTaskInput) (memory.Task, error) { return ops.Task(ctx, in.ID) }), nil)
+		untyped(ops.Task), nil)
 	addTool(s, f, &mcp.Tool{Name: "start_task", Description: "Start a task, so a multi-step job can resume after a crash."},
 		untyped(ops.StartTask), nil)
 	addTool(s, f, &mcp.Tool{Name: "update_step", Description: "Record a step of a task (status, result) and the next step."},
-		untyped(func(ctx context.Context, in MCPStepInput) (memory.Task, error) {
-			return ops.UpdateStep(ctx, in.ID, in.StepRequest)
+		untyped(func(ctx context.Context, in MCPStepInput) (api.TaskAnswer, error) {
+			return ops.UpdateStep(ctx, in.TaskRef, in.StepRequest)
 		}), nil)
 	addTool(s, f, &mcp.Tool{Name: "finish_task", Description: "Mark a task done or failed."},
-		untyped(func(ctx context.Context, in MCPFinishInput) (memory.Task, error) {
-			return ops.FinishTask(ctx, in.ID, in.FinishRequest)
+		untyped(func(ctx context.Context, in MCPFinishInput) (api.TaskAnswer, error) {
+			return ops.FinishTask(ctx, in.TaskRef, in.FinishRequest)
 		}), nil)
 	addTool(s, f, &mcp.Tool{Name: "delete_task", Description: "Delete a task."},
-		func(ctx context.Context, in MCPTaskInput) (api.DeletedResponse, error) {
-			return ops.DeleteTask(ctx, in.ID)
-		}, nil)
+		ops.DeleteTask, nil)
 	return s
 }
 

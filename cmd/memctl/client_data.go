@@ -66,7 +66,15 @@ func call[T any](ctx context.Context, c *client, method, path string, body any) 
 
 func memoryPath(id string) string { return "/v1/memories/" + url.PathEscape(id) }
 
-func taskPath(id string) string { return "/v1/tasks/" + url.PathEscape(id) }
+// taskPath is the route of the task ref names (then sub, such as "/steps"),
+// with its session when given (task IDs are per session).
+func taskPath(ref api.TaskRef, sub string) string {
+	p := "/v1/tasks/" + url.PathEscape(ref.ID) + sub
+	if ref.Session != nil {
+		p += "?session=" + url.QueryEscape(*ref.Session)
+	}
+	return p
+}
 
 // contextPath is the route of a session's conversation. The default session
 // ("") has none: a path segment cannot be empty.
@@ -146,8 +154,8 @@ func (r remoteData) List(ctx context.Context, req api.ListRequest) (api.ListResp
 	return call[api.ListResponse](ctx, r.c, http.MethodGet, "/v1/memories?"+q.Encode(), nil)
 }
 
-func (r remoteData) Update(ctx context.Context, id string, req api.UpdateRequest) (memory.MemoryJSON, error) {
-	return call[memory.MemoryJSON](ctx, r.c, http.MethodPatch, memoryPath(id), req)
+func (r remoteData) Update(ctx context.Context, id string, req api.UpdateRequest) (api.MemoryAnswer, error) {
+	return call[api.MemoryAnswer](ctx, r.c, http.MethodPatch, memoryPath(id), req)
 }
 
 func (r remoteData) Delete(ctx context.Context, id string) (api.DeleteResponse, error) {
@@ -158,8 +166,8 @@ func (r remoteData) History(ctx context.Context, id string) (api.HistoryResponse
 	return call[api.HistoryResponse](ctx, r.c, http.MethodGet, memoryPath(id)+"/history", nil)
 }
 
-func (r remoteData) Revert(ctx context.Context, id string, req api.RevertRequest) (memory.MemoryJSON, error) {
-	return call[memory.MemoryJSON](ctx, r.c, http.MethodPost, memoryPath(id)+"/revert", req)
+func (r remoteData) Revert(ctx context.Context, id string, req api.RevertRequest) (api.MemoryAnswer, error) {
+	return call[api.MemoryAnswer](ctx, r.c, http.MethodPost, memoryPath(id)+"/revert", req)
 }
 
 func (r remoteData) Sessions(ctx context.Context) (api.SessionsResponse, error) {
@@ -174,12 +182,12 @@ func (r remoteData) Context(ctx context.Context, session string) (memory.Convers
 	return call[memory.Conversation](ctx, r.c, http.MethodGet, path+"/context", nil)
 }
 
-func (r remoteData) AddTurn(ctx context.Context, session string, turn memory.Turn) (memory.Conversation, error) {
+func (r remoteData) AddTurn(ctx context.Context, session string, turn memory.Turn) (api.ConversationAnswer, error) {
 	path, err := contextPath(session)
 	if err != nil {
-		return memory.Conversation{}, err
+		return api.ConversationAnswer{}, err
 	}
-	return call[memory.Conversation](ctx, r.c, http.MethodPost, path+"/turns", turn)
+	return call[api.ConversationAnswer](ctx, r.c, http.MethodPost, path+"/turns", turn)
 }
 
 func (r remoteData) ClearContext(ctx context.Context, session string) (api.ClearedResponse, error) {
@@ -194,22 +202,22 @@ func (r remoteData) Tasks(ctx context.Context) (api.TasksResponse, error) {
 	return call[api.TasksResponse](ctx, r.c, http.MethodGet, "/v1/tasks", nil)
 }
 
-func (r remoteData) Task(ctx context.Context, id string) (memory.Task, error) {
-	return call[memory.Task](ctx, r.c, http.MethodGet, taskPath(id), nil)
+func (r remoteData) Task(ctx context.Context, ref api.TaskRef) (memory.Task, error) {
+	return call[memory.Task](ctx, r.c, http.MethodGet, taskPath(ref, ""), nil)
 }
 
-func (r remoteData) StartTask(ctx context.Context, req api.StartTaskRequest) (memory.Task, error) {
-	return call[memory.Task](ctx, r.c, http.MethodPost, "/v1/tasks", req)
+func (r remoteData) StartTask(ctx context.Context, req api.StartTaskRequest) (api.TaskAnswer, error) {
+	return call[api.TaskAnswer](ctx, r.c, http.MethodPost, "/v1/tasks", req)
 }
 
-func (r remoteData) UpdateStep(ctx context.Context, id string, req api.StepRequest) (memory.Task, error) {
-	return call[memory.Task](ctx, r.c, http.MethodPost, taskPath(id)+"/steps", req)
+func (r remoteData) UpdateStep(ctx context.Context, ref api.TaskRef, req api.StepRequest) (api.TaskAnswer, error) {
+	return call[api.TaskAnswer](ctx, r.c, http.MethodPost, taskPath(ref, "/steps"), req)
 }
 
-func (r remoteData) FinishTask(ctx context.Context, id string, req api.FinishRequest) (memory.Task, error) {
-	return call[memory.Task](ctx, r.c, http.MethodPost, taskPath(id)+"/finish", req)
+func (r remoteData) FinishTask(ctx context.Context, ref api.TaskRef, req api.FinishRequest) (api.TaskAnswer, error) {
+	return call[api.TaskAnswer](ctx, r.c, http.MethodPost, taskPath(ref, "/finish"), req)
 }
 
-func (r remoteData) DeleteTask(ctx context.Context, id string) (api.DeletedResponse, error) {
-	return call[api.DeletedResponse](ctx, r.c, http.MethodDelete, taskPath(id), nil)
+func (r remoteData) DeleteTask(ctx context.Context, ref api.TaskRef) (api.DeletedResponse, error) {
+	return call[api.DeletedResponse](ctx, r.c, http.MethodDelete, taskPath(ref, ""), nil)
 }

@@ -96,10 +96,16 @@ func (a *app) contextCommand() *cobra.Command {
 				return err
 			}
 			c, err := ops.AddTurn(cmd.Context(), session, memory.Turn{Role: role, Text: text})
-			if err != nil {
+			switch {
+			case err != nil:
 				return err
+			case a.jsonOut:
+				return a.printJSON(c)
+			case c.Receipt: // a key that may not read the conversation
+				fmt.Fprintf(a.stdout, "added a turn to the conversation of session %s\n", sanitize(c.Session))
+				return nil
 			}
-			return a.printConversation(c)
+			return a.printConversation(c.Conversation)
 		}}
 	add.Flags().StringVar(&role, "role", "user", "who spoke: user, assistant, ...")
 	clearCmd := &cobra.Command{Use: "clear", Short: "Delete the session's turns and summary", Args: noArgs,

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -19,13 +20,27 @@ func (a *app) tasksCommand() *cobra.Command {
 		Args:  noArgs,
 		RunE:  func(cmd *cobra.Command, _ []string) error { return a.listTasks(cmd) },
 	}
+	// Task IDs are per session: --session names the task's session, needed when several
+	// sessions have a task of the ID (and the session a new task works for).
+	var session string
+	cmd.PersistentFlags().StringVar(&session, "session", "", "the task's session (task IDs are per session; needed when several sessions have the ID)")
+	ref := func(cmd *cobra.Command, id string) api.TaskRef {
+		r := api.TaskRef{ID: id}
+		if f := cmd.Flag("session"); f != nil && f.Changed {
+			r.Session = &session
+		}
+		return r
+	}
 	list := &cobra.Command{Use: "list", Short: "List tasks", Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return a.listTasks(cmd) }}
 	show := &cobra.Command{Use: "show ID", Short: "Show a task with its steps", Args: exactArgs(1, "show takes a task ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withTask(cmd, func(ops api.Ops) (memory.Task, error) { return ops.Task(cmd.Context(), args[0]) })
+			return a.withTask(cmd, func(ops api.Ops) (api.TaskAnswer, error) {
+				t, err := ops.Task(cmd.Context(), ref(cmd, args[0]))
+				return api.TaskAnswer{Task: t}, err
+			})
 		}}
-	var goal, session string
+	var goal string
 	start := &cobra.Command{Use: "start [ID]", Short: "Start a task (a random ID when none is given)",
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) > 1 {
@@ -38,12 +53,11 @@ func (a *app) tasksCommand() *cobra.Command {
 			if len(args) == 1 {
 				id = args[0]
 			}
-			return a.withTask(cmd, func(ops api.Ops) (memory.Task, error) {
+			return a.withTask(cmd, func(ops api.Ops) (api.TaskAnswer, error) {
 				return ops.StartTask(cmd.Context(), api.StartTaskRequest{ID: id, Goal: goal, Session: session})
 			})
 		}}
 	start.Flags().StringVar(&goal, "goal", "", "what the task is for")
-	start.Flags().StringVarP(&session, "session", "s", "", "the session the task works for")
 	var status, result, next string
 	step := &cobra.Command{Use: "step TASK STEP", Short: "Record a step's status and result, and the next step",
 		Args: exactArgs(2, "step takes a task ID and a step name"),
@@ -57,7 +71,7 @@ func (a *app) tasksCommand() *cobra.Command {
 				}
 				st.Result = json.RawMessage(b.Bytes())
 			}
-			return a.withTask(cmd, func(ops api.Ops) (memory.Task, error) { return ops.UpdateStep(cmd.Context(), args[0], st) })
+			return a.withTask(cmd, func(ops api.Ops) (api.TaskAnswer, error) { return ops.UpdateStep(cmd.Context(), ref(cmd, args[0]), st) })
 		}}
 	step.Flags().StringVar(&status, "status", string(memory.StepDone), "pending, running, done, failed or skipped")
 	step.Flags().StringVar(&result, "result", "", "intermediate result as JSON")
@@ -65,8 +79,8 @@ func (a *app) tasksCommand() *cobra.Command {
 	var finishStatus string
 	finish := &cobra.Command{Use: "finish ID", Short: "Mark a task done (or --status failed)", Args: exactArgs(1, "finish takes a task ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withTask(cmd, func(ops api.Ops) (memory.Task, error) {
-				return ops.FinishTask(cmd.Context(), args[0], api.FinishRequest{Status: memory.TaskStatus(finishStatus)})
+			return a.withTask(cmd, func(ops api.Ops) (api.TaskAnswer, error) {
+				return ops.FinishTask(cmd.Context(), ref(cmd, args[0]), api.FinishRequest{Status: memory.TaskStatus(finishStatus)})
 			})
 		}}
 	finish.Flags().StringVar(&finishStatus, "status", string(memory.TaskDone), "done or failed")
@@ -76,7 +90,7 @@ func (a *app) tasksCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if _, err := ops.DeleteTask(cmd.Context(), args[0]); err != nil {
+			if _, err := ops.DeleteTask(cmd.Context(), ref(cmd, args[0])); err != nil {
 				return err
 			}
 			if a.jsonOut {
@@ -106,9 +120,17 @@ func (a *app) listTasks(cmd *cobra.Command) error {
 		fmt.Fprintln(a.stdout, "(no tasks)")
 		return nil
 	}
+	// Task IDs are per session: a SESSION column once any task has one.
+	sessions := slices.ContainsFunc(tasks, func(t memory.Task) bool { return t.Session != "" })
 	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	if sessions {
+		fmt.Fprint(tw, "SESSION\t")
+	}
 	fmt.Fprintln(tw, "ID\tSTATUS\tSTEPS\tNEXT\tUPDATED\tGOAL")
 	for _, t := range tasks {
+		if sessions {
+			fmt.Fprintf(tw, "%s\t", sanitize(t.Session))
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", sanitize(t.ID), t.Status, len(t.Steps), sanitize(t.Next), t.Updated.UTC().Format(timeLayout), oneLine(t.Goal, 50))
 	}
 	return tw.Flush()
@@ -116,7 +138,7 @@ func (a *app) listTasks(cmd *cobra.Command) error {
 
 // withTask runs op on the store here, or through the server that holds
 // it, and prints the task it answers.
-func (a *app) withTask(cmd *cobra.Command, op func(api.Ops) (memory.Task, error)) error {
+func (a *app) withTask(cmd *cobra.Command, op func(api.Ops) (api.TaskAnswer, error)) error {
 	ops, err := a.dataOps(cmd.Context())
 	if err != nil {
 		return err

@@ -84,8 +84,8 @@ var parityOutside = map[string]string{
 	"GET /v1/jobs/{id}":         "how HTTP runs long operations: the HTTP door follows each job step to its result",
 	"POST /v1/jobs/{id}/cancel": "how HTTP runs long operations (cancelling one)",
 	"GET /v1/admin/export":      "a stream in the export format: TestAdminCommandsThroughServer compares memctl export on a closed and a served store",
-	"POST /v1/admin/import":     "an upload in the export format: TestAdminCommandsThroughServer compares memctl import on a closed and a served store",
-	"GET /v1/admin/backup.tar":  "a tar stream of the store's files: TestAdminCommandsThroughServer compares memctl backup on a closed and a served store",
+	"POST /v1/admin/import":     "an upload in the export format: TestAdminCommandsThroughServer runs memctl import through a server",
+	"POST /v1/admin/backup.tar": "a tar stream of the store's files: TestAdminCommandsThroughServer runs memctl backup through a server",
 	"POST /v1/admin/backup":     "writes a directory on the server's disk under --backup-root (memctl backup --server-side)",
 }
 
@@ -300,8 +300,14 @@ func paritySteps(when time.Time) []parityStep {
 			lib:  func(ctx context.Context, l *api.Local) (any, error) { return l.Tasks(ctx) },
 			http: parityHTTP{method: "GET", path: "/v1/tasks"}, mcp: &parityMCP{"tasks", m{}}, cli: []string{"tasks", "list"}, cliAnswer: wrapIn("tasks")},
 		{name: "a task", route: "GET /v1/tasks/{id}",
-			lib:  func(ctx context.Context, l *api.Local) (any, error) { return l.Task(ctx, "t1") },
+			lib:  func(ctx context.Context, l *api.Local) (any, error) { return l.Task(ctx, api.TaskRef{ID: "t1"}) },
 			http: parityHTTP{method: "GET", path: "/v1/tasks/t1"}, mcp: &parityMCP{"task", m{"id": "t1"}}, cli: []string{"tasks", "show", "t1"}},
+		{name: "a task named with its session", route: "GET /v1/tasks/{id}",
+			lib: func(ctx context.Context, l *api.Local) (any, error) {
+				return l.Task(ctx, api.TaskRef{ID: "t1", Session: str("alice")})
+			},
+			http: parityHTTP{method: "GET", path: "/v1/tasks/t1?session=alice"}, mcp: &parityMCP{"task", m{"id": "t1", "session": "alice"}},
+			cli: []string{"tasks", "show", "t1", "--session", "alice"}},
 		{name: "start a task", route: "POST /v1/tasks",
 			lib: func(ctx context.Context, l *api.Local) (any, error) {
 				return l.StartTask(ctx, api.StartTaskRequest{ID: "t2", Goal: "write the report", Session: "bob"})
@@ -311,23 +317,23 @@ func paritySteps(when time.Time) []parityStep {
 			cli:  []string{"tasks", "start", "t2", "--goal", "write the report", "--session", "bob"}},
 		{name: "record a step", route: "POST /v1/tasks/{id}/steps",
 			lib: func(ctx context.Context, l *api.Local) (any, error) {
-				return l.UpdateStep(ctx, "t2", api.StepRequest{Name: "draft", Status: memory.StepDone, Result: json.RawMessage(`{"pages":3}`), Next: "review"})
+				return l.UpdateStep(ctx, api.TaskRef{ID: "t2"}, api.StepRequest{Name: "draft", Status: memory.StepDone, Result: json.RawMessage(`{"pages":3}`), Next: "review"})
 			},
 			http: parityHTTP{method: "POST", path: "/v1/tasks/t2/steps", body: m{"name": "draft", "status": "done", "result": m{"pages": 3}, "next": "review"}},
 			mcp:  &parityMCP{"update_step", m{"id": "t2", "name": "draft", "status": "done", "result": m{"pages": 3}, "next": "review"}},
 			cli:  []string{"tasks", "step", "t2", "draft", "--status", "done", "--result", `{"pages": 3}`, "--next", "review"}},
 		{name: "finish a task", route: "POST /v1/tasks/{id}/finish",
 			lib: func(ctx context.Context, l *api.Local) (any, error) {
-				return l.FinishTask(ctx, "t2", api.FinishRequest{Status: memory.TaskFailed})
+				return l.FinishTask(ctx, api.TaskRef{ID: "t2"}, api.FinishRequest{Status: memory.TaskFailed})
 			},
 			http: parityHTTP{method: "POST", path: "/v1/tasks/t2/finish", body: m{"status": "failed"}}, mcp: &parityMCP{"finish_task", m{"id": "t2", "status": "failed"}},
 			cli: []string{"tasks", "finish", "t2", "--status", "failed"}},
 		{name: "delete a task", route: "DELETE /v1/tasks/{id}",
-			lib:  func(ctx context.Context, l *api.Local) (any, error) { return l.DeleteTask(ctx, "t2") },
+			lib:  func(ctx context.Context, l *api.Local) (any, error) { return l.DeleteTask(ctx, api.TaskRef{ID: "t2"}) },
 			http: parityHTTP{method: "DELETE", path: "/v1/tasks/t2"}, mcp: &parityMCP{"delete_task", m{"id": "t2"}},
 			cli: []string{"tasks", "delete", "t2"}, cliAnswer: deletedTaskAnswer},
 		{name: "an unknown task", route: "GET /v1/tasks/{id}",
-			lib:  func(ctx context.Context, l *api.Local) (any, error) { return l.Task(ctx, "nosuch") },
+			lib:  func(ctx context.Context, l *api.Local) (any, error) { return l.Task(ctx, api.TaskRef{ID: "nosuch"}) },
 			http: parityHTTP{method: "GET", path: "/v1/tasks/nosuch"}, mcp: &parityMCP{"task", m{"id": "nosuch"}}, cli: []string{"tasks", "show", "nosuch"}},
 		{name: "export a session's memories", route: "POST /v1/export",
 			lib: func(ctx context.Context, l *api.Local) (any, error) {
