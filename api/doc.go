@@ -46,8 +46,17 @@
 // queries (recall with AllSessions, list, the trash, tasks, export, cleanup)
 // are confined to the scope; and a memory or task outside the scope is
 // reported missing, exactly like an unknown one, so a key cannot probe
-// other sessions. Admin operations need RightAdmin, which only a key with
-// the scope "*" holds.
+// other sessions. Task IDs are per session: a TaskRef names a task by its ID
+// and, when the caller sees tasks of that ID in several sessions, by its
+// session. Admin operations need RightAdmin, which only a key with the scope
+// "*" holds.
+//
+// Rights hold in every answer too: a write answers a caller without the
+// read right with a receipt (IDs, counts, states), never with stored text.
+// MemoryAnswer, ConversationAnswer and TaskAnswer carry the object or the
+// receipt and write and read either as JSON, so a client of a server gets
+// what the server decided; a cleanup's CleanupResult holds its memories only
+// for a reader.
 //
 // # Errors
 //
