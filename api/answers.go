@@ -66,14 +66,26 @@ func (a MemoryAnswer) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads a memory, or a receipt (which has no "created").
 func (a *MemoryAnswer) UnmarshalJSON(data []byte) error {
-	var probe struct {
-		Created *time.Time `json:"created"`
+	var r MemoryReceipt
+	*a = MemoryAnswer{}
+	receipt, err := decodeAnswer(data, "created", &a.MemoryJSON, &r)
+	if receipt {
+		*a = MemoryAnswer{MemoryJSON: memory.MemoryJSON{ID: r.ID, Session: r.Session, Updated: r.Updated}, Receipt: true}
 	}
+	return err
+}
+
+// decodeAnswer decodes data into full, or into receipt when data lacks key,
+// which every full object has, and reports which.
+func decodeAnswer(data []byte, key string, full, receipt any) (bool, error) {
+	var probe map[string]json.RawMessage
 	if err := json.Unmarshal(data, &probe); err != nil {
-		return err
+		return false, err
 	}
-	*a = MemoryAnswer{Receipt: probe.Created == nil}
-	return json.Unmarshal(data, &a.MemoryJSON)
+	if _, ok := probe[key]; ok {
+		return false, json.Unmarshal(data, full)
+	}
+	return true, json.Unmarshal(data, receipt)
 }
 
 // ConversationAnswer answers a turn added: the conversation, or with
@@ -101,20 +113,13 @@ func (a ConversationAnswer) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads a conversation, or a receipt (which has no "summary").
 func (a *ConversationAnswer) UnmarshalJSON(data []byte) error {
-	var probe struct {
-		Summary *string `json:"summary"`
-	}
-	if err := json.Unmarshal(data, &probe); err != nil {
-		return err
-	}
-	if probe.Summary == nil {
-		var r ConversationReceipt
-		err := json.Unmarshal(data, &r)
-		*a = ConversationAnswer{Conversation: memory.Conversation{Session: r.Session, Compressed: r.Compressed}, Receipt: true, turns: r.Turns}
-		return err
-	}
+	var r ConversationReceipt
 	*a = ConversationAnswer{}
-	return json.Unmarshal(data, &a.Conversation)
+	receipt, err := decodeAnswer(data, "summary", &a.Conversation, &r)
+	if receipt {
+		*a = ConversationAnswer{Conversation: memory.Conversation{Session: r.Session, Compressed: r.Compressed}, Receipt: true, turns: r.Turns}
+	}
+	return err
 }
 
 // TaskAnswer answers a change of a task: the task, or with Receipt only its
@@ -142,20 +147,13 @@ func (a TaskAnswer) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads a task, or a receipt (which has no "created").
 func (a *TaskAnswer) UnmarshalJSON(data []byte) error {
-	var probe struct {
-		Created *time.Time `json:"created"`
-	}
-	if err := json.Unmarshal(data, &probe); err != nil {
-		return err
-	}
-	if probe.Created == nil {
-		var r TaskReceipt
-		err := json.Unmarshal(data, &r)
-		*a = TaskAnswer{Task: memory.Task{ID: r.ID, Session: r.Session, Status: r.Status, Updated: r.Updated}, Receipt: true, steps: r.Steps}
-		return err
-	}
+	var r TaskReceipt
 	*a = TaskAnswer{}
-	return json.Unmarshal(data, &a.Task)
+	receipt, err := decodeAnswer(data, "created", &a.Task, &r)
+	if receipt {
+		*a = TaskAnswer{Task: memory.Task{ID: r.ID, Session: r.Session, Status: r.Status, Updated: r.Updated}, Receipt: true, steps: r.Steps}
+	}
+	return err
 }
 
 // cleanupAnswer is what a cleanup answers: the IDs and their count, and the

@@ -2,7 +2,9 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -165,3 +167,63 @@ func TestConcurrentOps(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// A caller without the read right gets receipts from writes, and the
+// answers read back as receipts (a client of a server sees what the server
+// decided); a reader gets the objects.
+func TestReceipts(t *testing.T) {
+	l := newLocal(t)
+	id := remember(t, l, "alice", "Alice's locker code is 4711.")
+	writer := WithCaller(context.Background(), &Caller{Name: "w", Rights: RightWrite, Scope: Scope{"*"}})
+	text := "Alice's locker code is 1234."
+	m, err := l.Update(writer, id, UpdateRequest{Text: &text})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conv, err := l.AddTurn(writer, "alice", memory.Turn{Role: "user", Text: "the code is 1234"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	task, err := l.StartTask(writer, StartTaskRequest{ID: "t", Goal: "open the locker 1234", Session: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := l.Cleanup(writer, CleanupRequest{OlderThan: "1h", IncludeRecalled: true, DryRun: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]struct {
+		v    any
+		back interface{ receipt() bool }
+	}{
+		"memory": {m, new(MemoryAnswer)}, "conversation": {conv, new(ConversationAnswer)}, "task": {task, new(TaskAnswer)}, "cleanup": {cl, nil},
+	} {
+		data, err := json.Marshal(c.v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(data), "1234") || strings.Contains(string(data), "4711") {
+			t.Errorf("%s: a writer got stored text: %s", name, data)
+		}
+		if c.back == nil {
+			continue
+		}
+		if err := json.Unmarshal(data, c.back); err != nil || !c.back.receipt() {
+			t.Errorf("%s: %s reads back as %+v (%v), not as a receipt", name, data, c.back, err)
+		}
+	}
+	// A reader gets the memory, and it reads back as one.
+	full, err := l.Update(WithCaller(context.Background(), LocalCaller), id, UpdateRequest{Text: &text})
+	if err != nil || full.Receipt || full.Text != text {
+		t.Fatalf("update as a reader: %+v %v", full, err)
+	}
+	data, _ := json.Marshal(full)
+	var back MemoryAnswer
+	if err := json.Unmarshal(data, &back); err != nil || back.Receipt || back.Text != text {
+		t.Fatalf("%s reads back as %+v (%v)", data, back, err)
+	}
+}
+
+func (a *MemoryAnswer) receipt() bool       { return a.Receipt }
+func (a *ConversationAnswer) receipt() bool { return a.Receipt }
+func (a *TaskAnswer) receipt() bool         { return a.Receipt }
