@@ -1,3 +1,4 @@
+// @ts-self-types="./ai.d.ts"
 // Vercel AI SDK adapters: remember and recall as tool() definitions with zod schemas, and
 // memoryPrompt, which recalls for the latest turns and answers the memory block for
 // `system`. Pass the tools to generateText/streamText ({tools: engramTools({session})}).

@@ -1,3 +1,4 @@
+// @ts-self-types="./client.d.ts"
 // The HTTP client: one method per operation of `memctl serve`, typed by the generated
 // src/openapi.ts. ROUTES names the operation behind every method; the drift test checks
 // it against server/openapi.json in both directions.

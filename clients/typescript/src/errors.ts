@@ -1,3 +1,4 @@
+// @ts-self-types="./errors.d.ts"
 import type { ErrorBody, Job } from "./openapi.js";
 
 /**

@@ -1,3 +1,4 @@
+// @ts-self-types="./index.d.ts"
 // engram's TypeScript client: Client (the whole HTTP API of `memctl serve`), Memory (a
 // mem0-style facade), typed errors, and the types generated from server/openapi.json
 // (the schema Memory as MemoryJSON, the name the Go side gives it).

@@ -1,3 +1,4 @@
+// @ts-self-types="./langchain.d.ts"
 // LangChain.js adapters: EngramRetriever (a BaseRetriever over recall) and
 // EngramChatMessageHistory (a BaseListChatMessageHistory over a session's short-term
 // memory), so an existing chain gains long-term memory by swapping one object.

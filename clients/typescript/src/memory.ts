@@ -1,3 +1,4 @@
+// @ts-self-types="./memory.d.ts"
 // A mem0-style facade: Memory with add, search, getAll, get, update, delete, deleteAll
 // and history, in the shapes of mem0's TypeScript Memory (results under `results`, an item
 // as {id, memory, metadata, createdAt, updatedAt, score}); userId, agentId or runId names
