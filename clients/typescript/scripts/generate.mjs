@@ -139,12 +139,12 @@ function objectType(s, indent) {
   return out + indent + "}";
 }
 
-/** fieldsOf lists the properties of schema s (through allOf and $ref), sorted. */
+/** fieldsOf lists the properties of schema s (through $ref, allOf, and every variant of oneOf and anyOf), sorted. */
 export function fieldsOf(doc, s) {
   s = resolve(doc, s);
   if (!s) return [];
   const names = new Set(Object.keys(s.properties ?? {}));
-  for (const x of s.allOf ?? []) for (const n of fieldsOf(doc, x)) names.add(n);
+  for (const x of [...(s.allOf ?? []), ...(s.oneOf ?? []), ...(s.anyOf ?? [])]) for (const n of fieldsOf(doc, x)) names.add(n);
   return [...names].sort();
 }
 
