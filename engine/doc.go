@@ -102,7 +102,11 @@
 // by the checksums of the primary sections (older files), are rewritten
 // into a new file. The others are named in RepairReport.LostRecords and
 // exported, as far as readable, to seg/NAME.lost (docs/format/quarantine.md);
-// a file that lost records is kept as seg/NAME.corrupt. Compact rebuilds
+// a file that lost records is kept as seg/NAME.corrupt. A file whose
+// section table or trailer is damaged loses nothing to it: each section
+// is located by its own checksum where the writer's layout puts it (an
+// entry whose checksum field is what was hit, by the trailer's checksum
+// of the table rebuilt around it). Compact rebuilds
 // derived data too (it reads records only, each verified the same way)
 // and refuses to copy a record whose primary data is damaged.
 //
@@ -118,6 +122,11 @@
 //	    -> same, plus record checksums -> Repair keeps every record whose
 //	    checksum matches -> exactly the destroyed records, named and
 //	    exported to seg/NAME.lost
+//	segment section table or trailer damaged -> Open (collection
+//	    unavailable), Check -> Repair locates every section by its own
+//	    checksum where the writer's layout puts it (an entry whose checksum
+//	    was hit: by the trailer's checksum of the table) and rewrites the
+//	    file -> nothing
 //	segment file deleted or truncated -> Open (collection unavailable),
 //	    Check -> Repair drops it from the manifest (appended garbage: cut
 //	    off) -> its records

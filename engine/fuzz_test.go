@@ -417,7 +417,8 @@ func TestUnreachableIsNotDamage(t *testing.T) {
 }
 
 // FuzzSalvage: Repair's salvage reads any bytes without panicking, and
-// never counts more records than the file holds.
+// never counts more records than the file holds; seeded with damaged
+// tables and trailers, so that it reaches locateSections.
 func FuzzSalvage(f *testing.F) {
 	good, cfg, n := segmentBytes(f)
 	f.Add(good)
@@ -425,6 +426,17 @@ func FuzzSalvage(f *testing.F) {
 	f.Add(v1)
 	f.Add(good[:len(good)/2])
 	f.Add(append(bytes.Clone(good), 1, 2, 3))
+	// A damaged table or trailer: the sections are located by their own
+	// checksums (locateSections).
+	tableOff := int(le.Uint64(good[len(good)-segTrailer:]))
+	for _, at := range []int{tableOff, tableOff + 4 + 5*segEntrySize + 8, tableOff + 4 + 2*segEntrySize + 24, len(good) - segTrailer + 12} {
+		b := bytes.Clone(good)
+		b[at] ^= 0x20
+		f.Add(b)
+	}
+	zeroed := bytes.Clone(good)
+	clear(zeroed[len(zeroed)-segTrailer : len(zeroed)-8])
+	f.Add(zeroed)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		sv := salvageBytes(b, "fuzz", cfg, manifestSeg{count: uint32(n), deleted: []uint32{3}})
 		if got := len(sv.intact) + len(sv.lost) + sv.unknown; got > n-1 {

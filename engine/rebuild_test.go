@@ -304,3 +304,78 @@ func TestCompactRebuildsDerived(t *testing.T) {
 		db.Close()
 	}
 }
+
+// tableEntryAt returns the file offset of kind's entry in the section
+// table of the segment file at path (read from its intact trailer).
+func tableEntryAt(t *testing.T, path string, kind sectionKind) int {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tableOff := int(binary.LittleEndian.Uint64(b[len(b)-segTrailer:]))
+	for i := range int(binary.LittleEndian.Uint32(b[tableOff:])) {
+		at := tableOff + 4 + i*segEntrySize
+		if sectionKind(binary.LittleEndian.Uint32(b[at:])) == kind {
+			return at
+		}
+	}
+	t.Fatalf("no %s entry in the section table of %s", kind, path)
+	return 0
+}
+
+// TestSalvageDamagedTable: one damaged byte in a segment's section table
+// (the low byte of the times section's offset, one less, as issue 23
+// found it) or in its trailer (the first byte of the table's checksum)
+// leaves every section intact: Repair locates them by their own
+// checksums and keeps every record. (Before, Repair gave up on the table
+// and dropped the file's records unnamed.)
+func TestSalvageDamagedTable(t *testing.T) {
+	cases := []struct {
+		name   string
+		damage func(t *testing.T, path string)
+	}{
+		{"times offset", func(t *testing.T, path string) {
+			at := tableEntryAt(t, path, secTimes) + 8 // offset u64, low byte first
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b[at]--
+			if err := os.WriteFile(path, b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"table checksum", func(t *testing.T, path string) {
+			st, err := os.Stat(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			flipByte(t, path, int(st.Size())-segTrailer+12) // table_crc u32, first byte
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, recs, _ := rebuildStore(t)
+			path := filepath.Join(dir, "seg", segName(1))
+			tc.damage(t, path)
+			db := openT(t, dir, testOpts())
+			if err := db.Check(); !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("Check = %v, want ErrCorrupt", err)
+			}
+			db.Close()
+			rep, err := Repair(dir, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.DroppedRecords != 0 || len(rep.LostRecords) != 0 || !slices.Equal(rep.RebuiltSegments, []string{path}) ||
+				len(rep.QuarantineFiles) != 0 || len(rep.QuarantinedSegments) != 0 {
+				t.Fatalf("Repair = %+v, want the file rebuilt with nothing lost", rep)
+			}
+			checkRecords(t, dir, recs)
+			if rep, err := Repair(dir, Options{}); err != nil || len(rep.RebuiltSegments) != 0 {
+				t.Fatalf("second Repair = %+v, %v; want nothing to do", rep, err)
+			}
+		})
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"math/bits"
 	"os"
 	"path/filepath"
@@ -83,6 +84,331 @@ func findContainer(b []byte) (map[sectionKind][]byte, []sectionEntry, error) {
 	return nil, nil, errors.New("no intact section table")
 }
 
+// locateSections finds the sections of a file whose section table or
+// trailer is damaged (parseContainer refuses it and no intact container
+// ends before it) from what the sections prove themselves, taking the
+// file's length as right (its last 24 bytes are the trailer, and the table
+// ends where the trailer begins):
+//
+//   - the number of entries is the one given by the trailer's length or
+//     offset field, or by the count at the table's head, that the most
+//     entries bear out;
+//   - an entry is proven when the bytes at its offset and length match
+//     its checksum; one whose offset or length is damaged is searched for
+//     by its checksum where the writer's layout puts its section: at the
+//     first multiple of 64 after the section before it, ending less than
+//     64 bytes before the next one (the last: less than 8 before the
+//     table);
+//   - a kind that is not one of the version's or is claimed twice is the
+//     one the writer puts at that place (sectionOrder);
+//   - an entry whose checksum field is what was damaged is located by the
+//     layout and proven by the table's checksum in the trailer (intact
+//     when the damage is in the table): the table rebuilt from the
+//     located sections must hash to it.
+//
+// Sections that are located but not proven are listed in unproven; the
+// caller reads them as damaged (a record in them is kept only when its
+// record checksum matches). ok is false when no entry is proven. Every
+// offset is bounds-checked before use: damaged bytes never panic. It costs
+// about one checksum pass over the file, plus one per damaged entry over
+// its section.
+func locateSections(b []byte, n int) (secs map[sectionKind][]byte, entries []sectionEntry, unproven map[sectionKind]bool, ok bool) {
+	const first = segAlign // the first section follows the 12-byte header
+	if len(b) < first+4+segEntrySize+segTrailer {
+		return nil, nil, nil, false
+	}
+	end := uint64(len(b) - segTrailer)
+	maxSlots := int(min(maxSections, (end-first-4)/segEntrySize))
+	// Slot j (from 1) is the entry j·32 bytes before the trailer.
+	slot := func(j int) sectionEntry {
+		p := b[end-uint64(j)*segEntrySize:]
+		return sectionEntry{kind: sectionKind(le.Uint32(p)), off: le.Uint64(p[8:]), len: le.Uint64(p[16:]), crc: le.Uint32(p[24:])}
+	}
+	holds := func(e sectionEntry, limit uint64) bool {
+		return e.off >= first && e.off%segAlign == 0 && e.len > 0 && e.off <= limit && e.len <= limit-e.off &&
+			crc(b[e.off:e.off+e.len]) == e.crc
+	}
+	proven := make([]bool, maxSlots+1)
+	for j := 1; j <= maxSlots; j++ {
+		proven[j] = holds(slot(j), end)
+	}
+	// The entry count: each field that gives one votes for it.
+	votes := make([]int, maxSlots+1)
+	tr := b[end:]
+	if tl := uint64(le.Uint32(tr[8:])); tl > 4 && (tl-4)%segEntrySize == 0 && (tl-4)/segEntrySize <= uint64(maxSlots) {
+		votes[(tl-4)/segEntrySize]++
+	}
+	if to := le.Uint64(tr); to < end && end-to > 4 && (end-to-4)%segEntrySize == 0 && (end-to-4)/segEntrySize <= uint64(maxSlots) {
+		votes[(end-to-4)/segEntrySize]++
+	}
+	for c := 1; c <= maxSlots; c++ {
+		if le.Uint32(b[end-4-uint64(c)*segEntrySize:]) == uint32(c) {
+			votes[c]++
+		}
+	}
+	count, score := 0, 0
+	for c := 1; c <= maxSlots; c++ {
+		if votes[c] == 0 {
+			continue
+		}
+		s, tableOff := 0, end-4-uint64(c)*segEntrySize
+		for j := 1; j <= c; j++ {
+			if e := slot(j); proven[j] && e.off+e.len <= tableOff {
+				s++
+			}
+		}
+		if s > score || s == score && s > 0 && votes[c] > votes[count] {
+			count, score = c, s
+		}
+	}
+	if score == 0 {
+		return nil, nil, nil, false
+	}
+	tableOff := end - 4 - uint64(count)*segEntrySize
+	es := make([]sectionEntry, count)
+	known := make([]bool, count) // proven by its own checksum
+	var kinds []section
+	for i := range es {
+		es[i] = slot(count - i)
+		known[i] = proven[count-i] && es[i].off+es[i].len <= tableOff
+		if known[i] {
+			kinds = append(kinds, section{kind: es[i].kind})
+		}
+	}
+	version := le.Uint32(b[8:])
+	if requiredSections[version] == nil {
+		version = sectionsVersion(kinds)
+	}
+	resolveKinds(es, sectionOrder(version))
+
+	// Place the entries not proven, in table order (= file order).
+	type open struct {
+		i    int
+		lens []uint64 // the lengths the layout leaves open
+	}
+	var uncertain []open
+	drop := make([]bool, count)
+	prevEnd := uint64(first)
+	for i := range es {
+		if known[i] {
+			prevEnd = (es[i].off + es[i].len + segAlign - 1) / segAlign * segAlign
+			continue
+		}
+		e := es[i]
+		if prevEnd >= tableOff {
+			drop[i] = true
+			continue
+		}
+		// Where the next section starts: proven, the table, or (a hint
+		// only) the next entry's own offset.
+		nextOff, slack, sure := tableOff, uint64(8), true // the table is 8-aligned
+		if i+1 < count {
+			nextOff, slack, sure = 0, segAlign, known[i+1]
+			if nx := es[i+1]; sure || nx.off%segAlign == 0 && nx.off > prevEnd && nx.off <= tableOff {
+				nextOff = nx.off
+			}
+		}
+		var lens []uint64 // the lengths that end where the next starts
+		if nextOff > prevEnd {
+			for l := nextOff - prevEnd; l > 0 && l+slack > nextOff-prevEnd; l-- {
+				lens = append(lens, l) // longest first
+			}
+		}
+		ownLen := e.len > 0 && e.len <= tableOff-prevEnd
+		if !sure && ownLen && !slices.Contains(lens, e.len) {
+			// Its own length over an unproven next offset: one of them is
+			// damaged, and a single damage to the table leaves at most
+			// one field of these two entries other than this checksum.
+			lens = []uint64{e.len}
+		}
+		// Its checksum, at a length the layout allows (its offset or
+		// length was damaged) or at its own length (its offset was).
+		found := false
+		if ownLen && crc(b[prevEnd:prevEnd+e.len]) == e.crc {
+			es[i].off, found = prevEnd, true
+		}
+		if len(lens) > 0 && !found {
+			short := lens[len(lens)-1]
+			h := crc(b[prevEnd : prevEnd+short])
+			for l := short; ; l++ {
+				if h == e.crc {
+					es[i].off, es[i].len, found = prevEnd, l, true
+					break
+				}
+				if l == lens[0] {
+					break
+				}
+				h = crc32.Update(h, castagnoli, b[prevEnd+l:prevEnd+l+1])
+			}
+		}
+		if found {
+			known[i] = true
+			prevEnd = (es[i].off + es[i].len + segAlign - 1) / segAlign * segAlign
+			continue
+		}
+		if len(lens) == 0 {
+			drop[i] = true
+			continue
+		}
+		// Its checksum field is damaged: located, proven below if the
+		// table checksum allows. Its own length if the layout allows it,
+		// else the longest that parses as its kind.
+		es[i].off, es[i].len = prevEnd, lens[0]
+		if slices.Contains(lens, e.len) {
+			es[i].len = e.len
+		} else {
+			for _, l := range lens {
+				if sectionFits(e.kind, b[prevEnd:prevEnd+l], n, version) {
+					es[i].len = l
+					break
+				}
+			}
+		}
+		uncertain = append(uncertain, open{i, lens})
+		prevEnd = (es[i].off + es[i].len + segAlign - 1) / segAlign * segAlign
+	}
+	if len(uncertain) > 0 && !slices.Contains(drop, true) {
+		// The table as the writer wrote it, with each uncertain entry's
+		// checksum taken from its section, against the trailer's.
+		table := make([]byte, 4+count*segEntrySize)
+		le.PutUint32(table, uint32(count))
+		put := func(i int, e sectionEntry) {
+			p := table[4+i*segEntrySize:]
+			le.PutUint32(p, uint32(e.kind))
+			le.PutUint64(p[8:], e.off)
+			le.PutUint64(p[16:], e.len)
+			le.PutUint32(p[24:], e.crc)
+		}
+		sums := make([]uint32, count)
+		for i, e := range es {
+			if !known[i] {
+				e.crc = crc(b[e.off : e.off+e.len])
+				sums[i] = e.crc
+			}
+			put(i, e)
+		}
+		want := le.Uint32(tr[12:])
+		switch {
+		case crc(table) == want:
+			for _, u := range uncertain {
+				es[u.i].crc, known[u.i] = sums[u.i], true
+			}
+		case len(uncertain) == 1:
+			// Which of the lengths the padding leaves open is its own.
+			u := uncertain[0]
+			for _, l := range u.lens {
+				e := es[u.i]
+				e.len = l
+				e.crc = crc(b[e.off : e.off+e.len])
+				put(u.i, e)
+				if crc(table) == want {
+					es[u.i], known[u.i] = e, true
+					break
+				}
+			}
+		}
+	}
+	secs, unproven = map[sectionKind][]byte{}, map[sectionKind]bool{}
+	for _, proof := range []bool{true, false} { // a proven section wins a kind claimed twice
+		for i, e := range es {
+			if _, dup := secs[e.kind]; dup || drop[i] || known[i] != proof {
+				continue
+			}
+			secs[e.kind] = b[e.off : e.off+e.len : e.off+e.len]
+			entries = append(entries, e)
+			if !proof {
+				unproven[e.kind] = true
+			}
+		}
+	}
+	return secs, entries, unproven, true
+}
+
+// resolveKinds gives an entry whose kind is not one of order's, or is
+// claimed twice, the kind its place in a table of order's length holds;
+// else a single such entry the single kind of order no entry claims.
+func resolveKinds(es []sectionEntry, order []sectionKind) {
+	want := map[sectionKind]bool{}
+	for _, k := range order {
+		want[k] = true
+	}
+	claims := map[sectionKind]int{}
+	for _, e := range es {
+		claims[e.kind]++
+	}
+	odd := func(k sectionKind) bool { return !want[k] || claims[k] > 1 }
+	if len(es) == len(order) {
+		for i := range es {
+			if k := es[i].kind; k != order[i] && odd(k) && claims[order[i]] == 0 {
+				claims[k]--
+				es[i].kind = order[i]
+				claims[order[i]]++
+			}
+		}
+		return
+	}
+	var missing []sectionKind
+	for _, k := range order {
+		if claims[k] == 0 {
+			missing = append(missing, k)
+		}
+	}
+	var strays []int
+	for i, e := range es {
+		if !want[e.kind] {
+			strays = append(strays, i)
+		}
+	}
+	if len(missing) == 1 && len(strays) == 1 {
+		es[strays[0]].kind = missing[0]
+	}
+}
+
+// sectionOrder lists the sections of a version in the order the writer
+// puts them in the file and its table (buildSectionsVersion; every build
+// has written this order).
+func sectionOrder(version uint32) []sectionKind {
+	meta := secColumns
+	if version == segVersionV1 {
+		meta = secMeta
+	}
+	order := []sectionKind{secInfo, secGraph, secIDs, meta, secText, secTimes, secKeyword, secNamespace}
+	if version >= segVersionV3 {
+		order = append(order, secSums)
+	}
+	if version >= segVersion {
+		order = append(order, secChunks)
+	}
+	return order
+}
+
+// sectionFits reports whether sec parses as a section of kind k for n
+// nodes: of the lengths the padding after a section leaves open, the size
+// fields of most kinds accept only their own. Kinds without a parser here
+// (keyword, namespace, chunks: derived, rebuilt by Repair) fit any.
+func sectionFits(k sectionKind, sec []byte, n int, version uint32) bool {
+	var err error
+	switch k {
+	case secInfo:
+		_, err = parseInfo(sec, version)
+	case secGraph:
+		_, err = hnsw.OpenViewUnverified(sec)
+	case secIDs:
+		_, err = parseIDs(sec, n)
+	case secMeta:
+		_, err = parseRows(sec, n)
+	case secText:
+		_, err = parseTexts(sec, n)
+	case secTimes:
+		_, err = parseTimes(sec, n)
+	case secColumns:
+		_, err = parseColumns(sec, n)
+	case secSums:
+		_, err = parseSums(sec, n)
+	}
+	return err == nil
+}
+
 // salvageSegment reads the segment file of ms (a collection cfg) and
 // sorts its live records into intact and lost. An error is returned only
 // for I/O failures: damage of any extent is an outcome.
@@ -118,6 +444,13 @@ func salvageBytes(b []byte, path string, cfg CollectionConfig, ms manifestSeg) *
 	if err != nil {
 		secs, entries, err = findContainer(b)
 	}
+	var unproven map[sectionKind]bool
+	if err != nil {
+		var ok bool
+		if secs, entries, unproven, ok = locateSections(b, n); ok {
+			err = nil
+		}
+	}
 	if err != nil {
 		// Nothing can be located: every live record is lost, unnamed.
 		sv.damaged = []sectionKind{secInfo, secGraph, secIDs, secText, secTimes, secColumns}
@@ -126,7 +459,7 @@ func salvageBytes(b []byte, path string, cfg CollectionConfig, ms manifestSeg) *
 	}
 	bad := map[sectionKind]bool{}
 	for _, e := range entries {
-		if crc(secs[e.kind]) != e.crc {
+		if unproven[e.kind] || crc(secs[e.kind]) != e.crc {
 			bad[e.kind] = true
 		}
 	}

@@ -192,7 +192,9 @@ func (s *Store) Stats(ctx context.Context) (Stats, error) {
 		return Stats{}, err
 	}
 	s.stmu.Lock()
-	st.Tasks, err = s.countRecords(ctx, kindTask)
+	if err = s.upgradeTaskKeysLocked(ctx); err == nil {
+		st.Tasks, err = s.countRecords(ctx, kindTask)
+	}
 	s.stmu.Unlock()
 	if err != nil {
 		return Stats{}, err

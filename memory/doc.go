@@ -6,7 +6,9 @@
 //
 // Remember chunks a text (package memory/chunk: paragraphs, then sentences, at most
 // Options.ChunkChars characters), embeds the chunks in batches through an Embedder, and writes
-// them to a session as one durable batch. A chunk whose cosine similarity to an existing memory
+// them to a session as one durable batch (several for a long text with wide vectors: once the
+// write has begun it is finished whatever the context does, and a batch that fails reports the
+// IDs the batches before it stored, PartialWriteError). A chunk whose cosine similarity to an existing memory
 // of the same session reaches Options.DedupThreshold (0.85) is merged instead of inserted: the
 // existing memory takes the new text, vector, time and importance and keeps its ID, Created
 // time and access statistics; RememberResult.Merged says which chunks merged. Vectors are
@@ -43,6 +45,24 @@
 // newest most, small talk not at all. Queries lose question words (keyword.IsQueryStopword),
 // in BM25 and in the lexical embedder's query vector (QueryEmbedder). What these are worth on
 // locomo-dev (LoCoMo conversations) is measured in bench/results/retrieval.md.
+//
+// # Conversations into memories
+//
+// Turns become long-term memories through a Distiller (distill.go, docs/distill.md): AddTurn
+// distills the turns that compression pushes out of the short-term window, Distill the turns
+// still in it, and RememberMessages with MessagesOptions.Infer the messages it is given (without
+// Infer it stores each message verbatim, mem0's infer=False). What the user states about
+// themselves, their plans, preferences and corrections becomes memories of the session, with
+// source "conversation" (DistillSource), the time of its turn and the turn before it as Context;
+// small talk, questions and the assistant's turns do not. The default RuleDistiller needs no
+// model (English and Chinese first-person statements, corrections and continuations, kept
+// verbatim); ollama.Distiller asks a local model for add, update, delete or none against the
+// session's memories most related to the turns (DistillInput.Existing). The store checks every
+// proposal (events, IDs among those shown, texts, turns) and, when the distiller fails or
+// proposes anything invalid, lets RuleDistiller distill the same turns instead
+// (DistillResult.Fallback says why). A per-session watermark, Conversation.Distilled, kept in the
+// conversation's own record and written with it, makes distilling the same turns twice store
+// nothing new, across restarts too.
 //
 // Recall runs, for one query, a vector search and a BM25 keyword search (package keyword: NFKC,
 // CJK unigrams and bigrams, stemmed English words), each fetching RecallOptions.Candidates
@@ -122,12 +142,20 @@
 // AddTurn appends to a session's conversation buffer; past Options.ShortTermTokens the oldest
 // turns go through a Summarizer (ExtractiveSummarizer by default; model-backed ones live with the
 // service) into a running summary of at most half the budget, and Context returns summary plus
-// recent turns. The extractive summary keeps one line per compressed turn with its names,
-// numbers, dates, decisions, preferences and negations (English and Chinese cues); over its
-// budget every line is shortened, and only then are the oldest folded into one counted
-// "earlier (N turns): ..." line, so no turn is dropped silently (summary.go). Tasks
+// recent turns. The extractive summary keeps the sentences of the compressed turns with names,
+// numbers, dates, decisions, preferences and negations (English and Chinese cues; of an
+// assistant's turn, its one most factual sentence), drops small talk, boilerplate and sentences
+// near-identical to one it holds, splits sentences where a reader would (not at Ms., U.S. or
+// 3.5; at 。！？；) and merges the kept sentences of one role into lines of at most 400
+// characters; over its budget every line is shortened, and only then are the oldest folded
+// into one "earlier: ..." line of their salient words, so the summary never exceeds half the
+// budget (summary.go, sentences.go, talk.go). Before compressing, AddTurn distills the turns
+// it compresses into long-term memories (see Conversations into memories). Tasks
 // (StartTask, UpdateStep, FinishTask, Task, Tasks, DeleteTask) keep steps with status, JSON
-// results, the next step and timestamps. Both are keyed records in the collection
+// results, the next step and timestamps. A task ID is unique within its session only
+// (StartSessionTask, SessionTask and the other Session* forms name both; the short forms find a
+// task by ID while one session has it, else *AmbiguousTaskError), so one session's tasks reveal
+// nothing about another's. Both are keyed records in the collection
 // RecordsCollection ("records"; docs/format/records.md): one record per conversation or task,
 // its JSON payload as the text, rewritten by one durable upsert on every change, so after a crash
 // they read back exactly as last acknowledged. A records collection is an ordinary Collection,

@@ -41,3 +41,21 @@ func (e *ModelMismatchError) Is(target error) bool { return target == ErrModelMi
 func errorf(sentinel error, format string, args ...any) error {
 	return fmt.Errorf("%w: %s", sentinel, fmt.Sprintf(format, args...))
 }
+
+// PartialWriteError reports a write that failed after part of it was stored: a Remember whose
+// chunks and vectors take several durable batches (a long text with wide vectors), one of which
+// failed. Stored lists the IDs of the memories the batches before it wrote, durable and
+// findable, in text order (a merged chunk names the memory it updated); the other chunks were
+// not written. It wraps the error of the failed batch.
+type PartialWriteError struct {
+	// Stored are the IDs written; Chunks is how many chunks the text had.
+	Stored []string
+	Chunks int
+	Err    error
+}
+
+func (e *PartialWriteError) Error() string {
+	return fmt.Sprintf("memory: stored %d of %d chunks, then the write failed (the IDs stored are reported): %v", len(e.Stored), e.Chunks, e.Err)
+}
+
+func (e *PartialWriteError) Unwrap() error { return e.Err }

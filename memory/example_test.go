@@ -62,3 +62,37 @@ func Example() {
 	// Alice is allergic to peanuts.
 	// </memories>
 }
+
+// Remember a chat's messages the way mem0's add(messages) does: with Infer, only what the user
+// states about themselves becomes memories; without it, every message is stored verbatim.
+func ExampleStore_RememberMessages() {
+	dir, err := os.MkdirTemp("", "engram-example-")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+	s, err := memory.Open(filepath.Join(dir, "store"), memory.OpenOptions{})
+	if err != nil {
+		panic(err)
+	}
+	defer s.Close()
+
+	at := time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC)
+	msgs := []memory.Turn{
+		{Role: "user", Text: "Hi! I'm Alex. I work night shifts at St. Mary's, and my manager is Ms. Alvarez.", Time: at},
+		{Role: "assistant", Text: "Nice to meet you, Alex! I'll remember that.", Time: at.Add(time.Minute)},
+		{Role: "user", Text: "haha ok. Can you suggest a quiet café?", Time: at.Add(2 * time.Minute)},
+		{Role: "user", Text: "Actually, I'm allergic to peanuts, so no satay please.", Time: at.Add(3 * time.Minute)},
+	}
+	res, err := s.RememberMessages(context.Background(), "alex", msgs, memory.MessagesOptions{Infer: true})
+	if err != nil {
+		panic(err)
+	}
+	for _, e := range res.Events {
+		fmt.Println(e.Event, e.Time.Format("15:04"), e.Text)
+	}
+	// Output:
+	// add 09:00 I'm Alex.
+	// add 09:00 I work night shifts at St. Mary's, and my manager is Ms. Alvarez.
+	// add 09:03 Actually, I'm allergic to peanuts, so no satay please.
+}

@@ -31,12 +31,19 @@ import (
 // MaxFilterInValues bounds the values of one "in".
 const MaxFilterInValues = 1000
 
+// MaxFilterKeys bounds the object keys of one filter, in all its objects together: fields,
+// operators and combinators. A filter states a few conditions; one of thousands is a mistake or
+// an attack, and costs with its size on every candidate it is evaluated against. The parser stops
+// reading at the first key past the bound.
+const MaxFilterKeys = 1000
+
 // ParseFilter decodes a JSON filter; the result is valid (Validate). Errors match
 // ErrInvalidFilter and say where in the filter the problem is.
 func ParseFilter(data []byte) (*Filter, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
-	v, err := readJSON(dec, 0)
+	keys := 0
+	v, err := readJSON(dec, 0, &keys)
 	if err != nil {
 		return nil, errorf(ErrInvalidFilter, "%v", err)
 	}
@@ -73,7 +80,8 @@ type jsonObject struct {
 const maxJSONDepth = 100
 
 // readJSON reads one JSON value: objects as *jsonObject, arrays as []any, numbers as json.Number.
-func readJSON(dec *json.Decoder, depth int) (any, error) {
+// keys counts the object keys read so far, against MaxFilterKeys; the work is linear in the input.
+func readJSON(dec *json.Decoder, depth int, keys *int) (any, error) {
 	if depth > maxJSONDepth {
 		return nil, fmt.Errorf("nested deeper than %d", maxJSONDepth)
 	}
@@ -89,16 +97,21 @@ func readJSON(dec *json.Decoder, depth int) (any, error) {
 		switch t {
 		case '{':
 			o := &jsonObject{}
+			seen := map[string]bool{}
 			for dec.More() {
+				if *keys++; *keys > MaxFilterKeys {
+					return nil, fmt.Errorf("more than %d keys in the filter", MaxFilterKeys)
+				}
 				kt, err := dec.Token()
 				if err != nil {
 					return nil, err
 				}
 				k, _ := kt.(string)
-				if slices.Contains(o.keys, k) {
+				if seen[k] {
 					return nil, fmt.Errorf("key %q appears twice", k)
 				}
-				v, err := readJSON(dec, depth+1)
+				seen[k] = true
+				v, err := readJSON(dec, depth+1, keys)
 				if err != nil {
 					return nil, err
 				}
@@ -111,7 +124,7 @@ func readJSON(dec *json.Decoder, depth int) (any, error) {
 		case '[':
 			var a []any
 			for dec.More() {
-				v, err := readJSON(dec, depth+1)
+				v, err := readJSON(dec, depth+1, keys)
 				if err != nil {
 					return nil, err
 				}

@@ -2,6 +2,7 @@ package memory
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -124,4 +125,43 @@ func FuzzParseFilter(f *testing.F) {
 			t.Fatalf("%s matches differently after a round trip", data)
 		}
 	})
+}
+
+// bigFilter is an object of n distinct metadata conditions, the last repeating the first when dup.
+func bigFilter(n int, dup bool) []byte {
+	var b strings.Builder
+	b.WriteByte('{')
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		k := i
+		if dup && i == n-1 {
+			k = 0
+		}
+		fmt.Fprintf(&b, `"metadata.k%d":%d`, k, i)
+	}
+	b.WriteByte('}')
+	return []byte(b.String())
+}
+
+// TestParseFilterKeyLimit: a filter holds at most MaxFilterKeys keys, and the parser reads no
+// further than that (issue 23: a 100,000-key filter took 17.7 s of CPU through a quadratic
+// duplicate-key scan); duplicates are still found anywhere, in time linear in the keys.
+func TestParseFilterKeyLimit(t *testing.T) {
+	if _, err := ParseFilter(bigFilter(MaxFilterKeys, false)); err != nil {
+		t.Fatalf("%d keys: %v", MaxFilterKeys, err)
+	}
+	_, err := ParseFilter(bigFilter(MaxFilterKeys, true))
+	if !errors.Is(err, ErrInvalidFilter) || !strings.Contains(err.Error(), `key "metadata.k0" appears twice`) {
+		t.Fatalf("a duplicate at the end: %v", err)
+	}
+	// Keys count over all objects together, nested ones included.
+	nested := `{"or": [` + strings.TrimSuffix(strings.Repeat(`{"session": "a"},`, MaxFilterKeys), ",") + `]}`
+	for _, in := range [][]byte{bigFilter(MaxFilterKeys+1, false), bigFilter(100_000, false), []byte(nested)} {
+		_, err := ParseFilter(in)
+		if !errors.Is(err, ErrInvalidFilter) || !strings.Contains(err.Error(), fmt.Sprintf("more than %d keys", MaxFilterKeys)) {
+			t.Fatalf("%d bytes of filter: %v, want the key limit", len(in), err)
+		}
+	}
 }

@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"strings"
 
 	"github.com/engramdb/engram/engine"
 	"github.com/engramdb/engram/memory/lexical"
@@ -70,4 +71,16 @@ func Open(dir string, opts OpenOptions) (*Store, error) {
 	}
 	s.owned = true
 	return s, nil
+}
+
+// LexicalNote tells a user what the built-in lexical embedder cannot do; the quickstart, recall
+// --explain and the README say it where a user of that embedder looks.
+const LexicalNote = "The built-in embedder matches words and character n-grams, not meaning: a question " +
+	"that shares no word with its answer (a paraphrase, a synonym, another language) needs a model. " +
+	"Get BGE-M3 with `memctl model pull bge-m3`, then `memctl reembed --to onnx:DIR` (DIR as model pull prints it)."
+
+// IsLexical reports whether e is the built-in lexical embedder (by its fingerprint, so a store
+// reopened by another program still answers).
+func IsLexical(e Embedder) bool {
+	return e != nil && strings.HasPrefix(e.Fingerprint(), "lexical/")
 }

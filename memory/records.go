@@ -34,10 +34,13 @@ const recordsFingerprint = "engram-records/1"
 // maxRecordBytes bounds one record's payload (the engine's limit on a record's text).
 const maxRecordBytes = 1 << 20
 
-// Record kinds (the Source of a record).
+// Record kinds (the Source of a record). A task's key holds its session (taskKey), so task IDs
+// are per session; legacyKindTask records, keyed by the task ID alone, are the layout before
+// that, which New upgrades (upgradeTaskKeys).
 const (
 	kindConversation = "conversation"
-	kindTask         = "task"
+	kindTask         = "session-task"
+	legacyKindTask   = "task"
 )
 
 // recordVector places a record on the unit circle at an angle taken from a hash of its ID.
@@ -134,6 +137,11 @@ func (s *Store) putRecord(ctx context.Context, kind, key, session string, create
 	if err != nil {
 		return err
 	}
+	return s.storeRecord(ctx, kind, key, m)
+}
+
+// storeRecord writes the record m of kind and key durably.
+func (s *Store) storeRecord(ctx context.Context, kind, key string, m Memory) error {
 	c, err := s.records(ctx, true)
 	if err != nil {
 		return err
@@ -191,12 +199,21 @@ func (s *Store) countRecords(ctx context.Context, kind string) (int, error) {
 	return c.Count(ctx, Eq(FieldSource, kind))
 }
 
-// checkRecords decodes every conversation and task record.
+// checkRecords decodes every conversation and task record; a task record of the earlier layout
+// left behind (one the upgrade could not decode) is reported too.
 func (s *Store) checkRecords(ctx context.Context) error {
 	if err := s.Conversations(ctx, func(Conversation) error { return nil }); err != nil {
 		return err
 	}
-	_, err := s.Tasks(ctx)
+	if _, err := s.Tasks(ctx); err != nil {
+		return err
+	}
+	s.stmu.Lock()
+	defer s.stmu.Unlock()
+	n, err := s.countRecords(ctx, legacyKindTask)
+	if err == nil && n > 0 {
+		err = fmt.Errorf("memory: %d task records of the layout before per-session task IDs could not be upgraded (see the log of the last open)", n)
+	}
 	return err
 }
 
@@ -244,7 +261,7 @@ func (s *Store) upgradeRecords(ctx context.Context) error {
 		if t.ID != strings.TrimPrefix(k, legacyTaskPrefix) {
 			return fmt.Errorf("memory: upgrading task %s: it holds task %q", k, t.ID)
 		}
-		m, err := recordOf(kindTask, t.ID, t.Session, t.Created, t.Updated, t)
+		m, err := taskRecord(&t)
 		if err != nil {
 			return fmt.Errorf("memory: upgrading task %s: %w", k, err)
 		}
@@ -274,6 +291,68 @@ func (s *Store) upgradeRecords(ctx context.Context) error {
 			}
 		}
 	}
+	return nil
+}
+
+// upgradeTaskKeysLocked moves the task records of the layout before task IDs were per session
+// (kind legacyKindTask, keyed by the task ID alone) to per-session keys (taskRecord), once per
+// Store: every task operation calls it first, so Open reads nothing more than before and a
+// damaged records segment fails the task operations (and Check), not the open. Each record is
+// decoded, written under its new key and only then deleted, in batches of 256, so a crash part
+// way repeats identical writes the next time. A record that cannot be decoded is left where it is
+// and logged (Check reports it): nothing a store holds is deleted unless understood. The caller
+// holds s.stmu.
+func (s *Store) upgradeTaskKeysLocked(ctx context.Context) error {
+	if s.taskKeys {
+		return nil
+	}
+	c, err := s.records(ctx, false)
+	if err != nil {
+		return err
+	}
+	if c == nil {
+		s.taskKeys = true
+		return nil
+	}
+	if n, err := c.Count(ctx, Eq(FieldSource, legacyKindTask)); err != nil {
+		return fmt.Errorf("memory: looking for task records to upgrade: %w", err)
+	} else if n == 0 {
+		s.taskKeys = true
+		return nil
+	}
+	var todo []Memory
+	var old []string
+	err = c.Scan(ctx, Eq(FieldSource, legacyKindTask), func(m Memory) error {
+		var t Task
+		err := json.Unmarshal([]byte(m.Text), &t)
+		if err == nil && recordID(legacyKindTask, t.ID) != m.ID {
+			err = fmt.Errorf("it holds task %q", t.ID)
+		}
+		var nm Memory
+		if err == nil {
+			nm, err = taskRecord(&t)
+		}
+		if err != nil {
+			s.opts.Logger.Error("memory: a task record of the layout before per-session task IDs was not upgraded; it stays as it is", "record", m.ID, "err", err)
+			return nil
+		}
+		todo, old = append(todo, nm), append(old, m.ID)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("memory: upgrading task records: %w", err)
+	}
+	const batch = 256
+	for i := 0; i < len(todo); i += batch {
+		end := min(i+batch, len(todo))
+		if err := upsert(ctx, c, todo[i:end]); err != nil {
+			return fmt.Errorf("memory: upgrading task records: %w", err)
+		}
+		if _, err := c.Delete(ctx, old[i:end]); err != nil {
+			return fmt.Errorf("memory: upgrading task records: %w", err)
+		}
+	}
+	s.taskKeys = true
 	return nil
 }
 

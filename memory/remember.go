@@ -55,7 +55,11 @@ type RememberResult struct {
 
 // Remember splits text into chunks, embeds them in batches and writes them to session as one
 // durable batch (several, each durable, when chunks and vectors exceed 3 MiB: texts near
-// MaxTextBytes with vectors of 1024+ dimensions). A chunk whose cosine similarity to an existing memory of the same session (or to
+// MaxTextBytes with vectors of 1024+ dimensions). A ctx that ends before the write begins
+// (while embedding) fails the call with nothing written; once the write has begun the call
+// finishes it, so that a timeout never leaves some chunks stored and unreported. If one of
+// several batches fails, the error is a *PartialWriteError naming the IDs the batches before it
+// stored. A chunk whose cosine similarity to an existing memory of the same session (or to
 // an earlier chunk of the same call) reaches Options.DedupThreshold updates that memory instead
 // of adding one. Empty or whitespace-only text, invalid UTF-8, text over Options.MaxTextBytes and
 // invalid options are rejected with ErrInvalidInput, and nothing is written.
@@ -161,6 +165,15 @@ func (s *Store) Remember(ctx context.Context, session, text string, opts Remembe
 		res.Superseded = append(res.Superseded, superseded)
 		res.Older = append(res.Older, older)
 	}
+	// The write starts here. A caller that gave up before it (a timeout during embedding) gets
+	// its error and nothing is written. From here on the call finishes what it started whatever
+	// ctx does: the batches of a long text are each durable on their own, so stopping between
+	// them would leave some chunks stored and none reported. A batch that fails reports the
+	// chunks the batches before it stored (PartialWriteError).
+	if err := ctx.Err(); err != nil {
+		return RememberResult{}, err
+	}
+	ctx = context.WithoutCancel(ctx)
 	// Only versions of stored memories are history; one replaced within this call never was.
 	stored := map[string]bool{}
 	var ids []string
@@ -180,8 +193,22 @@ func (s *Store) Remember(ctx context.Context, session, text string, opts Remembe
 	if err := s.writeHistory(ctx, versions); err != nil {
 		return RememberResult{}, err
 	}
-	if err := upsert(ctx, coll, batch); err != nil {
-		return RememberResult{}, fmt.Errorf("memory: writing %d memories: %w", len(batch), err)
+	if n, err := upsertCount(ctx, coll, batch); err != nil {
+		err = fmt.Errorf("memory: writing %d memories: %w", len(batch), err)
+		if n == 0 {
+			return RememberResult{}, err
+		}
+		written := make(map[string]bool, n)
+		for _, m := range batch[:n] {
+			written[m.ID] = true
+		}
+		pe := &PartialWriteError{Chunks: len(chunks), Err: err}
+		for _, id := range res.IDs {
+			if written[id] && !slices.Contains(pe.Stored, id) {
+				pe.Stored = append(pe.Stored, id)
+			}
+		}
+		return RememberResult{}, pe
 	}
 	return res, nil
 }

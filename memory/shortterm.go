@@ -34,6 +34,16 @@ type Conversation struct {
 	Turns   []Turn `json:"turns"`
 	// Compressed counts the turns folded into Summary so far.
 	Compressed int `json:"compressed"`
+	// Distilled counts the turns, from the conversation's first, that a distillation has read
+	// (Store.Distill, or AddTurn as they left the window): the watermark that keeps a turn from
+	// being distilled twice. Turns compressed before a store distilled count as read.
+	Distilled int `json:"distilled,omitempty"`
+}
+
+// distilled is the watermark in effect: Distilled, at least Compressed (turns compressed before
+// distillation existed are gone), at most every turn.
+func (c *Conversation) distilled() int {
+	return min(max(c.Distilled, c.Compressed), c.Compressed+len(c.Turns))
 }
 
 // Tokens is the estimated size of the conversation (see EstimateTokens).
@@ -52,8 +62,13 @@ func turnTokens(t Turn) int { return EstimateTokens(t.Role) + EstimateTokens(t.T
 // until the recent turns take at most half the budget (the newest turn is always kept verbatim),
 // into a summary of at most half the budget: a BudgetSummarizer is given that budget, any other
 // Summarizer's result is fitted to it line by line, shortening every line rather than dropping
-// the oldest (see ExtractiveSummarizer). A zero Time means the store's clock. Empty roles or
-// texts are rejected.
+// the oldest (see ExtractiveSummarizer). Before they are compressed, the turns no distillation
+// has read are distilled into long-term memories of the session (Options.Distiller, see
+// Distill), unless Options.NoAutoDistill is set. A failure to summarize or to write the
+// distilled memories fails AddTurn and leaves the conversation as it was, so no turn leaves the
+// window undistilled (memories written before such a failure stay; the retry's adds merge into
+// them as near-duplicates). A zero Time means the store's clock. Empty roles or texts are
+// rejected.
 func (s *Store) AddTurn(ctx context.Context, session string, t Turn) (Conversation, error) {
 	if err := checkSession(session); err != nil {
 		return Conversation{}, err
@@ -88,6 +103,12 @@ func (s *Store) AddTurn(ctx context.Context, session string, t Turn) (Conversati
 		sum, err := summarizeWithin(ctx, s.opts.Summarizer, c.Summary, old, budget/2)
 		if err != nil {
 			return Conversation{}, fmt.Errorf("memory: summarizing %d turns: %w", len(old), err)
+		}
+		if from := c.distilled() - c.Compressed; !s.opts.NoAutoDistill && from < keep {
+			if _, err := s.distill(ctx, session, old[from:], old[max(0, from-2):from], RememberOptions{}); err != nil {
+				return Conversation{}, fmt.Errorf("memory: distilling %d turns: %w", keep-from, err)
+			}
+			c.Distilled = c.Compressed + keep
 		}
 		c.Summary = sum
 		c.Compressed += len(old)
@@ -146,8 +167,8 @@ func (s *Store) ImportConversation(ctx context.Context, c Conversation) error {
 	if err := checkSession(c.Session); err != nil {
 		return err
 	}
-	if c.Compressed < 0 || !utf8.ValidString(c.Summary) {
-		return errorf(ErrInvalidInput, "conversation of session %q: negative compressed count or invalid summary", c.Session)
+	if c.Compressed < 0 || c.Distilled < 0 || c.Distilled > c.Compressed+len(c.Turns) || !utf8.ValidString(c.Summary) {
+		return errorf(ErrInvalidInput, "conversation of session %q: negative compressed count, distilled count outside 0..%d, or invalid summary", c.Session, c.Compressed+len(c.Turns))
 	}
 	for i, t := range c.Turns {
 		if strings.TrimSpace(t.Role) == "" || strings.TrimSpace(t.Text) == "" || !utf8.ValidString(t.Role+t.Text) || t.Time.IsZero() {

@@ -63,6 +63,13 @@ type Options struct {
 	ShortTermTokens int
 	// Summarizer compresses overflowing conversation turns (an ExtractiveSummarizer by default).
 	Summarizer Summarizer
+	// Distiller turns conversation turns into long-term memories (Distill, RememberMessages,
+	// and AddTurn as turns leave the window); RuleDistiller by default. Whatever it is, the
+	// built-in RuleDistiller stands in when it fails or proposes something invalid.
+	Distiller Distiller
+	// NoAutoDistill keeps AddTurn from distilling the turns it compresses: they then live on
+	// only in the summary, unless Distill read them while they were in the window.
+	NoAutoDistill bool
 	// VectorWeight and KeywordWeight are the fusion weights of a Recall that sets neither; both 0
 	// means 0.5 and 0.5, except that Open with the built-in lexical embedder uses
 	// LexicalVectorWeight and LexicalKeywordWeight.
@@ -110,6 +117,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.Summarizer == nil {
 		o.Summarizer = ExtractiveSummarizer{}
+	}
+	if o.Distiller == nil {
+		o.Distiller = RuleDistiller{}
 	}
 	if o.VectorWeight == 0 && o.KeywordWeight == 0 {
 		o.VectorWeight, o.KeywordWeight = 0.5, 0.5
@@ -163,6 +173,9 @@ type Store struct {
 
 	stmu sync.Mutex // serializes short-term and working-memory read-modify-write cycles
 	recs Collection // the records collection once opened or created (guarded by stmu)
+	// taskKeys is set once the task records of the layout before per-session task IDs are
+	// upgraded, which the first task operation does (upgradeTaskKeysLocked; guarded by stmu).
+	taskKeys bool
 
 	qcache *queryCache // nil when Options.QueryCache is negative
 
@@ -305,6 +318,13 @@ const maxUpsertBytes = 3 << 20
 // upsert writes ms in as few Upsert calls as fit maxUpsertBytes each (one for any ordinary
 // Remember). Each call is durable on its own.
 func upsert(ctx context.Context, c Collection, ms []Memory) error {
+	_, err := upsertCount(ctx, c, ms)
+	return err
+}
+
+// upsertCount is upsert reporting how many of ms (a prefix) were written when it fails.
+func upsertCount(ctx context.Context, c Collection, ms []Memory) (int, error) {
+	written := 0
 	for len(ms) > 0 {
 		n, size := 0, 0
 		for n < len(ms) {
@@ -320,9 +340,10 @@ func upsert(ctx context.Context, c Collection, ms []Memory) error {
 			n++
 		}
 		if err := c.Upsert(ctx, ms[:n]); err != nil {
-			return err
+			return written, err
 		}
+		written += n
 		ms = ms[n:]
 	}
-	return nil
+	return written, nil
 }

@@ -2,7 +2,6 @@ package memory
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -10,17 +9,24 @@ import (
 	"unicode/utf8"
 )
 
-// The built-in summary is one line per compressed turn, "role: text", where text keeps the
-// sentences of the turn that later turns may need: those with numbers, dates and times, names,
-// decisions, preferences and negations (English and Chinese cue words), or the first sentence of
-// a turn that has none. When the lines exceed the summary's budget they are shortened fairly
-// (the longest first, each down to its most salient clauses, then to its salient words), so that
-// every compressed turn keeps a line; only when even those do not fit are the oldest lines folded
-// into one "earlier (N turns): ..." line of their salient words, which says how many turns it
-// stands for and ends in "…" when it had to leave words out. Nothing is dropped silently.
+// The built-in summary keeps, of each compressed turn, the sentences later turns may need: those
+// with numbers, dates and times, names, decisions, preferences and negations (English and Chinese
+// cue words), or, in a turn with none, its first sentence that says something. Small talk
+// ("haha ok", "lol", "Thanks!", "好的") and assistant boilerplate ("Nice to meet you, Alex! I'll
+// remember that.") are dropped, and so is a sentence near-identical to one the summary already
+// holds (sameSentence: 80% of the words in common and the same numbers and dates, so a changed
+// value is never taken for a repeat). Sentences are split by sentences (Ms., Dr., U.S., e.g.,
+// 3.5, ellipses and Chinese punctuation handled). The kept sentences of consecutive turns of the
+// same role share one "role: text" line of at most MaxChars characters, so the summary reads as
+// the conversation's few threads rather than one line per turn. When the lines exceed the
+// summary's budget they are shortened fairly (the longest first, each down to its most salient
+// clauses, then to its salient words), so that every line keeps something; only when even those
+// do not fit are the oldest lines folded into one "earlier: ..." line of their salient words,
+// which ends in "…" when it had to leave words out. Nothing but small talk and repeats is dropped
+// silently, and the result never exceeds the budget.
 
 // ExtractiveSummarizer is the model-free Summarizer: deterministic, instant, nothing installed.
-// MaxChars bounds one turn's line before any budget fitting (default 400 characters).
+// MaxChars bounds one line before any budget fitting (default 400 characters).
 type ExtractiveSummarizer struct{ MaxChars int }
 
 // BudgetSummarizer is a Summarizer that can be told the summary's budget in estimated tokens
@@ -30,7 +36,7 @@ type BudgetSummarizer interface {
 	SummarizeWithin(ctx context.Context, previous string, turns []Turn, maxTokens int) (string, error)
 }
 
-// Summarize implements Summarizer: the previous summary's lines, then one line per turn.
+// Summarize implements Summarizer: the previous summary's lines, then the turns' kept sentences.
 func (e ExtractiveSummarizer) Summarize(_ context.Context, previous string, turns []Turn) (string, error) {
 	return strings.Join(e.lines(previous, turns), "\n"), nil
 }
@@ -40,21 +46,111 @@ func (e ExtractiveSummarizer) SummarizeWithin(_ context.Context, previous string
 	return fitSummary(e.lines(previous, turns), maxTokens), nil
 }
 
+// foldPrefix starts the line that stands for the oldest lines folded together; legacyFold is how
+// summaries written before merged lines started it ("earlier (N turns): ").
+const (
+	foldPrefix = "earlier: "
+	legacyFold = "earlier ("
+)
+
 func (e ExtractiveSummarizer) lines(previous string, turns []Turn) []string {
 	n := e.MaxChars
 	if n <= 0 {
 		n = 400
 	}
-	var out []string
+	type line struct{ role, text string }
+	var out []line
+	open := map[string]int{} // role -> the line its next sentences join, if they fit
+	var seen [][]string      // keys of the sentences the summary holds
 	for _, l := range strings.Split(previous, "\n") {
-		if strings.TrimSpace(l) != "" {
-			out = append(out, l)
+		if strings.TrimSpace(l) == "" {
+			continue
+		}
+		role, text, ok := strings.Cut(l, ": ")
+		if _, folded := foldedWords(l); !ok || folded {
+			out = append(out, line{text: l})
+			continue
+		}
+		for _, s := range sentences(text) {
+			seen = append(seen, sentenceKey(s))
+		}
+		out = append(out, line{role, text})
+		open[role] = len(out) - 1
+		if strings.HasSuffix(text, "…") {
+			delete(open, role)
 		}
 	}
 	for _, t := range turns {
-		out = append(out, oneLine(t.Role)+": "+cutRunes(extract(oneLine(t.Text)), n))
+		role := oneLine(t.Role)
+		kept := keepSentences(t.Text, assistantRole(role), &seen)
+		if len(kept) == 0 {
+			continue
+		}
+		text := kept[0]
+		for _, k := range kept[1:] {
+			text = joinSentences(text, k)
+		}
+		if k, ok := open[role]; ok && utf8.RuneCountInString(out[k].text)+1+utf8.RuneCountInString(text) <= n {
+			out[k].text = joinSentences(out[k].text, text)
+			continue
+		}
+		out = append(out, line{role, cutRunes(text, n)})
+		open[role] = len(out) - 1
 	}
-	return out
+	lines := make([]string, len(out))
+	for i, l := range out {
+		lines[i] = l.text
+		if l.role != "" {
+			lines[i] = l.role + ": " + l.text
+		}
+	}
+	return lines
+}
+
+// assistantRole reports whether a role is the assistant's (or a system's or tool's), whose
+// turns the summary keeps only facts of.
+func assistantRole(role string) bool { return notSpeakers[strings.ToLower(strings.TrimSpace(role))] }
+
+// keepSentences returns the sentences of a turn the summary keeps (see the top of this file),
+// each on one line, and adds their keys to seen. Of an assistant's turn it keeps at most one
+// sentence, the first with the most numbers, dates and names (at least a number, a date or two
+// names), and no question.
+func keepSentences(text string, assistant bool, seen *[][]string) []string {
+	var salient, other []string
+	best, bestScore := "", 0
+	for _, s := range sentences(text) {
+		s = oneLine(s)
+		if smallTalk(s) {
+			continue
+		}
+		key := sentenceKey(s)
+		if slices.ContainsFunc(*seen, func(k []string) bool { return sameSentence(k, key) }) {
+			continue
+		}
+		switch {
+		case assistant:
+			// A number, a date or two names: a name alone is mostly the user's, addressed.
+			if sc := salienceOf(s, false); sc >= 2 && sc > bestScore && !question(s) {
+				best, bestScore = s, sc
+			}
+		case salience(s) > 0:
+			salient = append(salient, s)
+			*seen = append(*seen, key)
+		case len(other) == 0 && says(s) >= 2:
+			other = append(other, s)
+		}
+	}
+	switch {
+	case assistant && best != "":
+		*seen = append(*seen, sentenceKey(best))
+		return []string{best}
+	case assistant:
+		return nil
+	case len(salient) == 0 && len(other) > 0:
+		*seen = append(*seen, sentenceKey(other[0]))
+		return other
+	}
+	return salient
 }
 
 // summarizeWithin runs sum within maxTokens.
@@ -81,21 +177,6 @@ func cutRunes(s string, n int) string {
 		return s
 	}
 	return string([]rune(s)[:n]) + "…"
-}
-
-// extract keeps the salient sentences of a turn, or its first sentence when none is.
-func extract(text string) string {
-	sents := splitOn(text, ".!?。！？；;")
-	var keep []string
-	for _, s := range sents {
-		if salience(s) > 0 {
-			keep = append(keep, s)
-		}
-	}
-	if len(keep) == 0 && len(sents) > 0 {
-		keep = sents[:1]
-	}
-	return strings.Join(keep, " ")
 }
 
 // splitOn splits s after each of the delimiter runes, trimming the pieces and dropping empty ones.
@@ -141,7 +222,10 @@ func wordSet(s string) map[string]bool {
 }
 
 // salience scores a piece of text: numbers and dates 2, cue words 2, names 1.
-func salience(s string) int {
+func salience(s string) int { return salienceOf(s, true) }
+
+// salienceOf scores a piece of text: numbers and dates 2, names 1, and with cues, cue words 2.
+func salienceOf(s string, cues bool) int {
 	score := 0
 	// Chinese numerals without 一, which is in too many words (一下, 一起, 想一想).
 	if strings.ContainsFunc(s, unicode.IsDigit) || strings.ContainsAny(s, "二三四五六七八九十百千万两") {
@@ -154,7 +238,7 @@ func salience(s string) int {
 		}
 	}
 	for _, c := range cueCJK {
-		if strings.Contains(s, c) {
+		if cues && strings.Contains(s, c) {
 			score += 2
 			break
 		}
@@ -162,7 +246,7 @@ func salience(s string) int {
 	for i, w := range words(s) {
 		lw := strings.ToLower(w)
 		switch {
-		case cueWords[lw] || strings.HasSuffix(lw, "n't"):
+		case cues && (cueWords[lw] || strings.HasSuffix(lw, "n't")):
 			score += 2
 		case dateWords[lw]:
 			score += 2
@@ -192,7 +276,7 @@ var notNames = map[string]bool{"I": true, "I'm": true, "I'll": true, "I've": tru
 // runs of CJK text around Chinese cues and numbers.
 func keyWords(s string) []string {
 	var out []string
-	for _, sent := range splitOn(s, ".!?。！？；;") {
+	for _, sent := range sentences(s) {
 		for i, w := range words(sent) {
 			w = strings.Trim(w, ".:-/'’")
 			if w == "" {
@@ -227,7 +311,10 @@ func shorten(line string, n int) string {
 		head = role + ": "
 	}
 	room := n - EstimateTokens(head) - 1 // one for the ellipsis
-	clauses := splitOn(text, ".!?。！？；;,，、")
+	var clauses []string
+	for _, sent := range sentences(text) {
+		clauses = append(clauses, splitOn(sent, ",，、")...)
+	}
 	order := make([]int, len(clauses))
 	for i := range order {
 		order[i] = i
@@ -287,8 +374,13 @@ func linesTokens(lines []string) int {
 // minLineTokens is the smallest cap fitSummary gives a line before it folds old lines together.
 const minLineTokens = 8
 
-// fitSummary fits lines into maxTokens (see the comment at the top of this file).
+// fitSummary fits lines into maxTokens (see the comment at the top of this file); the result
+// never exceeds maxTokens (a budget too small for even one folded line gets its start).
 func fitSummary(lines []string, maxTokens int) string {
+	return cutTokens(fitLines(lines, maxTokens), max(maxTokens, 0))
+}
+
+func fitLines(lines []string, maxTokens int) string {
 	lines = slices.DeleteFunc(slices.Clone(lines), func(l string) bool { return strings.TrimSpace(l) == "" })
 	if linesTokens(lines) <= maxTokens {
 		return strings.Join(lines, "\n")
@@ -329,50 +421,76 @@ func fitSummary(lines []string, maxTokens int) string {
 	return fold(lines, maxTokens)
 }
 
-// fold renders lines as one "earlier (N turns): ..." line of their salient words (each once), in
-// n estimated tokens; "…" marks words left out. A folded line folds again by its count.
+// fold renders lines as one "earlier: ..." line of their salient words (each once), in n
+// estimated tokens; "…" marks words left out. A folded line folds again with its words.
 func fold(lines []string, n int) string {
-	turns := 0
 	seen := map[string]bool{}
 	var kw []string
-	for _, l := range lines {
-		if rest, ok := strings.CutPrefix(l, "earlier ("); ok {
-			if c, tail, ok := strings.Cut(rest, " turns): "); ok {
-				if k, err := strconv.Atoi(c); err == nil {
-					turns += k
-					for _, w := range strings.Fields(strings.TrimSuffix(tail, "…")) {
-						if !seen[w] {
-							seen[w] = true
-							kw = append(kw, w)
-						}
-					}
-					continue
-				}
-			}
+	add := func(w string) {
+		if !seen[w] {
+			seen[w] = true
+			kw = append(kw, w)
 		}
-		turns++
+	}
+	for _, l := range lines {
+		if tail, ok := foldedWords(l); ok {
+			for _, w := range strings.Fields(strings.TrimSuffix(tail, "…")) {
+				add(w)
+			}
+			continue
+		}
 		_, text, ok := strings.Cut(l, ": ")
 		if !ok {
 			text = l
 		}
 		for _, w := range keyWords(text) {
-			if !seen[w] {
-				seen[w] = true
-				kw = append(kw, w)
-			}
+			add(w)
 		}
 	}
-	head := fmt.Sprintf("earlier (%d turns): ", turns)
-	room := n - EstimateTokens(head) - 1
+	room := n - EstimateTokens(foldPrefix) - 1
 	var keep []string
 	used := 0
 	for _, w := range kw {
 		t := EstimateTokens(w) + 1
 		if used+t > room {
-			return head + strings.Join(keep, " ") + "…"
+			return foldPrefix + strings.Join(keep, " ") + "…"
 		}
 		keep = append(keep, w)
 		used += t
 	}
-	return head + strings.Join(keep, " ")
+	return foldPrefix + strings.Join(keep, " ")
+}
+
+// foldedWords returns the words of a fold line: "earlier: words" or, as summaries before merged
+// lines wrote it, "earlier (N turns): words".
+func foldedWords(l string) (string, bool) {
+	if tail, ok := strings.CutPrefix(l, foldPrefix); ok {
+		return tail, true
+	}
+	if rest, ok := strings.CutPrefix(l, legacyFold); ok {
+		if c, tail, ok := strings.Cut(rest, " turns): "); ok {
+			if _, err := strconv.Atoi(c); err == nil {
+				return tail, true
+			}
+		}
+	}
+	return "", false
+}
+
+// cutTokens cuts s to its longest prefix of at most n estimated tokens.
+func cutTokens(s string, n int) string {
+	if EstimateTokens(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	lo, hi := 0, len(r)
+	for lo < hi {
+		mid := (lo + hi + 1) / 2
+		if EstimateTokens(string(r[:mid])) <= n {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	return string(r[:lo])
 }

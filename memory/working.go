@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -44,6 +45,11 @@ type Step struct {
 // Task is the working memory of one multi-step job: its steps in the order first recorded, the
 // next step to run and timestamps. Every change is stored durably before the call returns, so
 // after a crash the task reads back exactly as last acknowledged.
+//
+// A task ID is unique within its session, not across sessions: two sessions may each have a
+// task "plan", and starting one says nothing about the other's. The Session* methods name a task
+// by session and ID; Task, UpdateStep, FinishTask and DeleteTask find it by ID alone, which works
+// while one session has a task of that ID (ErrInvalidInput naming the sessions otherwise).
 type Task struct {
 	ID   string `json:"id"`
 	Goal string `json:"goal"`
@@ -82,7 +88,8 @@ func (s *Store) StartTask(ctx context.Context, id, goal string) (Task, error) {
 	return s.StartSessionTask(ctx, "", id, goal)
 }
 
-// StartSessionTask is StartTask for a task that works for session.
+// StartSessionTask is StartTask for a task that works for session. Starting an ID that session
+// already has fails; another session's task of the same ID is another task.
 func (s *Store) StartSessionTask(ctx context.Context, session, id, goal string) (Task, error) {
 	if err := checkSession(session); err != nil {
 		return Task{}, err
@@ -98,21 +105,35 @@ func (s *Store) StartSessionTask(ctx context.Context, session, id, goal string) 
 	}
 	s.stmu.Lock()
 	defer s.stmu.Unlock()
+	if err := s.upgradeTaskKeysLocked(ctx); err != nil {
+		return Task{}, err
+	}
 	var old Task
-	if ok, err := s.getRecord(ctx, kindTask, id, &old); err != nil {
+	if ok, err := s.getRecord(ctx, kindTask, taskKey(session, id), &old); err != nil {
 		return Task{}, err
 	} else if ok {
-		return Task{}, errorf(ErrInvalidInput, "task %q exists", id)
+		return Task{}, errorf(ErrInvalidInput, "task %q exists in session %q", id, session)
 	}
 	now := s.opts.Clock()
 	t := Task{ID: id, Goal: goal, Session: session, Status: TaskActive, Steps: []Step{}, Created: now, Updated: now}
 	return t, s.putTask(ctx, &t)
 }
 
-// UpdateStep records a step: it replaces the step of the same name or appends a new one, and
-// sets the task's next step to next unless next is empty. A step's Started is kept from its first
-// record (or set now); Updated is set now. Result, if given, must be valid JSON.
+// UpdateStep records a step of the task taskID (see Task for IDs in several sessions): it
+// replaces the step of the same name or appends a new one, and sets the task's next step to next
+// unless next is empty. A step's Started is kept from its first record (or set now); Updated is
+// set now. Result, if given, must be valid JSON.
 func (s *Store) UpdateStep(ctx context.Context, taskID string, step Step, next string) (Task, error) {
+	return s.updateStep(ctx, nil, taskID, step, next)
+}
+
+// UpdateSessionStep is UpdateStep for the task taskID of session.
+func (s *Store) UpdateSessionStep(ctx context.Context, session, taskID string, step Step, next string) (Task, error) {
+	return s.updateStep(ctx, &session, taskID, step, next)
+}
+
+// updateStep is UpdateStep for the task taskID of *session (nil: the one task of that ID).
+func (s *Store) updateStep(ctx context.Context, session *string, taskID string, step Step, next string) (Task, error) {
 	if err := checkName("step name", step.Name); err != nil {
 		return Task{}, err
 	}
@@ -130,7 +151,7 @@ func (s *Store) UpdateStep(ctx context.Context, taskID string, step Step, next s
 		return Task{}, errorf(ErrInvalidInput, "next step must be valid UTF-8 of at most %d bytes", MaxSessionBytes)
 	}
 	step.Result = slices.Clone(step.Result)
-	return s.modifyTask(ctx, taskID, func(t *Task, now time.Time) error {
+	return s.modifyTask(ctx, session, taskID, func(t *Task, now time.Time) error {
 		if t.Status != TaskActive {
 			return errorf(ErrInvalidInput, "task %q is %s", t.ID, t.Status)
 		}
@@ -151,26 +172,30 @@ func (s *Store) UpdateStep(ctx context.Context, taskID string, step Step, next s
 
 // FinishTask marks a task done or failed and clears its next step.
 func (s *Store) FinishTask(ctx context.Context, taskID string, status TaskStatus) (Task, error) {
+	return s.finishTask(ctx, nil, taskID, status)
+}
+
+// FinishSessionTask is FinishTask for the task taskID of session.
+func (s *Store) FinishSessionTask(ctx context.Context, session, taskID string, status TaskStatus) (Task, error) {
+	return s.finishTask(ctx, &session, taskID, status)
+}
+
+func (s *Store) finishTask(ctx context.Context, session *string, taskID string, status TaskStatus) (Task, error) {
 	if status != TaskDone && status != TaskFailed {
 		return Task{}, errorf(ErrInvalidInput, "a task finishes as %q or %q, not %q", TaskDone, TaskFailed, status)
 	}
-	return s.modifyTask(ctx, taskID, func(t *Task, now time.Time) error {
+	return s.modifyTask(ctx, session, taskID, func(t *Task, now time.Time) error {
 		t.Status, t.Next, t.Finished = status, "", now
 		return nil
 	})
 }
 
-func (s *Store) modifyTask(ctx context.Context, id string, fn func(*Task, time.Time) error) (Task, error) {
-	if err := checkName("task ID", id); err != nil {
-		return Task{}, err
-	}
+func (s *Store) modifyTask(ctx context.Context, session *string, id string, fn func(*Task, time.Time) error) (Task, error) {
 	s.stmu.Lock()
 	defer s.stmu.Unlock()
-	var t Task
-	if ok, err := s.getRecord(ctx, kindTask, id, &t); err != nil {
+	t, err := s.findTaskLocked(ctx, session, id)
+	if err != nil {
 		return Task{}, err
-	} else if !ok {
-		return Task{}, errorf(ErrNotFound, "task %q", id)
 	}
 	now := s.opts.Clock()
 	if err := fn(&t, now); err != nil {
@@ -180,40 +205,159 @@ func (s *Store) modifyTask(ctx context.Context, id string, fn func(*Task, time.T
 	return t, s.putTask(ctx, &t)
 }
 
-// putTask stores a task record; a task too large for one record fails with ErrInvalidInput.
-func (s *Store) putTask(ctx context.Context, t *Task) error {
+// taskKey is the record key of task id of session: the session, path-escaped so that it holds
+// no "/", then "/" and the ID. Task IDs are therefore per session.
+func taskKey(session, id string) string { return url.PathEscape(session) + "/" + id }
+
+// taskRecord renders t as its record: keyed by session and ID, with the ID as the record's one
+// tag, so that TasksByID finds a task by ID through the backend's tag filter.
+func taskRecord(t *Task) (Memory, error) {
 	if t.Steps == nil {
 		t.Steps = []Step{}
 	}
-	return s.putRecord(ctx, kindTask, t.ID, t.Session, t.Created, t.Updated, t)
+	m, err := recordOf(kindTask, taskKey(t.Session, t.ID), t.Session, t.Created, t.Updated, t)
+	if err != nil {
+		return Memory{}, err
+	}
+	m.Tags = []string{t.ID}
+	return m, nil
 }
 
-// Task returns a task by ID (ErrNotFound when there is none).
+// putTask stores a task record; a task too large for one record fails with ErrInvalidInput.
+func (s *Store) putTask(ctx context.Context, t *Task) error {
+	m, err := taskRecord(t)
+	if err != nil {
+		return err
+	}
+	return s.storeRecord(ctx, kindTask, taskKey(t.Session, t.ID), m)
+}
+
+// Task returns the task of this ID (ErrNotFound when there is none; ErrInvalidInput when
+// several sessions have one: SessionTask names the session).
 func (s *Store) Task(ctx context.Context, id string) (Task, error) {
 	if err := checkName("task ID", id); err != nil {
 		return Task{}, err
 	}
 	s.stmu.Lock()
 	defer s.stmu.Unlock()
-	var t Task
-	if ok, err := s.getRecord(ctx, kindTask, id, &t); err != nil {
-		return Task{}, err
-	} else if !ok {
-		return Task{}, errorf(ErrNotFound, "task %q", id)
-	}
-	if t.Steps == nil {
-		t.Steps = []Step{}
-	}
-	return t, nil
+	return s.findTaskLocked(ctx, nil, id)
 }
 
-// Tasks lists every task, by ID.
+// SessionTask returns the task id of session (ErrNotFound when there is none).
+func (s *Store) SessionTask(ctx context.Context, session, id string) (Task, error) {
+	if err := checkName("task ID", id); err != nil {
+		return Task{}, err
+	}
+	s.stmu.Lock()
+	defer s.stmu.Unlock()
+	return s.findTaskLocked(ctx, &session, id)
+}
+
+// TasksByID returns the tasks of this ID, one per session that has one, by session.
+func (s *Store) TasksByID(ctx context.Context, id string) ([]Task, error) {
+	if err := checkName("task ID", id); err != nil {
+		return nil, err
+	}
+	s.stmu.Lock()
+	defer s.stmu.Unlock()
+	return s.tasksByIDLocked(ctx, id)
+}
+
+func (s *Store) tasksByIDLocked(ctx context.Context, id string) ([]Task, error) {
+	if err := s.upgradeTaskKeysLocked(ctx); err != nil {
+		return nil, err
+	}
+	c, err := s.records(ctx, false)
+	if err != nil || c == nil {
+		return []Task{}, err
+	}
+	out := []Task{}
+	err = c.Scan(ctx, And(Eq(FieldSource, kindTask), Eq(FieldTag, id)), func(m Memory) error {
+		var t Task
+		if err := json.Unmarshal([]byte(m.Text), &t); err != nil {
+			return fmt.Errorf("memory: decoding task record %q: %w", m.ID, err)
+		}
+		if t.ID == id { // the tag is the ID; a tag filter may match more loosely on some backends
+			if t.Steps == nil {
+				t.Steps = []Step{}
+			}
+			out = append(out, t)
+		}
+		return nil
+	})
+	slices.SortFunc(out, func(a, b Task) int { return strings.Compare(a.Session, b.Session) })
+	return out, err
+}
+
+// findTaskLocked returns task id of *session, or with session nil the one task of that ID. The
+// caller holds s.stmu.
+func (s *Store) findTaskLocked(ctx context.Context, session *string, id string) (Task, error) {
+	if err := checkName("task ID", id); err != nil {
+		return Task{}, err
+	}
+	if session != nil {
+		if err := checkSession(*session); err != nil {
+			return Task{}, err
+		}
+		if err := s.upgradeTaskKeysLocked(ctx); err != nil {
+			return Task{}, err
+		}
+		var t Task
+		if ok, err := s.getRecord(ctx, kindTask, taskKey(*session, id), &t); err != nil {
+			return Task{}, err
+		} else if !ok {
+			return Task{}, errorf(ErrNotFound, "task %q in session %q", id, *session)
+		}
+		if t.Steps == nil {
+			t.Steps = []Step{}
+		}
+		return t, nil
+	}
+	ts, err := s.tasksByIDLocked(ctx, id)
+	if err != nil {
+		return Task{}, err
+	}
+	switch len(ts) {
+	case 0:
+		return Task{}, errorf(ErrNotFound, "task %q", id)
+	case 1:
+		return ts[0], nil
+	}
+	return Task{}, &AmbiguousTaskError{ID: id, Sessions: sessionsOf(ts)}
+}
+
+func sessionsOf(ts []Task) []string {
+	out := make([]string, len(ts))
+	for i, t := range ts {
+		out[i] = t.Session
+	}
+	return out
+}
+
+// AmbiguousTaskError reports a task named by ID alone when several sessions have a task of that
+// ID; the caller names the session (SessionTask and the other Session* methods). It matches
+// ErrInvalidInput.
+type AmbiguousTaskError struct {
+	ID       string
+	Sessions []string
+}
+
+func (e *AmbiguousTaskError) Error() string {
+	return fmt.Sprintf("memory: invalid input: task %q exists in %d sessions (%q): name the session", e.ID, len(e.Sessions), e.Sessions)
+}
+
+func (e *AmbiguousTaskError) Is(target error) bool { return target == ErrInvalidInput }
+
+// Tasks lists every task, by ID and then session.
 func (s *Store) Tasks(ctx context.Context) ([]Task, error) {
 	if _, _, err := s.current(); err != nil {
 		return nil, err
 	}
 	s.stmu.Lock()
 	defer s.stmu.Unlock()
+	if err := s.upgradeTaskKeysLocked(ctx); err != nil {
+		return nil, err
+	}
 	out := []Task{}
 	err := s.scanRecords(ctx, kindTask, func(key string, v []byte) error {
 		var t Task
@@ -226,10 +370,16 @@ func (s *Store) Tasks(ctx context.Context) ([]Task, error) {
 		out = append(out, t)
 		return nil
 	})
+	slices.SortStableFunc(out, func(a, b Task) int {
+		if c := strings.Compare(a.ID, b.ID); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Session, b.Session)
+	})
 	return out, err
 }
 
-// ImportTask stores t as it is, replacing a task with the same ID (import).
+// ImportTask stores t as it is, replacing the task of the same session and ID (import).
 func (s *Store) ImportTask(ctx context.Context, t Task) error {
 	if err := checkName("task ID", t.ID); err != nil {
 		return err
@@ -258,17 +408,29 @@ func (s *Store) ImportTask(ctx context.Context, t Task) error {
 	}
 	s.stmu.Lock()
 	defer s.stmu.Unlock()
+	if err := s.upgradeTaskKeysLocked(ctx); err != nil {
+		return err
+	}
 	return s.putTask(ctx, &t)
 }
 
-// DeleteTask removes a task (ErrNotFound when there is none).
-func (s *Store) DeleteTask(ctx context.Context, id string) error {
-	if err := checkName("task ID", id); err != nil {
-		return err
-	}
+// DeleteTask removes the task of this ID (ErrNotFound when there is none; see Task for IDs in
+// several sessions).
+func (s *Store) DeleteTask(ctx context.Context, id string) error { return s.deleteTask(ctx, nil, id) }
+
+// DeleteSessionTask is DeleteTask for the task id of session.
+func (s *Store) DeleteSessionTask(ctx context.Context, session, id string) error {
+	return s.deleteTask(ctx, &session, id)
+}
+
+func (s *Store) deleteTask(ctx context.Context, session *string, id string) error {
 	s.stmu.Lock()
 	defer s.stmu.Unlock()
-	ok, err := s.deleteRecord(ctx, kindTask, id)
+	t, err := s.findTaskLocked(ctx, session, id)
+	if err != nil {
+		return err
+	}
+	ok, err := s.deleteRecord(ctx, kindTask, taskKey(t.Session, t.ID))
 	if err != nil {
 		return err
 	}

@@ -214,6 +214,9 @@ type ChatRequest struct {
 	Messages []Message
 	// Options are model parameters passed through (temperature, num_ctx, ...).
 	Options map[string]any
+	// Format constrains the answer (Ollama's structured outputs): the JSON string "json" for
+	// any JSON value, or a JSON schema object. Nil means free text.
+	Format json.RawMessage
 }
 
 // ChatResponse is the complete answer of a chat call.
@@ -237,6 +240,9 @@ func (c *Client) Chat(ctx context.Context, req ChatRequest, onDelta func(string)
 	body := map[string]any{"model": req.Model, "messages": req.Messages, "stream": true}
 	if req.Options != nil {
 		body["options"] = req.Options
+	}
+	if req.Format != nil {
+		body["format"] = req.Format
 	}
 	resp, err := c.post(ctx, "/api/chat", body)
 	if err != nil {

@@ -28,7 +28,7 @@ type AdminOptions struct {
 	// BackupRoot is the server-side directory POST /v1/admin/backup writes
 	// into; a backup names a new directory under it and paths outside it
 	// are refused. Empty disables server-side backups (the streamed download
-	// GET /v1/admin/backup.tar works without it).
+	// POST /v1/admin/backup.tar works without it).
 	BackupRoot string
 	// NewEmbedder builds the embedder POST /v1/admin/reembed migrates to from
 	// its spec (lexical, onnx:DIR, ollama:MODEL); nil disables reembed.
@@ -85,7 +85,9 @@ func (h *Handler) adminRoutes() {
 	} {
 		h.route(r.pattern, accessAdmin, r.fn)
 	}
-	h.streamRoute("GET /v1/admin/backup.tar", 0, h.adminBackupTar)
+	// A backup download is a POST: it starts a job (the copy is taken under the store's write
+	// lock), and no GET may have such an effect (a page's <img> can send a GET).
+	h.streamRoute("POST /v1/admin/backup.tar", 0, h.adminBackupTar)
 	h.streamRoute("GET /v1/admin/export", 0, h.adminExport)
 	h.streamRoute("POST /v1/admin/import", h.opts.Admin.MaxImportBytes, h.adminImport)
 }
@@ -309,11 +311,15 @@ func (req *CleanupRequest) policy() (memory.CleanupPolicy, error) {
 	return p, nil
 }
 
-// CleanupResult is the result of a cleanup job.
+// CleanupResult is the result of a cleanup (POST /v1/cleanup, the cleanup job): the IDs of the
+// memories it moved (or, in a dry run, would move) and their count, and the memories themselves
+// for a caller with the read right (absent for a key without it).
 type CleanupResult struct {
 	DryRun   bool         `json:"dry_run"`
 	Batch    string       `json:"batch"`
-	Memories []MemoryJSON `json:"memories"`
+	IDs      []string     `json:"ids"`
+	Count    int          `json:"count"`
+	Memories []MemoryJSON `json:"memories,omitzero"`
 }
 
 func (h *Handler) adminCleanup(w http.ResponseWriter, r *http.Request) error {
@@ -335,7 +341,7 @@ func (h *Handler) adminCleanup(w http.ResponseWriter, r *http.Request) error {
 		if pr.total.Load() == 0 {
 			pr.Set(1, 1) // nothing selected (or a dry run)
 		}
-		return CleanupResult{DryRun: req.DryRun, Batch: res.Batch, Memories: memoriesJSON(res.Memories)}, nil
+		return cleanupAnswer(LocalCaller, req.DryRun, res), nil // an admin job: the admin sees every session
 	})
 }
 
@@ -412,7 +418,7 @@ type BackupRequest struct {
 // lie strictly inside root.
 func backupTarget(root, name string) (string, error) {
 	if root == "" {
-		return "", fmt.Errorf("%w: server-side backups are off (start the server with --backup-root DIR); GET /v1/admin/backup.tar streams one instead", errForbidden)
+		return "", fmt.Errorf("%w: server-side backups are off (start the server with --backup-root DIR); POST /v1/admin/backup.tar streams one instead", errForbidden)
 	}
 	if strings.TrimSpace(name) == "" || strings.ContainsRune(name, 0) {
 		return "", fmt.Errorf("%w: backup needs a directory name", errBadRequest)
@@ -481,8 +487,12 @@ func (h *Handler) adminBackup(w http.ResponseWriter, r *http.Request) error {
 // store directory (LOCK excluded): the backup is written to a temporary
 // directory first (under the backup root when one is set), since the copy
 // must be taken under the store's write lock and the client's pace must not
-// hold it. It takes the job slot, so it shows in GET /v1/jobs.
+// hold it. It takes the job slot, so it shows in GET /v1/jobs. The body is
+// empty or {}.
 func (h *Handler) adminBackupTar(w http.ResponseWriter, r *http.Request) error {
+	if err := decodeOptional(r, &struct{}{}); err != nil {
+		return err
+	}
 	type tarDone struct{ files, bytes int64 }
 	var sent tarDone
 	j, err := h.jobs.start("backup-download", func(ctx context.Context, p *progress) (any, error) {
@@ -496,19 +506,27 @@ func (h *Handler) adminBackupTar(w http.ResponseWriter, r *http.Request) error {
 		if err := h.store.Backup(ctx, dir); err != nil {
 			return nil, err
 		}
-		var total int64
-		_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
-			if err == nil && d.Type().IsRegular() {
+		// The tar's size, which the progress counts: a 512-byte header per entry, each file
+		// padded to 512 bytes, two zero blocks at the end.
+		var total, stored int64
+		_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+			if err != nil || path == dir {
+				return nil
+			}
+			total += 512
+			if d.Type().IsRegular() {
 				if info, err := d.Info(); err == nil {
-					total += info.Size()
+					stored += info.Size()
+					total += (info.Size() + 511) / 512 * 512
 				}
 			}
 			return nil
 		})
+		total += 1024
 		p.Set(0, total)
 		w.Header().Set("Content-Type", "application/x-tar")
 		w.Header().Set("Content-Disposition", `attachment; filename="engram-backup.tar"`)
-		w.Header().Set("Engram-Backup-Bytes", strconv.FormatInt(total, 10))
+		w.Header().Set("Engram-Backup-Bytes", strconv.FormatInt(stored, 10))
 		w.WriteHeader(http.StatusOK)
 		tw := tar.NewWriter(&countingWriter{w: w, p: p})
 		err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {

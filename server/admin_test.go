@@ -294,7 +294,7 @@ func TestBackupUnderRoot(t *testing.T) {
 func TestBackupDownload(t *testing.T) {
 	s := newTestServer(t, Options{})
 	rememberN(t, s, "alice", 9, time.Time{})
-	resp, err := http.Get(s.url + "/v1/admin/backup.tar")
+	resp, err := http.Post(s.url+"/v1/admin/backup.tar", "application/json", strings.NewReader("{}"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -335,8 +335,9 @@ func TestBackupDownload(t *testing.T) {
 		t.Fatalf("downloaded backup holds %d memories, want 9", n)
 	}
 	var list struct{ Jobs []Job }
-	if s.do("GET", "/v1/jobs", nil, &list); len(list.Jobs) != 1 || list.Jobs[0].Kind != "backup-download" || list.Jobs[0].State != JobDone || list.Jobs[0].Done == 0 {
-		t.Fatalf("jobs after download: %+v", list.Jobs)
+	if s.do("GET", "/v1/jobs", nil, &list); len(list.Jobs) != 1 || list.Jobs[0].Kind != "backup-download" || list.Jobs[0].State != JobDone ||
+		list.Jobs[0].Done == 0 || list.Jobs[0].Done != list.Jobs[0].Total {
+		t.Fatalf("jobs after download: %+v (done should reach the tar's size exactly)", list.Jobs)
 	}
 }
 

@@ -297,15 +297,44 @@ func (h *Handler) scopeRecall(ctx context.Context, o *memory.RecallOptions) (ok 
 	return true, nil
 }
 
-// scopedTask returns task id if its session lies in the caller's scope; a
-// task outside it is reported missing (ErrNotFound), like an unknown one.
-func (h *Handler) scopedTask(ctx context.Context, id string) (memory.Task, error) {
-	t, err := h.store.Task(ctx, id)
+// scopedTask returns the task id of r's caller (see findTask); the query
+// parameter session names its session.
+func (h *Handler) scopedTask(r *http.Request, id string) (memory.Task, error) {
+	var session *string
+	if q := r.URL.Query(); q.Has("session") {
+		v := q.Get("session")
+		session = &v
+	}
+	return findTask(r.Context(), h.store, CallerFrom(r.Context()), session, id)
+}
+
+// findTask returns the task id that c may use. Task IDs are per session:
+// session, when given, names the task's session; without it the task is the
+// one of that ID among c's sessions, and several are ErrInvalidInput (400)
+// naming them. A task outside c's scope is reported missing (ErrNotFound),
+// like an unknown one, and never counts.
+func findTask(ctx context.Context, store *memory.Store, c *Caller, session *string, id string) (memory.Task, error) {
+	if session != nil {
+		if !c.MayUse(*session) {
+			return memory.Task{}, fmt.Errorf("%w: task %q in session %q", memory.ErrNotFound, id, *session)
+		}
+		return store.SessionTask(ctx, *session, id)
+	}
+	ts, err := store.TasksByID(ctx, id)
 	if err != nil {
 		return memory.Task{}, err
 	}
-	if !CallerFrom(ctx).MayUse(t.Session) {
+	ts = VisibleBy(c, ts, func(t memory.Task) string { return t.Session })
+	switch len(ts) {
+	case 0:
 		return memory.Task{}, fmt.Errorf("%w: task %q", memory.ErrNotFound, id)
+	case 1:
+		return ts[0], nil
 	}
-	return t, nil
+	sessions := make([]string, len(ts))
+	for i, t := range ts {
+		sessions[i] = t.Session
+	}
+	return memory.Task{}, fmt.Errorf("%w (send its session: ?session=NAME over HTTP, \"session\" to the MCP tools)",
+		&memory.AmbiguousTaskError{ID: id, Sessions: sessions})
 }

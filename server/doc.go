@@ -14,9 +14,10 @@
 // restore, backup under AdminOptions.BackupRoot, import and reembed as jobs
 // (jobs.go), one at a time per store, cancellable, running under the
 // server's context rather than the request's so that they outlive a client
-// that goes away, with progress at GET /v1/jobs/{id}; export and backup.tar
-// stream. Export files are written and read by memory.Store.WriteExport and
-// memory.ReadExportFile, the same code `memctl export` and `import`
+// that goes away, with progress at GET /v1/jobs/{id}; export (GET) and
+// backup.tar (POST, since it takes the job slot) stream. Export files are
+// written and read by memory.Store.WriteExport and memory.ReadExportFile, the
+// same code `memctl export` and `import`
 // run. A small in-memory time series (series.go) of memory count and recall
 // latency feeds the dashboard's plots. The dashboard (package dashboard) is
 // served at / and /ui/ without a key and past the guard only; it calls the
@@ -40,12 +41,21 @@
 //
 // # Security
 //
-// Memories are private data. Every route but /healthz first refuses a Host
-// that does not name this server (421, DNS rebinding), an Origin naming
-// another host (403, cross-site requests) and a body that is not
-// application/json (415, the bodies a browser sends without a preflight);
-// see guard.go. Request bodies are limited (Options.MaxBodyBytes) and every
-// request runs under a timeout.
+// Memories are private data. Every route refuses a request a browser marks
+// as sent for another site (Sec-Fetch-Site cross-site or same-site: 403,
+// the <img> GETs and navigations that carry no Origin included). Every
+// route but /healthz then refuses a Host that does not name this server
+// (421, DNS rebinding), an Origin naming another host (403, cross-site
+// requests) and a body that is not application/json (415, the bodies a
+// browser sends without a preflight); see guard.go. No GET changes the store
+// or starts a job (TestNoGetStartsAJob): the backup download is POST
+// /v1/admin/backup.tar. Request bodies are limited (Options.MaxBodyBytes) and every
+// request runs under a timeout (Options.RequestTimeout), /mcp's included: its
+// bodies are refused past the limit (413) before the MCP SDK reads them,
+// each MCP call runs under the timeout, and MCP sessions close when idle
+// (Options.MCPSessionIdle) and are bounded in number (Options.MCPMaxSessions:
+// a new one closes the one idle the longest, or is refused with 503 while all
+// are busy; mcpsessions.go).
 //
 // # Keys and scopes
 //
@@ -72,8 +82,10 @@
 //   - h.scopeFilter(ctx, c) gives the memory.Filter that confines a
 //     store-wide query (all_sessions, list, export) to c's sessions;
 //     h.scopeRecall applies it to RecallOptions; h.scopeIDs drops memory
-//     IDs outside the scope (they act as unknown IDs); h.scopedTask reports
-//     a task outside the scope as not found.
+//     IDs outside the scope (they act as unknown IDs); h.scopedTask and
+//     findTask find a task among the caller's sessions only (task IDs are
+//     per session; ?session= or the tools' "session" names one), so a task
+//     outside the scope is not found, like an unknown one.
 //
 // Every route declares an Access when registered: h.route(pattern, access,
 // fn). The wrapper checks Access.Right before fn runs, and for SessionPath
@@ -81,7 +93,12 @@
 // sessions themselves with the calls above; store-wide routes need
 // RightAdmin (an admin key must have the scope "*"). The security tests
 // walk the route table (h.routes) and fail for a route they have no probe
-// for. MCP tools check the same rights and scopes (mcp.go): over HTTP the
+// for. A key's rights hold in every answer, not only in which routes it
+// may call: a write answers a key without the read right with IDs, counts
+// and states only (receipts.go: MemoryReceipt, ConversationReceipt,
+// TaskReceipt, a cleanup's ids and count without its memories), never with
+// stored text; TestWriteOnlyKeyGetsNoStoredText calls every route and tool
+// with such a key. MCP tools check the same rights and scopes (mcp.go): over HTTP the
 // caller travels in the SDK's TokenInfo, which also ties an MCP session to
 // the key that opened it. /metrics labels requests by key name; no secret
 // is ever logged.

@@ -24,6 +24,14 @@ import (
 //     text/plain, form and multipart bodies cross-site without a CORS
 //     preflight, but not JSON, so this closes the no-preflight path even for
 //     a browser that sends no Origin.
+//   - Sec-Fetch-Site, when sent, must not be cross-site or same-site: a
+//     browser marks every request a page of another site makes with it
+//     (an <img>, a link, a form, fetch), Origin or not, so this refuses what
+//     a page elsewhere (another port of localhost included) makes a browser
+//     send: its GETs and navigations too, which carry no Origin. Requests
+//     of the dashboard (same-origin), of the user typing an address (none)
+//     and of programs (no header) pass. It applies to every route,
+//     /healthz included (checkFetchSite).
 type guard struct {
 	names map[string]bool // configured extra Host names, lower case
 	bound atomic.Pointer[string]
@@ -84,13 +92,29 @@ func (g *guard) hostAllowed(hostport string) bool {
 }
 
 var (
+	errForeignSite   = errors.New("requests a browser sends for another site are refused (Sec-Fetch-Site: cross-site or same-site); open the dashboard by its address")
 	errForeignHost   = errors.New("the Host header does not name this server (add the name with --allow-host)")
 	errForeignOrigin = errors.New("cross-origin requests are refused")
 	errNotJSON       = errors.New("request bodies must be sent as Content-Type: application/json")
 )
 
+// checkFetchSite refuses a request a browser sent for another site (403).
+func checkFetchSite(r *http.Request) (int, error) {
+	for _, v := range r.Header.Values("Sec-Fetch-Site") {
+		switch strings.ToLower(strings.TrimSpace(v)) {
+		case "same-origin", "none":
+		default: // cross-site, same-site, and anything else a browser may add
+			return http.StatusForbidden, errForeignSite
+		}
+	}
+	return 0, nil
+}
+
 // check returns the status and error refusing r, or 0 when r may proceed.
 func (g *guard) check(r *http.Request) (int, error) {
+	if status, err := checkFetchSite(r); err != nil {
+		return status, err
+	}
 	if !g.hostAllowed(r.Host) {
 		return http.StatusMisdirectedRequest, errForeignHost
 	}

@@ -268,7 +268,7 @@ func (h *Handler) addTurn(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, c)
+	writeJSON(w, http.StatusOK, conversationAnswer(CallerFrom(r.Context()), c))
 	return nil
 }
 
@@ -314,12 +314,12 @@ func (h *Handler) startTask(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusCreated, t)
+	writeJSON(w, http.StatusCreated, taskAnswer(CallerFrom(r.Context()), t))
 	return nil
 }
 
 func (h *Handler) getTask(w http.ResponseWriter, r *http.Request) error {
-	t, err := h.scopedTask(r.Context(), r.PathValue("id"))
+	t, err := h.scopedTask(r, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -340,14 +340,15 @@ func (h *Handler) updateStep(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(r, &req); err != nil {
 		return err
 	}
-	if _, err := h.scopedTask(r.Context(), r.PathValue("id")); err != nil {
-		return err
-	}
-	t, err := h.store.UpdateStep(r.Context(), r.PathValue("id"), memory.Step{Name: req.Name, Status: req.Status, Result: req.Result}, req.Next)
+	t, err := h.scopedTask(r, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, t)
+	t, err = h.store.UpdateSessionStep(r.Context(), t.Session, t.ID, memory.Step{Name: req.Name, Status: req.Status, Result: req.Result}, req.Next)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, taskAnswer(CallerFrom(r.Context()), t))
 	return nil
 }
 
@@ -361,22 +362,24 @@ func (h *Handler) finishTask(w http.ResponseWriter, r *http.Request) error {
 	if req.Status == "" {
 		req.Status = memory.TaskDone
 	}
-	if _, err := h.scopedTask(r.Context(), r.PathValue("id")); err != nil {
-		return err
-	}
-	t, err := h.store.FinishTask(r.Context(), r.PathValue("id"), req.Status)
+	t, err := h.scopedTask(r, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, t)
+	t, err = h.store.FinishSessionTask(r.Context(), t.Session, t.ID, req.Status)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, taskAnswer(CallerFrom(r.Context()), t))
 	return nil
 }
 
 func (h *Handler) deleteTask(w http.ResponseWriter, r *http.Request) error {
-	if _, err := h.scopedTask(r.Context(), r.PathValue("id")); err != nil {
+	t, err := h.scopedTask(r, r.PathValue("id"))
+	if err != nil {
 		return err
 	}
-	if err := h.store.DeleteTask(r.Context(), r.PathValue("id")); err != nil {
+	if err := h.store.DeleteSessionTask(r.Context(), t.Session, t.ID); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, map[string]bool{"deleted": true})

@@ -96,12 +96,12 @@ func mcpCaller(extra *mcp.RequestExtra, fallback *Caller) *Caller {
 	return nobody
 }
 
-// addTool is mcp.AddTool with the tool's error explained (see explain): a
+// addTool is mcp.AddTool with the tool's error explained (see explainTool): a
 // full disk reads as such to the model and its user, as the 507 does over HTTP.
 func addTool[In, Out any](s *mcp.Server, t *mcp.Tool, h mcp.ToolHandlerFor[In, Out]) {
 	mcp.AddTool(s, t, func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
 		res, out, err := h(ctx, req, in)
-		return res, out, explain(err)
+		return res, out, explainTool(err)
 	})
 }
 

@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -13,7 +12,8 @@ import (
 // MCP tools for short-term memory (a session's conversation buffer) and working memory (tasks).
 // Each checks its caller like the HTTP routes: the right, and the session of the conversation or
 // task; a task outside the caller's scope answers like a missing one. Their outputs are the JSON
-// of memory.Conversation and memory.Task (as over HTTP), without an output schema.
+// of memory.Conversation and memory.Task (as over HTTP), without an output schema; a write answers
+// a key without the read right with a receipt instead (receipts.go).
 
 // MCPSessionInput names a session.
 type MCPSessionInput struct {
@@ -36,40 +36,36 @@ type MCPStartTaskInput struct {
 
 // MCPTaskInput names a task.
 type MCPTaskInput struct {
-	ID string `json:"id" jsonschema:"the task ID"`
+	ID      string  `json:"id" jsonschema:"the task ID"`
+	Session *string `json:"session,omitempty" jsonschema:"the task's session; task IDs are per session, so it is needed only when the key sees tasks of this ID in several sessions"`
 }
 
 // MCPStepInput is the update_step tool's input.
 type MCPStepInput struct {
-	ID     string `json:"id" jsonschema:"the task ID"`
-	Name   string `json:"name" jsonschema:"the step's name; a step of the same name is replaced"`
-	Status string `json:"status,omitempty" jsonschema:"pending, running, done, failed or skipped (default pending)"`
-	Result any    `json:"result,omitempty" jsonschema:"the step's intermediate result, any JSON value"`
-	Next   string `json:"next,omitempty" jsonschema:"the next step to run"`
+	ID      string  `json:"id" jsonschema:"the task ID"`
+	Session *string `json:"session,omitempty" jsonschema:"the task's session; task IDs are per session, so it is needed only when the key sees tasks of this ID in several sessions"`
+	Name    string  `json:"name" jsonschema:"the step's name; a step of the same name is replaced"`
+	Status  string  `json:"status,omitempty" jsonschema:"pending, running, done, failed or skipped (default pending)"`
+	Result  any     `json:"result,omitempty" jsonschema:"the step's intermediate result, any JSON value"`
+	Next    string  `json:"next,omitempty" jsonschema:"the next step to run"`
 }
 
 // MCPFinishInput is the finish_task tool's input.
 type MCPFinishInput struct {
-	ID     string `json:"id" jsonschema:"the task ID"`
-	Status string `json:"status,omitempty" jsonschema:"done (default) or failed"`
+	ID      string  `json:"id" jsonschema:"the task ID"`
+	Session *string `json:"session,omitempty" jsonschema:"the task's session; task IDs are per session, so it is needed only when the key sees tasks of this ID in several sessions"`
+	Status  string  `json:"status,omitempty" jsonschema:"done (default) or failed"`
 }
 
 // addContextTools registers the short-term and working-memory tools.
 func addContextTools(s *mcp.Server, store *memory.Store, fallback *Caller) {
 	caller := func(req *mcp.CallToolRequest) *Caller { return mcpCaller(req.Extra, fallback) }
-	// task loads a task the caller may use with right want.
-	task := func(ctx context.Context, c *Caller, want Right, id string) (memory.Task, error) {
+	// task loads a task the caller may use with right want (see findTask).
+	task := func(ctx context.Context, c *Caller, want Right, session *string, id string) (memory.Task, error) {
 		if err := c.Check(want); err != nil {
 			return memory.Task{}, err
 		}
-		t, err := store.Task(ctx, id)
-		if err != nil {
-			return memory.Task{}, err
-		}
-		if !c.MayUse(t.Session) {
-			return memory.Task{}, fmt.Errorf("%w: task %q", memory.ErrNotFound, id)
-		}
-		return t, nil
+		return findTask(ctx, store, c, session, id)
 	}
 	addTool(s, &mcp.Tool{Name: "context", Description: "Read a session's short-term memory: a summary of older turns and the recent turns verbatim."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in MCPSessionInput) (*mcp.CallToolResult, any, error) {
@@ -85,7 +81,10 @@ func addContextTools(s *mcp.Server, store *memory.Store, fallback *Caller) {
 				return nil, nil, err
 			}
 			c, err := store.AddTurn(ctx, in.Session, memory.Turn{Role: in.Role, Text: in.Text})
-			return nil, c, err
+			if err != nil {
+				return nil, nil, err
+			}
+			return nil, conversationAnswer(caller(req), c), nil
 		})
 	addTool(s, &mcp.Tool{Name: "clear_context", Description: "Delete a session's conversation buffer and summary."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in MCPSessionInput) (*mcp.CallToolResult, any, error) {
@@ -111,7 +110,7 @@ func addContextTools(s *mcp.Server, store *memory.Store, fallback *Caller) {
 		})
 	addTool(s, &mcp.Tool{Name: "task", Description: "Read a task: its steps with results, the next step, timestamps."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in MCPTaskInput) (*mcp.CallToolResult, any, error) {
-			t, err := task(ctx, caller(req), RightRead, in.ID)
+			t, err := task(ctx, caller(req), RightRead, in.Session, in.ID)
 			return nil, t, err
 		})
 	addTool(s, &mcp.Tool{Name: "start_task", Description: "Start a task, so a multi-step job can resume after a crash."},
@@ -120,11 +119,15 @@ func addContextTools(s *mcp.Server, store *memory.Store, fallback *Caller) {
 				return nil, nil, err
 			}
 			t, err := store.StartSessionTask(ctx, in.Session, in.ID, in.Goal)
-			return nil, t, err
+			if err != nil {
+				return nil, nil, err
+			}
+			return nil, taskAnswer(caller(req), t), nil
 		})
 	addTool(s, &mcp.Tool{Name: "update_step", Description: "Record a step of a task (status, result) and the next step."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in MCPStepInput) (*mcp.CallToolResult, any, error) {
-			if _, err := task(ctx, caller(req), RightWrite, in.ID); err != nil {
+			t, err := task(ctx, caller(req), RightWrite, in.Session, in.ID)
+			if err != nil {
 				return nil, nil, err
 			}
 			st := memory.Step{Name: in.Name, Status: memory.StepStatus(in.Status)}
@@ -135,27 +138,35 @@ func addContextTools(s *mcp.Server, store *memory.Store, fallback *Caller) {
 				}
 				st.Result = b
 			}
-			t, err := store.UpdateStep(ctx, in.ID, st, in.Next)
-			return nil, t, err
+			t, err = store.UpdateSessionStep(ctx, t.Session, t.ID, st, in.Next)
+			if err != nil {
+				return nil, nil, err
+			}
+			return nil, taskAnswer(caller(req), t), nil
 		})
 	addTool(s, &mcp.Tool{Name: "finish_task", Description: "Mark a task done or failed."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in MCPFinishInput) (*mcp.CallToolResult, any, error) {
-			if _, err := task(ctx, caller(req), RightWrite, in.ID); err != nil {
+			t, err := task(ctx, caller(req), RightWrite, in.Session, in.ID)
+			if err != nil {
 				return nil, nil, err
 			}
 			status := memory.TaskStatus(in.Status)
 			if status == "" {
 				status = memory.TaskDone
 			}
-			t, err := store.FinishTask(ctx, in.ID, status)
-			return nil, t, err
+			t, err = store.FinishSessionTask(ctx, t.Session, t.ID, status)
+			if err != nil {
+				return nil, nil, err
+			}
+			return nil, taskAnswer(caller(req), t), nil
 		})
 	addTool(s, &mcp.Tool{Name: "delete_task", Description: "Delete a task."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in MCPTaskInput) (*mcp.CallToolResult, any, error) {
-			if _, err := task(ctx, caller(req), RightWrite, in.ID); err != nil {
+			t, err := task(ctx, caller(req), RightWrite, in.Session, in.ID)
+			if err != nil {
 				return nil, nil, err
 			}
-			if err := store.DeleteTask(ctx, in.ID); err != nil {
+			if err := store.DeleteSessionTask(ctx, t.Session, t.ID); err != nil {
 				return nil, nil, err
 			}
 			return nil, map[string]bool{"deleted": true}, nil

@@ -12,7 +12,8 @@ import (
 
 // The MCP tools for single memories: get, list, update, delete, history. Like the HTTP
 // routes, each checks its caller's right, and a memory outside the caller's scope is reported
-// missing.
+// missing. update answers the memory as it now is, or a MemoryReceipt to a key without the read
+// right (so it has no output schema).
 
 // MCPFilter is a filter in the JSON filter language (docs/format/filter.md), as the tools take it.
 type MCPFilter = map[string]any
@@ -117,9 +118,10 @@ func addMemoryTools(s *mcp.Server, store *memory.Store, fallback *Caller) {
 			return nil, out, nil
 		})
 	addTool(s, &mcp.Tool{Name: "update", Description: "Change a memory's text, source, tags, importance or metadata; the earlier version is kept in its history."},
-		func(ctx context.Context, req *mcp.CallToolRequest, in MCPUpdateInput) (*mcp.CallToolResult, memory.MemoryJSON, error) {
-			if _, err := mcpMemory(ctx, store, mcpCaller(req.Extra, fallback), in.ID, RightWrite); err != nil {
-				return nil, memory.MemoryJSON{}, err
+		func(ctx context.Context, req *mcp.CallToolRequest, in MCPUpdateInput) (*mcp.CallToolResult, any, error) {
+			c := mcpCaller(req.Extra, fallback)
+			if _, err := mcpMemory(ctx, store, c, in.ID, RightWrite); err != nil {
+				return nil, nil, err
 			}
 			o := memory.UpdateOptions{Text: in.Text, Source: in.Source, Tags: in.Tags, Importance: in.Importance}
 			if in.Metadata != nil {
@@ -127,9 +129,9 @@ func addMemoryTools(s *mcp.Server, store *memory.Store, fallback *Caller) {
 			}
 			m, err := store.Update(ctx, in.ID, o)
 			if err != nil {
-				return nil, memory.MemoryJSON{}, err
+				return nil, nil, err
 			}
-			return nil, memory.ToJSON(&m, false), nil
+			return nil, memoryAnswer(c, &m), nil
 		})
 	addTool(s, &mcp.Tool{Name: "delete", Description: "Delete one memory by ID, with its history."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in MCPIDInput) (*mcp.CallToolResult, MCPDeleteOutput, error) {

@@ -190,7 +190,7 @@ func (h *Handler) updateMemory(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, memory.ToJSON(&m, false))
+	writeJSON(w, http.StatusOK, memoryAnswer(CallerFrom(r.Context()), &m))
 	return nil
 }
 
@@ -245,7 +245,7 @@ func (h *Handler) revertMemory(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, memory.ToJSON(&m, false))
+	writeJSON(w, http.StatusOK, memoryAnswer(CallerFrom(r.Context()), &m))
 	return nil
 }
 
@@ -298,20 +298,18 @@ func (h *Handler) cleanup(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	resp := CleanupResult{DryRun: req.DryRun, Memories: []MemoryJSON{}}
 	f, ok, err := h.scoped(r, p.Filter)
 	if err != nil {
 		return err
 	}
+	var res memory.CleanupResult
 	if ok {
 		p.Filter = f
-		res, err := h.store.Cleanup(r.Context(), p)
-		if err != nil {
+		if res, err = h.store.Cleanup(r.Context(), p); err != nil {
 			return err
 		}
-		resp.Memories, resp.Batch = memoriesJSON(res.Memories), res.Batch
 	}
-	writeJSON(w, http.StatusOK, resp)
+	writeJSON(w, http.StatusOK, cleanupAnswer(CallerFrom(r.Context()), req.DryRun, res))
 	return nil
 }
 

@@ -120,7 +120,7 @@ var routeProbes = map[string][]probe{
 	"GET /v1/jobs":              {{method: "GET", path: "/v1/jobs", ok: 200, listing: true}},
 	"GET /v1/jobs/{id}":         {{method: "GET", path: "/v1/jobs/nosuchjob", ok: 404, listing: true}},
 	"POST /v1/jobs/{id}/cancel": {{method: "POST", path: "/v1/jobs/nosuchjob/cancel", body: `{}`, ok: 404, listing: true}},
-	"GET /v1/admin/backup.tar":  {{method: "GET", path: "/v1/admin/backup.tar", ok: 200, listing: true, disk: true}},
+	"POST /v1/admin/backup.tar": {{method: "POST", path: "/v1/admin/backup.tar", body: `{}`, ok: 200, listing: true, disk: true}},
 	"GET /v1/admin/export":      {{method: "GET", path: "/v1/admin/export", ok: 200, listing: true}},
 	"POST /v1/admin/import":     {{method: "POST", path: "/v1/admin/import", body: `{"id":"imported1","session":"carol","text":"imported text"}`, ok: 202, listing: true}},
 	// /mcp is probed through its tools (mcpProbes); this checks the route

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -65,8 +66,18 @@ type Options struct {
 	AllowedHosts []string
 	// MaxBodyBytes bounds a request body (DefaultMaxBodyBytes).
 	MaxBodyBytes int64
-	// RequestTimeout bounds one request's work (DefaultRequestTimeout).
+	// RequestTimeout bounds one request's work (DefaultRequestTimeout), an MCP
+	// tool call's included.
 	RequestTimeout time.Duration
+	// MCPSessionIdle is how long an MCP session may go without a request
+	// before it is closed (DefaultMCPSessionIdle); its client then starts a
+	// new one.
+	MCPSessionIdle time.Duration
+	// MCPMaxSessions bounds the MCP sessions held at once
+	// (DefaultMCPMaxSessions): a new session past it closes the one idle the
+	// longest, or is refused (503) while every session has a request in
+	// flight.
+	MCPMaxSessions int
 	// Registry receives the metrics; nil means a new registry of its own.
 	Registry *prometheus.Registry
 	// Logger logs failed requests; nil discards.
@@ -84,10 +95,11 @@ type Handler struct {
 	guard   *guard
 	keys    *keyring
 	// routes is the route table: every pattern with its declared Access.
-	routes     []routeInfo
-	lastKeyErr atomic.Pointer[string]
-	jobs       *jobs
-	series     *series
+	routes      []routeInfo
+	lastKeyErr  atomic.Pointer[string]
+	jobs        *jobs
+	series      *series
+	mcpSessions *mcpSessions
 }
 
 // New returns the service handler for opts.
@@ -100,6 +112,12 @@ func New(opts Options) (*Handler, error) {
 	}
 	if opts.RequestTimeout <= 0 {
 		opts.RequestTimeout = DefaultRequestTimeout
+	}
+	if opts.MCPSessionIdle <= 0 {
+		opts.MCPSessionIdle = DefaultMCPSessionIdle
+	}
+	if opts.MCPMaxSessions <= 0 {
+		opts.MCPMaxSessions = DefaultMCPMaxSessions
 	}
 	if opts.Registry == nil {
 		opts.Registry = prometheus.NewRegistry()
@@ -212,13 +230,18 @@ func (h *Handler) route(pattern string, a Access, fn func(http.ResponseWriter, *
 // mcpRoute serves the MCP server s at pattern for any authenticated caller;
 // each tool checks its right and session (see newMCP). The caller reaches
 // the tools as the SDK's TokenInfo, which also binds an MCP session to the
-// key that opened it.
+// key that opened it. MCP has the limits of the other routes: a body over
+// Options.MaxBodyBytes is refused (413) before the SDK reads it, every
+// call runs under Options.RequestTimeout, and sessions are bounded in
+// idle time and number (mcpsessions.go).
 func (h *Handler) mcpRoute(pattern string, s *mcp.Server) {
 	h.routes = append(h.routes, routeInfo{Pattern: pattern, Access: Access{Session: SessionHandler}})
+	s.AddReceivingMiddleware(mcpTimeout(h.opts.RequestTimeout))
+	h.mcpSessions = newMCPSessions(s, h.opts.MCPMaxSessions, h.opts.MCPSessionIdle)
 	// The guard in ServeHTTP checks Host, Origin and content type for /mcp as
 	// for every route, so the SDK's narrower Host check is off.
 	streamable := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s },
-		&mcp.StreamableHTTPOptions{DisableLocalhostProtection: true})
+		&mcp.StreamableHTTPOptions{DisableLocalhostProtection: true, MaxRequestBodyBytes: h.opts.MaxBodyBytes, SessionTimeout: h.opts.MCPSessionIdle})
 	verify := func(ctx context.Context, _ string, _ *http.Request) (*auth.TokenInfo, error) {
 		c := CallerFrom(ctx)
 		return &auth.TokenInfo{UserID: c.Name, Extra: map[string]any{mcpCallerKey: c}}, nil
@@ -234,17 +257,57 @@ func (h *Handler) mcpRoute(pattern string, s *mcp.Server) {
 		r = r.Clone(r.Context())
 		r.Header.Set("Authorization", "Bearer checked")
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		defer func() { h.metrics.observe(pattern, CallerFrom(r.Context()).Name, rec.status, time.Since(start)) }()
+		if r.Body != nil && r.Body != http.NoBody {
+			body, err := io.ReadAll(http.MaxBytesReader(rec, r.Body, h.opts.MaxBodyBytes))
+			if err != nil {
+				var tooBig *http.MaxBytesError
+				if errors.As(err, &tooBig) {
+					writeError(rec, http.StatusRequestEntityTooLarge, fmt.Errorf("request body over %d bytes", h.opts.MaxBodyBytes))
+				} else {
+					writeError(rec, http.StatusBadRequest, fmt.Errorf("reading the request body: %w", err))
+				}
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
+		sid := r.Header.Get("Mcp-Session-Id")
+		if sid != "" {
+			h.mcpSessions.begin(sid)
+			defer h.mcpSessions.end(sid)
+			inner.ServeHTTP(rec, r)
+			return
+		}
+		if r.Method != http.MethodPost {
+			inner.ServeHTTP(rec, r) // the SDK refuses it
+			return
+		}
+		// A POST without a session starts one (initialize).
+		h.mcpSessions.create.Lock()
+		defer h.mcpSessions.create.Unlock()
+		if err := h.mcpSessions.makeRoom(); err != nil {
+			rec.Header().Set("Retry-After", "10")
+			writeError(rec, http.StatusServiceUnavailable, err)
+			return
+		}
 		inner.ServeHTTP(rec, r)
-		h.metrics.observe(pattern, CallerFrom(r.Context()).Name, rec.status, time.Since(start))
+		if sid := rec.Header().Get("Mcp-Session-Id"); sid != "" {
+			h.mcpSessions.added(sid)
+		}
 	}))
 }
 
-// ServeHTTP checks Host, Origin and content type (see guard), then the
-// bearer key, then dispatches with the key's Caller in the request context.
+// ServeHTTP checks Sec-Fetch-Site, Host, Origin and content type (see
+// guard), then the bearer key, then dispatches with the key's Caller in the
+// request context.
 // /healthz is open to all, and the dashboard's files (/ and /ui/) to every
 // request that passes the guard: they hold no data, and a browser cannot
 // send a key when it navigates.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if status, err := checkFetchSite(r); err != nil {
+		writeError(w, status, err)
+		return
+	}
 	if r.URL.Path == "/healthz" {
 		h.mux.ServeHTTP(w, r)
 		return
@@ -299,14 +362,41 @@ func statusOf(err error) int {
 // takes writes again, without a restart, once space is freed.
 func explain(err error) error {
 	if err != nil && errors.Is(err, syscall.ENOSPC) {
-		return fmt.Errorf("insufficient storage: the disk holding the store is full and this write failed; "+
+		err = fmt.Errorf("insufficient storage: the disk holding the store is full and this write failed; "+
 			"free space and retry (the server needs no restart): %w", err)
+	}
+	if err != nil && errors.Is(err, context.DeadlineExceeded) {
+		err = fmt.Errorf("the request ran past the server's time limit (memctl serve --timeout): %w", err)
+	}
+	return err
+}
+
+// explainTool is explain for an MCP tool's error, which is text only: a write that failed part
+// way also names the IDs it stored (over HTTP they come as ErrorResponse.StoredIDs).
+func explainTool(err error) error {
+	err = explain(err)
+	var partial *memory.PartialWriteError
+	if errors.As(err, &partial) {
+		err = fmt.Errorf("%w; stored IDs: %s", err, strings.Join(partial.Stored, ", "))
 	}
 	return err
 }
 
 func writeError(w http.ResponseWriter, status int, err error) {
-	writeJSON(w, status, map[string]string{"error": err.Error()})
+	var partial *memory.PartialWriteError
+	if errors.As(err, &partial) {
+		// Part of the write is stored: say which, so the client need not guess.
+		writeJSON(w, status, ErrorResponse{Error: err.Error(), StoredIDs: partial.Stored})
+		return
+	}
+	writeJSON(w, status, ErrorResponse{Error: err.Error()})
+}
+
+// ErrorResponse is every error answer. StoredIDs is set when a write failed part way (a
+// remember whose later batch failed, memory.PartialWriteError): the memories it did store.
+type ErrorResponse struct {
+	Error     string   `json:"error"`
+	StoredIDs []string `json:"stored_ids,omitempty"`
 }
 
 // writeJSON encodes v whole before writing anything, so a value that cannot

@@ -349,7 +349,7 @@ func (r *remoteOps) backup(ctx context.Context, dir string, prog func(done, tota
 	if err := emptyTarget(dir); err != nil {
 		return err
 	}
-	resp, err := r.c.request(ctx, http.MethodGet, "/v1/admin/backup.tar", nil)
+	resp, err := r.c.request(ctx, http.MethodPost, "/v1/admin/backup.tar", strings.NewReader("{}"))
 	if err != nil {
 		return err
 	}

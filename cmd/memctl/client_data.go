@@ -142,7 +142,15 @@ func (c *client) task(ctx context.Context, method, path string, body any) (memor
 	return t, err
 }
 
-func taskPath(id string) string { return "/v1/tasks/" + url.PathEscape(id) }
+// taskPath is the route of task id (then sub, such as "/steps"), of session
+// when it is not nil (task IDs are per session).
+func taskPath(id, sub string, session *string) string {
+	p := "/v1/tasks/" + url.PathEscape(id) + sub
+	if session != nil {
+		p += "?session=" + url.QueryEscape(*session)
+	}
+	return p
+}
 
 // contextPath is the route of a session's conversation. The default session
 // ("") has none: a path segment cannot be empty.

@@ -178,6 +178,34 @@ func TestTasksThroughServer(t *testing.T) {
 	)
 }
 
+// TestTaskSessionsThroughServer: task IDs are per session; --session names a task's session,
+// locally and through the server alike, and is needed when several sessions have the ID.
+func TestTaskSessionsThroughServer(t *testing.T) {
+	local, served := servedPair(t)
+	stamps := regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z`)
+	norm := func(s string) string { return stamps.ReplaceAllString(s, "TIME") }
+	sameThroughServer(t, local, served, norm,
+		[]string{"tasks", "start", "--session", "alice", "plan", "--goal", "alice's plan"},
+		[]string{"tasks", "start", "--session", "bob", "plan", "--goal", "bob's plan"},
+		[]string{"tasks", "start", "--session", "bob", "plan", "--goal", "twice"},
+		[]string{"tasks", "start", "plan", "--goal", "a plan of no session"},
+		[]string{"tasks", "show", "plan"},
+		[]string{"tasks", "show", "--session", "bob", "plan"},
+		[]string{"tasks", "step", "--session", "alice", "plan", "draft", "--next", "send"},
+		[]string{"tasks", "step", "plan", "draft"},
+		[]string{"tasks", "list"}, []string{"tasks", "--json"},
+		[]string{"tasks", "finish", "--session", "", "plan", "--status", "failed"},
+		[]string{"tasks", "delete", "--session", "bob", "plan"},
+		[]string{"tasks", "delete", "--session", "alice", "plan"},
+		[]string{"tasks", "show", "plan"},
+		[]string{"tasks", "show", "--session", "carol", "plan"},
+	)
+	out := mustRun(t, served, "", "tasks", "show", "plan")
+	if !strings.Contains(out, "a plan of no session") || !strings.Contains(out, "failed") {
+		t.Fatalf("the one plan left:\n%s", out)
+	}
+}
+
 func TestContextThroughServer(t *testing.T) {
 	local, served := servedPair(t)
 	stamps := regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z`)

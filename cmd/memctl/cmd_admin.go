@@ -427,11 +427,24 @@ func (a *app) exportCommand() *cobra.Command {
 const importBatch = 256
 
 func (a *app) importCommand() *cobra.Command {
-	return &cobra.Command{
+	var foreign foreignImport
+	cmd := &cobra.Command{
 		Use:   "import FILE",
 		Short: "Import memories, conversations and tasks from JSON Lines written by export (- for stdin); IDs and times are kept",
-		Args:  exactArgs(1, "import takes one FILE (or - for stdin)"),
+		Long: "import reads an export file (docs/format/export.md), or with --from where memories live today:\n" +
+			"  --from chroma DIR   a Chroma persist directory (chroma.sqlite3 and its hnswlib segments; read-only)\n" +
+			"  --from mem0 FILE    the JSON of mem0's get_all (a list, or {\"results\": [...]}; - for stdin)\n" +
+			"Records get IDs derived from their source IDs, so running the same import again (after an\n" +
+			"interruption, say) writes only what is missing. At the end it reports where each source key went\n" +
+			"and what it could not map (docs/format/import.md).",
+		Args: exactArgs(1, "import takes one FILE (or - for stdin), or with --from chroma a DIR"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := foreign.check(cmd); err != nil {
+				return err
+			}
+			if foreign.from != "engram" {
+				return foreign.run(cmd, a, args[0])
+			}
 			var r io.Reader = a.stdin
 			if args[0] != "-" {
 				f, err := os.Open(args[0])
@@ -461,6 +474,8 @@ func (a *app) importCommand() *cobra.Command {
 			return nil
 		},
 	}
+	foreign.add(cmd)
+	return cmd
 }
 
 func (a *app) backupCommand() *cobra.Command {

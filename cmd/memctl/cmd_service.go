@@ -30,6 +30,8 @@ func (a *app) serveCommand() *cobra.Command {
 		allowHosts  []string
 		maxBody     int64
 		timeout     time.Duration
+		mcpIdle     time.Duration
+		mcpSessions int
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -44,7 +46,8 @@ func (a *app) serveCommand() *cobra.Command {
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			logger := slog.New(slog.NewTextHandler(a.stderr, nil))
-			opts := server.Options{AllowedHosts: allowHosts, MaxBodyBytes: maxBody, RequestTimeout: timeout, Logger: logger}
+			opts := server.Options{AllowedHosts: allowHosts, MaxBodyBytes: maxBody, RequestTimeout: timeout, Logger: logger,
+				MCPSessionIdle: mcpIdle, MCPMaxSessions: mcpSessions}
 			scheme, err := sa.resolve(addr, &opts, logger)
 			if err != nil {
 				return err
@@ -87,7 +90,9 @@ func (a *app) serveCommand() *cobra.Command {
 	f.StringVar(&backupRoot, "backup-root", "", "directory under which POST /v1/admin/backup (memctl backup --server-side) may write backups")
 	f.StringSliceVar(&allowHosts, "allow-host", nil, "extra host names clients may use in Host/Origin (loopback names and the bound address are always allowed)")
 	f.Int64Var(&maxBody, "max-body", server.DefaultMaxBodyBytes, "largest request body in bytes")
-	f.DurationVar(&timeout, "timeout", server.DefaultRequestTimeout, "per-request timeout")
+	f.DurationVar(&timeout, "timeout", server.DefaultRequestTimeout, "per-request timeout (MCP tool calls included)")
+	f.DurationVar(&mcpIdle, "mcp-idle", server.DefaultMCPSessionIdle, "close an MCP session after this long without a request")
+	f.IntVar(&mcpSessions, "mcp-sessions", server.DefaultMCPMaxSessions, "most MCP sessions held at once (a new one closes the one idle the longest)")
 	return cmd
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -20,14 +21,29 @@ func (a *app) tasksCommand() *cobra.Command {
 		Args:  noArgs,
 		RunE:  func(cmd *cobra.Command, _ []string) error { return a.listTasks(cmd) },
 	}
+	// Task IDs are per session: --session names the task's session, needed when several
+	// sessions have a task of the ID (and the session a new task works for).
+	var session string
+	cmd.PersistentFlags().StringVar(&session, "session", "", "the task's session (task IDs are per session; needed when several sessions have the ID)")
+	sessionOf := func(cmd *cobra.Command) *string {
+		if f := cmd.Flag("session"); f != nil && f.Changed {
+			return &session
+		}
+		return nil
+	}
 	list := &cobra.Command{Use: "list", Short: "List tasks", Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return a.listTasks(cmd) }}
 	show := &cobra.Command{Use: "show ID", Short: "Show a task with its steps", Args: exactArgs(1, "show takes a task ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withTask(cmd, func(s *memory.Store) (memory.Task, error) { return s.Task(cmd.Context(), args[0]) },
-				func(c *client) (memory.Task, error) {
-					return c.task(cmd.Context(), http.MethodGet, taskPath(args[0]), nil)
-				})
+			sess := sessionOf(cmd)
+			return a.withTask(cmd, func(s *memory.Store) (memory.Task, error) {
+				if sess != nil {
+					return s.SessionTask(cmd.Context(), *sess, args[0])
+				}
+				return s.Task(cmd.Context(), args[0])
+			}, func(c *client) (memory.Task, error) {
+				return c.task(cmd.Context(), http.MethodGet, taskPath(args[0], "", sess), nil)
+			})
 		}}
 	var goal string
 	start := &cobra.Command{Use: "start [ID]", Short: "Start a task (a random ID when none is given)",
@@ -42,9 +58,11 @@ func (a *app) tasksCommand() *cobra.Command {
 			if len(args) == 1 {
 				id = args[0]
 			}
-			return a.withTask(cmd, func(s *memory.Store) (memory.Task, error) { return s.StartTask(cmd.Context(), id, goal) },
+			return a.withTask(cmd, func(s *memory.Store) (memory.Task, error) {
+				return s.StartSessionTask(cmd.Context(), session, id, goal)
+			},
 				func(c *client) (memory.Task, error) {
-					return c.task(cmd.Context(), http.MethodPost, "/v1/tasks", server.StartTaskRequest{ID: id, Goal: goal})
+					return c.task(cmd.Context(), http.MethodPost, "/v1/tasks", server.StartTaskRequest{ID: id, Goal: goal, Session: session})
 				})
 		}}
 	start.Flags().StringVar(&goal, "goal", "", "what the task is for")
@@ -61,10 +79,14 @@ func (a *app) tasksCommand() *cobra.Command {
 				}
 				st.Result = json.RawMessage(b.Bytes())
 			}
+			sess := sessionOf(cmd)
 			return a.withTask(cmd, func(s *memory.Store) (memory.Task, error) {
+				if sess != nil {
+					return s.UpdateSessionStep(cmd.Context(), *sess, args[0], st, next)
+				}
 				return s.UpdateStep(cmd.Context(), args[0], st, next)
 			}, func(c *client) (memory.Task, error) {
-				return c.task(cmd.Context(), http.MethodPost, taskPath(args[0])+"/steps",
+				return c.task(cmd.Context(), http.MethodPost, taskPath(args[0], "/steps", sess),
 					server.StepRequest{Name: st.Name, Status: st.Status, Result: st.Result, Next: next})
 			})
 		}}
@@ -74,10 +96,14 @@ func (a *app) tasksCommand() *cobra.Command {
 	var finishStatus string
 	finish := &cobra.Command{Use: "finish ID", Short: "Mark a task done (or --status failed)", Args: exactArgs(1, "finish takes a task ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			sess := sessionOf(cmd)
 			return a.withTask(cmd, func(s *memory.Store) (memory.Task, error) {
+				if sess != nil {
+					return s.FinishSessionTask(cmd.Context(), *sess, args[0], memory.TaskStatus(finishStatus))
+				}
 				return s.FinishTask(cmd.Context(), args[0], memory.TaskStatus(finishStatus))
 			}, func(c *client) (memory.Task, error) {
-				return c.task(cmd.Context(), http.MethodPost, taskPath(args[0])+"/finish", map[string]string{"status": finishStatus})
+				return c.task(cmd.Context(), http.MethodPost, taskPath(args[0], "/finish", sess), map[string]string{"status": finishStatus})
 			})
 		}}
 	finish.Flags().StringVar(&finishStatus, "status", string(memory.TaskDone), "done or failed")
@@ -87,9 +113,13 @@ func (a *app) tasksCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if c != nil {
-				err = c.do(cmd.Context(), http.MethodDelete, taskPath(args[0]), nil, nil)
-			} else {
+			sess := sessionOf(cmd)
+			switch {
+			case c != nil:
+				err = c.do(cmd.Context(), http.MethodDelete, taskPath(args[0], "", sess), nil, nil)
+			case sess != nil:
+				err = s.DeleteSessionTask(cmd.Context(), *sess, args[0])
+			default:
 				err = s.DeleteTask(cmd.Context(), args[0])
 			}
 			if err != nil {
@@ -126,9 +156,17 @@ func (a *app) listTasks(cmd *cobra.Command) error {
 		fmt.Fprintln(a.stdout, "(no tasks)")
 		return nil
 	}
+	// Task IDs are per session: a SESSION column once any task has one.
+	sessions := slices.ContainsFunc(tasks, func(t memory.Task) bool { return t.Session != "" })
 	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	if sessions {
+		fmt.Fprint(tw, "SESSION\t")
+	}
 	fmt.Fprintln(tw, "ID\tSTATUS\tSTEPS\tNEXT\tUPDATED\tGOAL")
 	for _, t := range tasks {
+		if sessions {
+			fmt.Fprintf(tw, "%s\t", sanitize(t.Session))
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", sanitize(t.ID), t.Status, len(t.Steps), sanitize(t.Next), t.Updated.UTC().Format(timeLayout), oneLine(t.Goal, 50))
 	}
 	return tw.Flush()

@@ -398,6 +398,14 @@ func TestDashboardInBrowser(t *testing.T) {
 	if got := text(`#admin-out`); !strings.HasPrefix(got, "exported ") {
 		t.Fatalf("export result %q", got)
 	}
+	// The backup download is a POST (no GET starts a job), which the page sends.
+	do("a backup download from the page",
+		chromedp.Click(c(`#do-backup-download`)),
+		poll(`document.querySelector('#admin-out').dataset.done === 'backup.tar'`),
+	)
+	if got := text(`#admin-out`); !strings.HasPrefix(got, "downloaded a backup of ") || strings.HasPrefix(got, "downloaded a backup of 0 B") {
+		t.Fatalf("backup download result %q", got)
+	}
 	importFile := filepath.Join(t.TempDir(), "import.jsonl")
 	when := time.Now().UTC().Format(time.RFC3339Nano)
 	line := fmt.Sprintf(`{"id":"imported-1","session":"dave","text":"Dave uploaded this through the page.","importance":0.5,"created":%q,"updated":%q}`+"\n", when, when)

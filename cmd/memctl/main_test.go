@@ -156,6 +156,10 @@ func TestQuickstart(t *testing.T) {
 		if !strings.Contains(out, "Remembered 8 memories") || !strings.Contains(out, "The store is in "+dir) {
 			t.Fatalf("quickstart output:\n%s", out)
 		}
+		// Its last lines say what the built-in embedder cannot do and how to get a model.
+		if !strings.HasSuffix(out, memory.LexicalNote+"\n") || !strings.Contains(out, "memctl model pull bge-m3") {
+			t.Fatalf("quickstart does not end with the embedder note:\n%s", out)
+		}
 		// The first result of each demo query is the memory it is about.
 		for _, want := range []string{"green tea", "喜欢喝咖啡", "陆家嘴", "小学"} {
 			if !strings.Contains(out, want) {

@@ -94,6 +94,9 @@ func (a *app) quickstartCommand() *cobra.Command {
 			fmt.Fprintf(out, "\nThe store is in %s. Try:\n", a.dir)
 			fmt.Fprintf(out, "  go run ./cmd/memctl recall --dir %s --session alice --explain \"meetup talk\"\n", a.dir)
 			fmt.Fprintf(out, "  go run ./cmd/memctl remember --dir %s --session bob \"Bob 的生日是十月三号\"\n", a.dir)
+			if memory.IsLexical(s.Embedder()) {
+				fmt.Fprintf(out, "\n%s\n", memory.LexicalNote)
+			}
 			return nil
 		},
 	}

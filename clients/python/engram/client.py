@@ -234,18 +234,24 @@ class Client:
     def start_task(self, goal: str, *, id: Optional[str] = None, session: Optional[str] = None) -> JSON:
         return self.request("POST", "/v1/tasks", _drop_none({"goal": goal, "id": id, "session": session}))
 
-    def task(self, id: str) -> JSON:
-        return self.request("GET", "/v1/tasks/" + urllib.parse.quote(id, safe=""))
+    # Task IDs are per session: session names the task's session, needed only when the key
+    # sees tasks of this ID in several sessions (the server answers 400 otherwise).
 
-    def update_step(self, id: str, name: str, status: str, *, result: Any = None, next: Optional[str] = None) -> JSON:
+    def task(self, id: str, *, session: Optional[str] = None) -> JSON:
+        return self.request("GET", "/v1/tasks/" + urllib.parse.quote(id, safe=""), query={"session": session})
+
+    def update_step(self, id: str, name: str, status: str, *, result: Any = None, next: Optional[str] = None,
+                    session: Optional[str] = None) -> JSON:
         return self.request("POST", "/v1/tasks/" + urllib.parse.quote(id, safe="") + "/steps",
-                            _drop_none({"name": name, "status": status, "result": result, "next": next}))
+                            _drop_none({"name": name, "status": status, "result": result, "next": next}),
+                            query={"session": session})
 
-    def finish_task(self, id: str, status: str = "done") -> JSON:
-        return self.request("POST", "/v1/tasks/" + urllib.parse.quote(id, safe="") + "/finish", {"status": status})
+    def finish_task(self, id: str, status: str = "done", *, session: Optional[str] = None) -> JSON:
+        return self.request("POST", "/v1/tasks/" + urllib.parse.quote(id, safe="") + "/finish", {"status": status},
+                            query={"session": session})
 
-    def delete_task(self, id: str) -> None:
-        self.request("DELETE", "/v1/tasks/" + urllib.parse.quote(id, safe=""))
+    def delete_task(self, id: str, *, session: Optional[str] = None) -> None:
+        self.request("DELETE", "/v1/tasks/" + urllib.parse.quote(id, safe=""), query={"session": session})
 
     # -- administration (admin right) ------------------------------------------------------
 

@@ -105,6 +105,18 @@ class ClientTest(unittest.TestCase):
         self.c.delete_task(t["id"])
         with self.assertRaises(NotFoundError):
             self.c.task(t["id"])
+        # Task IDs are per session: the same ID in two sessions is two tasks.
+        s2 = session()
+        self.c.start_task("first", id="same-" + s, session=s)
+        self.c.start_task("second", id="same-" + s, session=s2)
+        with self.assertRaises(BadRequestError):
+            self.c.task("same-" + s)
+        self.assertEqual(self.c.task("same-" + s, session=s2)["goal"], "second")
+        t = self.c.update_step("same-" + s, "go", "done", session=s)
+        self.assertEqual([x["name"] for x in t["steps"]], ["go"])
+        self.assertEqual(self.c.finish_task("same-" + s, session=s2)["status"], "done")
+        self.c.delete_task("same-" + s, session=s)
+        self.assertEqual(self.c.task("same-" + s)["goal"], "second")
 
     def test_admin(self) -> None:
         self.assertIn("memories", self.c.stats())

@@ -151,11 +151,18 @@ function gateAdmin(err) {
 }
 
 // download saves a response body as a file, counting the bytes into
-// onProgress(done, total).
-async function download(path, name, accept, onProgress) {
+// onProgress(done, total). post sends the request as a POST of {} (a
+// download that starts a job on the server, which no GET may do).
+async function download(path, name, accept, onProgress, post) {
   const headers = { 'Accept': accept };
   if (key()) headers['Authorization'] = 'Bearer ' + key();
-  const r = await fetch(path, { headers, credentials: 'omit', cache: 'no-store' });
+  const init = { headers, credentials: 'omit', cache: 'no-store' };
+  if (post) {
+    init.method = 'POST';
+    init.body = '{}';
+    headers['Content-Type'] = 'application/json';
+  }
+  const r = await fetch(path, init);
   if (!r.ok) {
     let msg = r.status + ' ' + r.statusText;
     try { msg = (await r.json()).error || msg; } catch (_) { /* not JSON */ }
@@ -706,7 +713,7 @@ async function backupDownload() {
   try {
     const res = await download('/v1/admin/backup.tar', 'engram-backup.tar', 'application/x-tar', (done, total) => {
       jobLine(out, { kind: 'backup.tar', state: 'running', unit: 'bytes', done, total });
-    });
+    }, true);
     out.textContent = 'downloaded a backup of ' + fmtBytes(res.bytes) + ' (engram-backup.tar)';
     out.dataset.done = 'backup.tar';
   } catch (err) { banner(err.message); }

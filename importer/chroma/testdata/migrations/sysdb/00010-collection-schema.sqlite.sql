@@ -1,0 +1,2 @@
+-- Stores collection schema as stringified json
+ALTER TABLE collections ADD COLUMN schema_str TEXT;
