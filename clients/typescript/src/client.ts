@@ -15,6 +15,11 @@ import {
   type RecallResult,
   type Score,
   type Version,
+  type MemoryReceipt,
+  type Task,
+  type TaskReceipt,
+  type Conversation,
+  type ConversationReceipt,
 } from "./openapi.js";
 
 /** The address `memctl serve` listens on by default. */
@@ -64,7 +69,7 @@ export const ROUTES = {
   archive: "GET /v1/admin/archive",
   restoreArchive: "POST /v1/admin/archive/restore",
   backup: "POST /v1/admin/backup",
-  backupTar: "GET /v1/admin/backup.tar",
+  backupTar: "POST /v1/admin/backup.tar",
   adminExport: "GET /v1/admin/export",
   import: "POST /v1/admin/import",
   reembed: "POST /v1/admin/reembed",
@@ -538,21 +543,30 @@ export class Client {
   startTask(goal: string, options: Omit<BodyOf<"POST /v1/tasks">, "goal"> = {}) {
     return this.call("startTask", { body: { ...options, goal } });
   }
+  // Task IDs are per session: `session` names the task's session, needed only where the key
+  // sees tasks of this ID in several sessions (the server answers 400 then).
+
   /** A task with its steps (NotFoundError when there is none). */
-  task(id: string) {
-    return this.call("task", { path: { id } });
+  task(id: string, options: QueryOf<"GET /v1/tasks/{id}"> = {}) {
+    return this.call("task", { path: { id }, query: dropUndefined(options) });
   }
   /** Record a step (status pending, running, done, failed or skipped; a JSON result) and the next step. */
-  updateStep(id: string, name: string, status: string, options: Omit<BodyOf<"POST /v1/tasks/{id}/steps">, "name" | "status"> = {}) {
-    return this.call("updateStep", { path: { id }, body: { ...options, name, status } });
+  updateStep(
+    id: string,
+    name: string,
+    status: string,
+    options: Omit<BodyOf<"POST /v1/tasks/{id}/steps">, "name" | "status"> & QueryOf<"POST /v1/tasks/{id}/steps"> = {},
+  ) {
+    const { session, ...rest } = options;
+    return this.call("updateStep", { path: { id }, query: dropUndefined({ session }), body: { ...rest, name, status } });
   }
   /** Finish a task: done (default) or failed. */
-  finishTask(id: string, status: "done" | "failed" = "done") {
-    return this.call("finishTask", { path: { id }, body: { status } });
+  finishTask(id: string, status: "done" | "failed" = "done", options: QueryOf<"POST /v1/tasks/{id}/finish"> = {}) {
+    return this.call("finishTask", { path: { id }, query: dropUndefined(options), body: { status } });
   }
   /** Delete a task. */
-  deleteTask(id: string) {
-    return this.call("deleteTask", { path: { id } });
+  deleteTask(id: string, options: QueryOf<"DELETE /v1/tasks/{id}"> = {}) {
+    return this.call("deleteTask", { path: { id }, query: dropUndefined(options) });
   }
 
   // -- administration (admin right) -------------------------------------------------------
@@ -591,7 +605,7 @@ export class Client {
   }
   /** A consistent backup of the store directory as a tar stream. */
   async backupTar(options: RequestOptions = {}): Promise<ReadableStream<Uint8Array>> {
-    const res = await this.fetchRaw("GET /v1/admin/backup.tar", options);
+    const res = await this.fetchRaw("POST /v1/admin/backup.tar", options);
     return res.body as ReadableStream<Uint8Array>;
   }
   /** The export file of the store (or one session), as text: a header line, then one record per line. */
@@ -656,6 +670,24 @@ export class Client {
     const job = (await this.call(name, { ...args, signal: options.signal })) as Job;
     return options.wait === false ? job : this.waitJob(job, options);
   }
+}
+
+// A key without the read right gets receipts instead of stored text from writes (IDs, counts,
+// states); these guards tell the two answers apart.
+
+/** isMemory reports whether a write's answer is the whole memory (not a MemoryReceipt). */
+export function isMemory(m: Memory | MemoryReceipt): m is Memory {
+  return "text" in m;
+}
+
+/** isTask reports whether a task change's answer is the whole task (not a TaskReceipt). */
+export function isTask(t: Task | TaskReceipt): t is Task {
+  return Array.isArray(t.steps);
+}
+
+/** isConversation reports whether addTurn's answer is the conversation (not a ConversationReceipt). */
+export function isConversation(c: Conversation | ConversationReceipt): c is Conversation {
+  return Array.isArray(c.turns);
 }
 
 /** parseLines decodes JSON Lines (an export file). */

@@ -21,6 +21,8 @@ export interface Job {
 
 export interface ErrorBody {
   error: string;
+  /** set when a write failed part way (a long remember whose later batch failed): the IDs of the memories it did store */
+  stored_ids?: string[];
 }
 
 export interface RememberRequest {
@@ -175,6 +177,34 @@ export interface Task {
   finished?: string;
 }
 
+/** what a change of a memory answers a key without the read right: no stored text */
+export interface MemoryReceipt {
+  id: string;
+  session: string;
+  /** (format date-time) */
+  updated: string;
+}
+
+/** what adding a turn answers a key without the read right: counts, no stored text */
+export interface ConversationReceipt {
+  session: string;
+  /** turns the buffer holds verbatim */
+  turns: number;
+  /** turns folded into the summary so far */
+  compressed: number;
+}
+
+/** what a change of a task answers a key without the read right: no goal, steps, results or next step */
+export interface TaskReceipt {
+  id: string;
+  session: string;
+  status: "active" | "done" | "failed";
+  /** how many steps the task has */
+  steps: number;
+  /** (format date-time) */
+  updated: string;
+}
+
 /** engram's JSON filter language (docs/format/filter.md): members are ANDed; keys are fields (session, source, tags, importance, access_count, created, updated, last_access, metadata.KEY) or and/or/not; a field takes a value (equality) or {eq, ne, in, range: {gte, gt, lte, lt}, exists} */
 export type Filter = { [key: string]: unknown };
 
@@ -244,9 +274,14 @@ export interface CleanupRequest {
 }
 
 export interface CleanupResponse {
-  archived?: Memory[];
-  batch?: string;
-  dry_run?: boolean;
+  dry_run: boolean;
+  /** the archive batch written; empty for a dry run or when nothing qualified */
+  batch: string;
+  /** the memories moved (a dry run: that would move) */
+  ids: string[];
+  count: number;
+  /** the memories themselves; absent for a key without the read right */
+  memories?: Memory[];
 }
 
 /** Every operation of the API, keyed "METHOD /path": its parameters, body and answer. */
@@ -279,7 +314,7 @@ export interface Operations {
     body: undefined;
     response: unknown;
   };
-  /** Remember text */
+  /** Remember text (a write that has begun is finished even past the timeout; one failing part way names what it stored in stored_ids) */
   "POST /v1/remember": {
     path: Record<string, never>;
     query: Record<string, never>;
@@ -355,7 +390,7 @@ export interface Operations {
     };
     query: Record<string, never>;
     body: Turn;
-    response: Conversation;
+    response: Conversation | ConversationReceipt;
   };
   /** List tasks (working memory) */
   "GET /v1/tasks": {
@@ -371,19 +406,23 @@ export interface Operations {
     path: Record<string, never>;
     query: Record<string, never>;
     body: {
+      /** unique within the session (task IDs are per session); omitted: a random one */
       id?: string;
       goal?: string;
       /** the session the task works for; a scoped key must name one of its sessions */
       session?: string;
     };
-    response: Task;
+    response: Task | TaskReceipt;
   };
   /** A task with its steps */
   "GET /v1/tasks/{id}": {
     path: {
       id: string;
     };
-    query: Record<string, never>;
+    query: {
+      /** the task's session: task IDs are per session, so it is needed only when the key sees tasks of this ID in several sessions (400 otherwise) */
+      session?: string;
+    };
     body: undefined;
     response: Task;
   };
@@ -392,7 +431,10 @@ export interface Operations {
     path: {
       id: string;
     };
-    query: Record<string, never>;
+    query: {
+      /** the task's session: task IDs are per session, so it is needed only when the key sees tasks of this ID in several sessions (400 otherwise) */
+      session?: string;
+    };
     body: undefined;
     response: unknown;
   };
@@ -401,25 +443,31 @@ export interface Operations {
     path: {
       id: string;
     };
-    query: Record<string, never>;
+    query: {
+      /** the task's session: task IDs are per session, so it is needed only when the key sees tasks of this ID in several sessions (400 otherwise) */
+      session?: string;
+    };
     body: {
       name: string;
       status?: string;
       result?: unknown;
       next?: string;
     };
-    response: Task;
+    response: Task | TaskReceipt;
   };
   /** Finish a task */
   "POST /v1/tasks/{id}/finish": {
     path: {
       id: string;
     };
-    query: Record<string, never>;
+    query: {
+      /** the task's session: task IDs are per session, so it is needed only when the key sees tasks of this ID in several sessions (400 otherwise) */
+      session?: string;
+    };
     body: {
       status?: "done" | "failed";
     } | undefined;
-    response: Task;
+    response: Task | TaskReceipt;
   };
   /** Store statistics */
   "GET /v1/stats": {
@@ -482,7 +530,7 @@ export interface Operations {
     };
     query: Record<string, never>;
     body: UpdateRequest;
-    response: Memory;
+    response: Memory | MemoryReceipt;
   };
   /** Earlier versions of a memory, oldest first */
   "GET /v1/memories/{id}/history": {
@@ -502,7 +550,7 @@ export interface Operations {
     body: {
       version: number;
     };
-    response: Memory;
+    response: Memory | MemoryReceipt;
   };
   /** Export memories (docs/format/export.md: a header line, then one memory per line) */
   "POST /v1/export": {
@@ -587,11 +635,11 @@ export interface Operations {
     };
     response: Job;
   };
-  /** Stream a consistent backup as a tar of the store directory (admin right; takes the job slot) */
-  "GET /v1/admin/backup.tar": {
+  /** Stream a consistent backup as a tar of the store directory (admin right; takes the job slot, so it is a POST: no GET starts a job) */
+  "POST /v1/admin/backup.tar": {
     path: Record<string, never>;
     query: Record<string, never>;
-    body: undefined;
+    body: Record<string, never> | undefined;
     response: ReadableStream<Uint8Array>;
   };
   /** Stream an export file (docs/format/export.md; counts in the trailers Engram-Export-Count, -Conversations, -Tasks, a failure part way in Engram-Export-Error) (admin right) */
@@ -682,7 +730,7 @@ export interface Operations {
 /** The properties of every schema in components.schemas, for the drift test. */
 export const schemaFields = {
   "Job": ["cancel_requested","done","error","finished","id","kind","result","started","state","total","unit"],
-  "ErrorBody": ["error"],
+  "ErrorBody": ["error","stored_ids"],
   "RememberRequest": ["context","importance","metadata","session","source","tags","text","time"],
   "RememberResponse": ["ids","merged","older","superseded"],
   "RecallRequest": ["all_sessions","filter","fusion","k","keyword_weight","min_score","mode","no_decay","no_touch","prompt_tokens","query","session","source_weights","turns","vector_weight"],
@@ -696,6 +744,9 @@ export const schemaFields = {
   "Conversation": ["compressed","session","summary","turns"],
   "Step": ["name","result","started","status","updated"],
   "Task": ["created","finished","goal","id","next","session","status","steps","updated"],
+  "MemoryReceipt": ["id","session","updated"],
+  "ConversationReceipt": ["compressed","session","turns"],
+  "TaskReceipt": ["id","session","status","steps","updated"],
   "Filter": [],
   "Metadata": [],
   "Memory": ["access_count","created","id","importance","last_access","metadata","session","source","tags","text","updated","vector"],
@@ -705,7 +756,7 @@ export const schemaFields = {
   "HistoryResponse": ["id","versions"],
   "ExportRequest": ["filter","vectors"],
   "CleanupRequest": ["dry_run","filter","include_recalled","older_than_days"],
-  "CleanupResponse": ["archived","batch","dry_run"]
+  "CleanupResponse": ["batch","count","dry_run","ids","memories"]
 } as const;
 
 /** What each operation takes and answers, for the client's request code and the drift test. */
@@ -725,10 +776,10 @@ export const operations = {
   "POST /v1/sessions/{session}/turns": {"method":"POST","path":"/v1/sessions/{session}/turns","pathParams":["session"],"query":[],"body":"json","bodyRequired":true,"bodyFields":["role","text","time"],"status":200,"response":"json","responseFields":["compressed","session","summary","turns"]},
   "GET /v1/tasks": {"method":"GET","path":"/v1/tasks","pathParams":[],"query":[],"body":"none","bodyRequired":false,"bodyFields":[],"status":200,"response":"json","responseFields":["tasks"]},
   "POST /v1/tasks": {"method":"POST","path":"/v1/tasks","pathParams":[],"query":[],"body":"json","bodyRequired":true,"bodyFields":["goal","id","session"],"status":201,"response":"json","responseFields":["created","finished","goal","id","next","session","status","steps","updated"]},
-  "GET /v1/tasks/{id}": {"method":"GET","path":"/v1/tasks/{id}","pathParams":["id"],"query":[],"body":"none","bodyRequired":false,"bodyFields":[],"status":200,"response":"json","responseFields":["created","finished","goal","id","next","session","status","steps","updated"]},
-  "DELETE /v1/tasks/{id}": {"method":"DELETE","path":"/v1/tasks/{id}","pathParams":["id"],"query":[],"body":"none","bodyRequired":false,"bodyFields":[],"status":200,"response":"untyped","responseFields":[]},
-  "POST /v1/tasks/{id}/steps": {"method":"POST","path":"/v1/tasks/{id}/steps","pathParams":["id"],"query":[],"body":"json","bodyRequired":true,"bodyFields":["name","next","result","status"],"status":200,"response":"json","responseFields":["created","finished","goal","id","next","session","status","steps","updated"]},
-  "POST /v1/tasks/{id}/finish": {"method":"POST","path":"/v1/tasks/{id}/finish","pathParams":["id"],"query":[],"body":"json","bodyRequired":false,"bodyFields":["status"],"status":200,"response":"json","responseFields":["created","finished","goal","id","next","session","status","steps","updated"]},
+  "GET /v1/tasks/{id}": {"method":"GET","path":"/v1/tasks/{id}","pathParams":["id"],"query":["session"],"body":"none","bodyRequired":false,"bodyFields":[],"status":200,"response":"json","responseFields":["created","finished","goal","id","next","session","status","steps","updated"]},
+  "DELETE /v1/tasks/{id}": {"method":"DELETE","path":"/v1/tasks/{id}","pathParams":["id"],"query":["session"],"body":"none","bodyRequired":false,"bodyFields":[],"status":200,"response":"untyped","responseFields":[]},
+  "POST /v1/tasks/{id}/steps": {"method":"POST","path":"/v1/tasks/{id}/steps","pathParams":["id"],"query":["session"],"body":"json","bodyRequired":true,"bodyFields":["name","next","result","status"],"status":200,"response":"json","responseFields":["created","finished","goal","id","next","session","status","steps","updated"]},
+  "POST /v1/tasks/{id}/finish": {"method":"POST","path":"/v1/tasks/{id}/finish","pathParams":["id"],"query":["session"],"body":"json","bodyRequired":false,"bodyFields":["status"],"status":200,"response":"json","responseFields":["created","finished","goal","id","next","session","status","steps","updated"]},
   "GET /v1/stats": {"method":"GET","path":"/v1/stats","pathParams":[],"query":[],"body":"none","bodyRequired":false,"bodyFields":[],"status":200,"response":"untyped","responseFields":[]},
   "GET /v1/memories": {"method":"GET","path":"/v1/memories","pathParams":[],"query":["session","where","tag","source","since","until","limit","cursor"],"body":"none","bodyRequired":false,"bodyFields":[],"status":200,"response":"json","responseFields":["memories","next_cursor"]},
   "GET /v1/memories/{id}": {"method":"GET","path":"/v1/memories/{id}","pathParams":["id"],"query":["vector"],"body":"none","bodyRequired":false,"bodyFields":[],"status":200,"response":"json","responseFields":["access_count","created","id","importance","last_access","metadata","session","source","tags","text","updated","vector"]},
@@ -737,7 +788,7 @@ export const operations = {
   "GET /v1/memories/{id}/history": {"method":"GET","path":"/v1/memories/{id}/history","pathParams":["id"],"query":[],"body":"none","bodyRequired":false,"bodyFields":[],"status":200,"response":"json","responseFields":["id","versions"]},
   "POST /v1/memories/{id}/revert": {"method":"POST","path":"/v1/memories/{id}/revert","pathParams":["id"],"query":[],"body":"json","bodyRequired":true,"bodyFields":["version"],"status":200,"response":"json","responseFields":["access_count","created","id","importance","last_access","metadata","session","source","tags","text","updated","vector"]},
   "POST /v1/export": {"method":"POST","path":"/v1/export","pathParams":[],"query":[],"body":"json","bodyRequired":true,"bodyFields":["filter","vectors"],"status":200,"response":"ndjson","responseFields":[]},
-  "POST /v1/cleanup": {"method":"POST","path":"/v1/cleanup","pathParams":[],"query":[],"body":"json","bodyRequired":true,"bodyFields":["dry_run","filter","include_recalled","older_than_days"],"status":200,"response":"json","responseFields":["archived","batch","dry_run"]},
+  "POST /v1/cleanup": {"method":"POST","path":"/v1/cleanup","pathParams":[],"query":[],"body":"json","bodyRequired":true,"bodyFields":["dry_run","filter","include_recalled","older_than_days"],"status":200,"response":"json","responseFields":["batch","count","dry_run","ids","memories"]},
   "GET /v1/admin/stats": {"method":"GET","path":"/v1/admin/stats","pathParams":[],"query":[],"body":"none","bodyRequired":false,"bodyFields":[],"status":200,"response":"untyped","responseFields":[]},
   "POST /v1/admin/flush": {"method":"POST","path":"/v1/admin/flush","pathParams":[],"query":[],"body":"none","bodyRequired":false,"bodyFields":[],"status":200,"response":"untyped","responseFields":[]},
   "POST /v1/admin/check": {"method":"POST","path":"/v1/admin/check","pathParams":[],"query":[],"body":"json","bodyRequired":false,"bodyFields":[],"status":202,"response":"json","responseFields":["cancel_requested","done","error","finished","id","kind","result","started","state","total","unit"]},
@@ -746,7 +797,7 @@ export const operations = {
   "GET /v1/admin/archive": {"method":"GET","path":"/v1/admin/archive","pathParams":[],"query":[],"body":"none","bodyRequired":false,"bodyFields":[],"status":200,"response":"untyped","responseFields":[]},
   "POST /v1/admin/archive/restore": {"method":"POST","path":"/v1/admin/archive/restore","pathParams":[],"query":[],"body":"json","bodyRequired":true,"bodyFields":["all","ids"],"status":202,"response":"json","responseFields":["cancel_requested","done","error","finished","id","kind","result","started","state","total","unit"]},
   "POST /v1/admin/backup": {"method":"POST","path":"/v1/admin/backup","pathParams":[],"query":[],"body":"json","bodyRequired":true,"bodyFields":["dir"],"status":202,"response":"json","responseFields":["cancel_requested","done","error","finished","id","kind","result","started","state","total","unit"]},
-  "GET /v1/admin/backup.tar": {"method":"GET","path":"/v1/admin/backup.tar","pathParams":[],"query":[],"body":"none","bodyRequired":false,"bodyFields":[],"status":200,"response":"binary","responseFields":[]},
+  "POST /v1/admin/backup.tar": {"method":"POST","path":"/v1/admin/backup.tar","pathParams":[],"query":[],"body":"json","bodyRequired":false,"bodyFields":[],"status":200,"response":"binary","responseFields":[]},
   "GET /v1/admin/export": {"method":"GET","path":"/v1/admin/export","pathParams":[],"query":["session","vectors"],"body":"none","bodyRequired":false,"bodyFields":[],"status":200,"response":"ndjson","responseFields":[]},
   "POST /v1/admin/import": {"method":"POST","path":"/v1/admin/import","pathParams":[],"query":[],"body":"text","bodyRequired":true,"bodyFields":[],"status":202,"response":"json","responseFields":["cancel_requested","done","error","finished","id","kind","result","started","state","total","unit"]},
   "POST /v1/admin/reembed": {"method":"POST","path":"/v1/admin/reembed","pathParams":[],"query":[],"body":"json","bodyRequired":true,"bodyFields":["to"],"status":202,"response":"json","responseFields":["cancel_requested","done","error","finished","id","kind","result","started","state","total","unit"]},

@@ -9,6 +9,9 @@ import {
   JobFailedError,
   NotFoundError,
   UnauthorizedError,
+  isConversation,
+  isMemory,
+  isTask,
   type Job,
 } from "../src/index.js";
 import { server, session, URL } from "./env.js";
@@ -63,6 +66,7 @@ test("remember, recall, get, list, update, history, revert, export, delete", ser
   assert.equal((await c.list({ session: s, source: "chat" })).memories.length, 1);
 
   const up = await c.update(id, { text: "Alice drinks oolong tea every morning." });
+  assert.ok(isMemory(up));
   assert.equal(up.text, "Alice drinks oolong tea every morning.");
   assert.equal((await c.recall("oolong", s, { mode: "keyword" })).results[0]!.id, id);
   const hist = await c.history(id);
@@ -70,7 +74,13 @@ test("remember, recall, get, list, update, history, revert, export, delete", ser
     hist.map((v) => [v.version, v.change, v.memory?.text]),
     [[1, "update", "Alice drinks green tea every morning."]],
   );
-  assert.equal((await c.revert(id, 1)).text, "Alice drinks green tea every morning.");
+  const back = await c.revert(id, 1);
+  assert.ok(isMemory(back));
+  assert.equal(back.text, "Alice drinks green tea every morning.");
+
+  const dry = await c.cleanup({ dry_run: true, include_recalled: true, filter: { session: s } });
+  assert.equal(dry.dry_run, true);
+  assert.equal(dry.count, 0);
 
   const lines = await c.export({ filter: { session: s } });
   assert.equal(lines[0]!["format"], "engram-export");
@@ -131,6 +141,7 @@ test("forget, the trash, restore and purge; errors carry the server's message an
 test("short-term memory and tasks", server, async () => {
   const s = session();
   const ctx = await c.addTurn(s, "user", "I land in Osaka on Friday.");
+  assert.ok(isConversation(ctx));
   assert.equal(ctx.turns.at(-1)!.text, "I land in Osaka on Friday.");
   await c.addTurn(s, "assistant", "Noted: Osaka, Friday.", { time: new Date().toISOString() });
   const conv = await c.context(s);
@@ -139,16 +150,25 @@ test("short-term memory and tasks", server, async () => {
   assert.deepEqual(await c.clearContext(s), { cleared: true });
   assert.deepEqual((await c.context(s)).turns, []);
 
-  let t = await c.startTask("plan the trip", { id: "trip-" + s, session: s });
-  assert.equal(t.status, "active");
-  t = await c.updateStep(t.id!, "book", "done", { result: { seat: "12A" }, next: "pack" });
+  const started = await c.startTask("plan the trip", { id: "trip", session: s });
+  assert.equal(started.status, "active");
+  const t = await c.updateStep("trip", "book", "done", { result: { seat: "12A" }, next: "pack", session: s });
+  assert.ok(isTask(t));
   assert.equal(t.next, "pack");
   assert.deepEqual(t.steps?.[0]?.result, { seat: "12A" });
-  assert.equal((await c.task(t.id!)).goal, "plan the trip");
-  assert.equal((await c.finishTask(t.id!)).status, "done");
-  assert.ok((await c.tasks()).some((x) => x.id === t.id));
-  assert.deepEqual(await c.deleteTask(t.id!), { deleted: true });
-  await assert.rejects(() => c.task(t.id!), NotFoundError);
+  // Task IDs are per session: another session's "trip" is another task.
+  const s2 = session();
+  await c.startTask("another trip", { id: "trip", session: s2 });
+  const ambiguous = await c.task("trip").catch((x: unknown) => x);
+  assert.ok(ambiguous instanceof BadRequestError, String(ambiguous));
+  assert.equal((await c.task("trip", { session: s })).goal, "plan the trip");
+  assert.equal((await c.task("trip", { session: s2 })).goal, "another trip");
+  assert.equal((await c.finishTask("trip", "done", { session: s })).status, "done");
+  assert.ok((await c.tasks()).some((x) => x.id === "trip" && x.session === s));
+  assert.deepEqual(await c.deleteTask("trip", { session: s }), { deleted: true });
+  await assert.rejects(() => c.task("trip", { session: s }), NotFoundError);
+  assert.equal((await c.task("trip")).session, s2);
+  await c.deleteTask("trip", { session: s2 });
 });
 
 test("administration: stats, sessions, jobs with progress, export and import, archive, backup stream", server, async () => {
