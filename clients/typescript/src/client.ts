@@ -201,7 +201,7 @@ export type RecallOptions = Omit<RecallRequest, "query" | "session">;
 export type ListOptions = Omit<QueryOf<"GET /v1/memories">, "where"> & { where?: Filter | string };
 /** The fields update replaces. */
 export type UpdateFields = BodyOf<"PATCH /v1/memories/{id}">;
-/** What an admin job's start takes, for each job. */
+/** What adminCleanup takes: dry_run, older_than, include_recalled, session, filter. */
 export type AdminCleanupOptions = NonNullable<BodyOf<"POST /v1/admin/cleanup">>;
 /** What the recall turns are: role, text and time. */
 export type RecallTurn = NonNullable<RecallRequest["turns"]>[number];
