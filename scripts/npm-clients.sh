@@ -17,7 +17,8 @@ fi
 
 cache_root="${ENGRAM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/engram}"
 stamp_file=node_modules/.engram-installed
-want="$(sha256sum package-lock.json | cut -d' ' -f1) node $(node --version) npm $(npm --version) $(uname -sm)"
+lock_sum=$( (sha256sum package-lock.json 2>/dev/null || shasum -a 256 package-lock.json) | cut -d' ' -f1)
+want="$lock_sum node $(node --version) npm $(npm --version) $(uname -sm)"
 
 installed() { [ -f "$stamp_file" ] && [ "$(cat "$stamp_file")" = "$want" ]; }
 
