@@ -130,10 +130,22 @@ func TestCorruption(t *testing.T) {
 			return result{drop: []int{n(recs) - 1}, corrupt: r.lsn.Segment()}
 		}},
 		{"short write of the last record", func(t *testing.T, mem *vfs.MemFS, recs []rec) result {
-			// Its last 9 bytes never landed: a torn append, cut.
+			// Its last sector never landed: a torn append, cut.
 			r := recs[n(recs)-1]
-			edit(t, mem, r.lsn.Segment(), zeroFrom(r.lsn.Offset()+fragHeader+400-9))
+			end := r.lsn.Offset() + fragHeader + 400
+			edit(t, mem, r.lsn.Segment(), zeroFrom(max((end-1)/512*512, r.lsn.Offset()+fragHeader)))
 			return result{drop: []int{n(recs) - 1}}
+		}},
+		{"zeroed end of the last record", func(t *testing.T, mem *vfs.MemFS, recs []rec) result {
+			// 9 zero bytes, less than a sector: no device tears a write
+			// that way, so the complete record was damaged.
+			r := recs[n(recs)-1]
+			end := r.lsn.Offset() + fragHeader + 400
+			if end%512 < 9 {
+				t.Fatalf("layout: the record ends %d bytes into a sector", end%512)
+			}
+			edit(t, mem, r.lsn.Segment(), zeroFrom(end-9))
+			return result{drop: []int{n(recs) - 1}, corrupt: r.lsn.Segment()}
 		}},
 		{"lost sector in the last multi-page record", func(t *testing.T, mem *vfs.MemFS, recs []rec) result {
 			// The second of its pages' sectors never landed, the rest did

@@ -61,8 +61,8 @@ var (
 	// ErrDamagedRecord: the newest segment's last record is damaged, not
 	// torn. Its framing is whole (every fragment header valid, in
 	// sequence, within the file) and none of its bytes shows an append
-	// that stopped short (no zeroed 512-byte sector, no zero last byte),
-	// yet a checksum fails: an acknowledged record whose bytes changed
+	// that stopped short (no 512-byte sector of it all zeros), yet a
+	// checksum fails: an acknowledged record whose bytes changed
 	// afterwards. Open refuses it instead of cutting it as a torn tail;
 	// Repair gives it up and keeps its bytes aside (docs/format/wal.md).
 	ErrDamagedRecord = errors.New("the last record is damaged, not torn")

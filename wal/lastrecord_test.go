@@ -74,7 +74,8 @@ func TestDamagedLastRecordIsNotTorn(t *testing.T) {
 			at := (start/sectorSize + 3) * sectorSize
 			clear(b[at : at+sectorSize])
 		}, false},
-		{"the last bytes never written", func(b []byte, start, end int64) { clear(b[end-3 : end]) }, false},
+		{"the last sector never written", func(b []byte, start, end int64) { clear(b[(end-1)/sectorSize*sectorSize : end]) }, false},
+		{"the last 3 bytes zeroed", func(b []byte, start, end int64) { clear(b[end-3 : end]) }, true},
 		{"everything after the header never written", func(b []byte, start, end int64) { clear(b[start+fragHeader : end]) }, false},
 	}
 	for _, tc := range cases {

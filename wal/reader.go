@@ -356,13 +356,16 @@ const sectorSize = 512
 // (not the header), looks like an append that did not complete rather than
 // a complete record damaged afterwards. An append that stopped short
 // leaves zeros where its bytes did not land (segments are zero-filled when
-// created and never reused): a fragment header missing or out of
-// sequence, a record running past the end of the data, a 512-byte sector
-// of the record all zeros, or a zero last byte (a write cut short). A
-// record whose framing is whole (every fragment header valid and in
-// sequence, its last fragment within the data) with none of those marks,
-// yet a failing checksum, was written completely and changed since:
-// that is ErrDamagedRecord. Ambiguous cases count as torn.
+// created and never reused, and a device loses whole sectors): a fragment
+// header missing or out of sequence, a record running past the end of
+// the data (a version 1 file cut short), or a 512-byte sector of the
+// record (clipped to the record) all zeros. A record whose framing is
+// whole (every fragment header valid and in sequence, its last fragment
+// within the data) with no such sector, yet a failing checksum, was
+// written completely and changed since: that is ErrDamagedRecord. (A
+// record's last byte is often zero, so a zero tail shorter than a sector
+// is no sign of a torn write: only a process that died between a write
+// the kernel cut short and the log undoing it leaves one.)
 func (r *Reader) tornAppend() bool {
 	if !r.started {
 		return true
@@ -403,7 +406,7 @@ func (r *Reader) tornAppend() bool {
 		}
 	}
 	b := make([]byte, off-start)
-	if readFull(r.r, b, start) != nil || b[len(b)-1] == 0 {
+	if readFull(r.r, b, start) != nil {
 		return true
 	}
 	for p := start; p < off; p = (p/sectorSize + 1) * sectorSize {
