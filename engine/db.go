@@ -218,13 +218,14 @@ func Open(dir string, opts Options) (*DB, error) {
 // a writable handle flushes when it closes.
 func (d *DB) OpenActions() []string { return slices.Clone(d.actions) }
 
-// act records something Open did, or, read-only, would do.
-func (d *DB) act(format string, a ...any) {
-	s := fmt.Sprintf(format, a...)
+// act records something Open did (the verb did, then what), or,
+// read-only, would do (would do, what).
+func (d *DB) act(did, do, format string, a ...any) {
+	verb := did
 	if d.opts.ReadOnly {
-		s = "would " + s
+		verb = "would " + do
 	}
-	d.actions = append(d.actions, s)
+	d.actions = append(d.actions, verb+" "+fmt.Sprintf(format, a...))
 }
 
 // rel is path relative to the store directory, for messages.
@@ -376,16 +377,15 @@ func (d *DB) open(fresh bool) error {
 	for _, sa := range rec.SetAside {
 		switch {
 		case sa.NewName != "":
-			d.act("set aside wal/%s as wal/%s: named like a WAL segment, but not one", sa.Name, sa.NewName)
+			d.act("set aside", "set aside", "wal/%s as wal/%s: named like a WAL segment, but not one", sa.Name, sa.NewName)
 		case d.opts.ReadOnly:
-			d.act("set aside wal/%s: named like a WAL segment, but not one", sa.Name)
+			d.act("set aside", "set aside", "wal/%s: named like a WAL segment, but not one", sa.Name)
 		default:
 			d.actions = append(d.actions, fmt.Sprintf("left wal/%s in place: a directory named like a WAL segment, never read as one", sa.Name))
 		}
 	}
 	if tt := rec.TornTail; tt.Segment != 0 {
-		d.act("cut the torn tail of wal/%08d at offset %d (%d bytes of an append that never completed, so was never acknowledged)",
-			tt.Segment, tt.From, tt.To-tt.From)
+		d.act("cut", "cut", "the torn tail of wal/%08d at offset %d (an append that never completed, so was never acknowledged)", tt.Segment, tt.From)
 	}
 	for _, h := range d.log.Holes() {
 		if h > d.checkpoint {
@@ -511,7 +511,7 @@ func (d *DB) finishCreation(st *manifestState) (bool, error) {
 	}
 	if d.opts.ReadOnly {
 		d.unfinished = true
-		d.act("write CURRENT naming %s: the store's creation stopped before it", manifestFileName(1))
+		d.act("wrote", "write", "CURRENT naming %s: the store's creation stopped before it", manifestFileName(1))
 		return true, nil
 	}
 	if err := writeFileAtomic(d.opts.FS, d.dir, currentName, []byte(manifestFileName(1)+"\n")); err != nil {
@@ -561,8 +561,8 @@ func (d *DB) removeUnreferenced(st *manifestState) error {
 		if keep[file] || !tmp && len(st.problems) > 0 || !tmp && !hasSegMagic(d.opts.FS, path) {
 			continue
 		}
+		d.act("removed", "remove", "seg/%s: no manifest names it (left by a flush or compaction that did not finish, or superseded)", n)
 		if d.opts.ReadOnly {
-			d.act("remove seg/%s: no manifest names it (left by a flush or compaction that did not finish, or superseded)", n)
 			continue
 		}
 		if err := d.opts.FS.Remove(path); err != nil {
@@ -574,11 +574,10 @@ func (d *DB) removeUnreferenced(st *manifestState) error {
 		for _, n := range entries {
 			if base, ok := strings.CutSuffix(n, ".tmp"); ok {
 				if _, isMan := parseManifestName(base); isMan || base == currentName {
-					if d.opts.ReadOnly {
-						d.act("remove %s: a temporary of a manifest write that did not finish", n)
-						continue
+					d.act("removed", "remove", "%s: a temporary of a manifest write that did not finish", n)
+					if !d.opts.ReadOnly {
+						_ = d.opts.FS.Remove(filepath.Join(d.dir, n))
 					}
-					_ = d.opts.FS.Remove(filepath.Join(d.dir, n))
 				}
 			}
 		}

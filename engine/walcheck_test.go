@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/engramdb/engram/internal/vfs"
+	"github.com/engramdb/engram/quant"
 	"github.com/engramdb/engram/wal"
 )
 
@@ -128,9 +130,16 @@ func TestDamagedLastWALRecordIsReported(t *testing.T) {
 	last := lsns[len(lsns)-1]
 	mid := int(last.Offset() + (end-last.Offset())/2)
 	flipByte(t, path, mid)
+	damaged, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
 	before := fileHashes(t, dir)
-	if _, err := Open(dir, testOpts()); !errors.Is(err, ErrCorrupt) {
-		t.Fatalf("Open = %v, want ErrCorrupt for a damaged acknowledged record", err)
+	if _, err := Open(dir, testOpts()); !errors.Is(err, ErrCorrupt) || !errors.Is(err, wal.ErrDamagedRecord) {
+		t.Fatalf("Open = %v, want ErrCorrupt (wal.ErrDamagedRecord) for a damaged acknowledged record", err)
+	}
+	if _, err := CheckDir(dir, testOpts(), nil); !errors.Is(err, wal.ErrDamagedRecord) {
+		t.Fatalf("CheckDir = %v, want wal.ErrDamagedRecord", err)
 	}
 	if d := diffHashes(before, fileHashes(t, dir)); d != "" {
 		t.Fatalf("the refused Open changed the store: %s", d)
@@ -142,6 +151,11 @@ func TestDamagedLastWALRecordIsReported(t *testing.T) {
 	if len(rep.WALLost) != 1 || rep.WALLost[0].LSN != last {
 		t.Fatalf("WALLost = %+v, want the record at %v", rep.WALLost, last)
 	}
+	// Its bytes are kept aside, as Repair found them.
+	kept, err := os.ReadFile(rep.WALLost[0].Saved)
+	if err != nil || !bytes.Equal(kept, damaged[last.Offset():end]) {
+		t.Fatalf("WALLost[0].Saved %q: %d bytes, %v; want the record's %d bytes", rep.WALLost[0].Saved, len(kept), err, end-last.Offset())
+	}
 	db := openT(t, dir, testOpts())
 	defer db.Close()
 	if err := db.Check(); err != nil {
@@ -149,6 +163,36 @@ func TestDamagedLastWALRecordIsReported(t *testing.T) {
 	}
 	if n := countIn(t, db, "c"); n != 49 {
 		t.Fatalf("Count = %d, want 49 (the damaged record lost)", n)
+	}
+}
+
+// TestTornWALTailIsCutAndLogged: an append whose fragment header landed
+// and whose data sectors did not is a torn tail: never acknowledged, so
+// nothing is lost; Open cuts it, logs it and lists it in OpenActions.
+func TestTornWALTailIsCutAndLogged(t *testing.T) {
+	dir := recoveryStore(t)
+	path, _, end := newestWAL(t, dir)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[end], b[end+1], b[end+2], b[end+3] = 1, 0x07, 0xd0, 0x5a // a full fragment of 2000 bytes, no data
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var logBuf bytes.Buffer
+	opts := testOpts()
+	opts.Logger = slog.New(slog.NewTextHandler(&logBuf, nil))
+	db := openT(t, dir, opts)
+	defer db.Close()
+	if !strings.Contains(logBuf.String(), "torn tail") {
+		t.Fatalf("the cut was not logged: %q", logBuf.String())
+	}
+	if a := db.OpenActions(); len(a) != 1 || !strings.HasPrefix(a[0], "cut the torn tail of wal/") {
+		t.Fatalf("OpenActions = %q", a)
+	}
+	if n := countIn(t, db, "c"); n != 50 {
+		t.Fatalf("Count = %d, want 50", n)
 	}
 }
 
@@ -362,5 +406,186 @@ func TestForeignFilesNamedLikeStoreFiles(t *testing.T) {
 	defer db.Close()
 	if n := countIn(t, db, "c"); n != 50 {
 		t.Fatalf("Count after Repair = %d, want 50", n)
+	}
+}
+
+// TestCheckDirIsReadOnly: CheckDir (memctl check) reads a closed store and
+// writes nothing, whatever it finds: every file hashes the same before and
+// after (LOCK included). It says what a writable open would do instead.
+// Before, check opened the store for writing: it replayed the WAL,
+// flushed a segment, wrote a manifest and removed the fallback, cut a
+// torn tail and deleted files it took for stale segments.
+func TestCheckDirIsReadOnly(t *testing.T) {
+	random := func(seed uint64, n int) []byte {
+		r := rand.New(rand.NewPCG(seed, 1))
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte(r.Uint32())
+		}
+		return b
+	}
+	write := func(t *testing.T, path string, b []byte) {
+		t.Helper()
+		if err := os.WriteFile(path, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cases := []struct {
+		name    string
+		damage  func(t *testing.T, dir string)
+		corrupt error    // what CheckDir must report (nil: no damage)
+		actions []string // substrings of OpenActions it must report
+		unknown []string
+	}{
+		{name: "unflushed WAL", damage: func(*testing.T, string) {},
+			actions: []string{"10 WAL records written after the last flush were replayed in memory only"}},
+		{name: "foreign files", damage: func(t *testing.T, dir string) {
+			write(t, filepath.Join(dir, "notes"), []byte("mine"))
+			write(t, filepath.Join(dir, "seg", "00000003.seg"), random(1, 3000))
+			write(t, filepath.Join(dir, "seg", "00000099.seg"), random(2, 3000))
+			write(t, filepath.Join(dir, "wal", "00000009"), random(3, 5000))
+		}, actions: []string{"would set aside wal/00000009: named like a WAL segment, but not one"},
+			unknown: []string{"notes", "seg/00000003.seg", "seg/00000099.seg", "wal/00000009"}},
+		{name: "damaged segment file", damage: func(t *testing.T, dir string) {
+			p := filepath.Join(dir, "seg", segName(1))
+			st, _ := os.Stat(p)
+			flipByte(t, p, int(st.Size()/2))
+		}, corrupt: ErrCorrupt},
+		{name: "damaged last WAL record", damage: func(t *testing.T, dir string) {
+			path, lsns, end := newestWAL(t, dir)
+			last := lsns[len(lsns)-1]
+			flipByte(t, path, int(last.Offset()+(end-last.Offset())/2))
+		}, corrupt: wal.ErrDamagedRecord},
+		{name: "emptied newest WAL segment", damage: func(t *testing.T, dir string) {
+			path, _, _ := newestWAL(t, dir)
+			write(t, path, nil)
+		}, corrupt: wal.ErrTruncated},
+		{name: "torn WAL tail, stale segment file, manifest temporary", damage: func(t *testing.T, dir string) {
+			// An append whose fragment header landed and whose data
+			// sectors did not: a torn tail, which a writable open cuts.
+			path, _, end := newestWAL(t, dir)
+			b, _ := os.ReadFile(path)
+			b[end], b[end+1], b[end+2] = 1, 0x07, 0xd0 // a full fragment of 2000 bytes
+			b[end+3], b[end+4] = 0xde, 0xad
+			write(t, path, b)
+			seg1, _ := os.ReadFile(filepath.Join(dir, "seg", segName(1)))
+			write(t, filepath.Join(dir, "seg", segName(5)), seg1)
+			write(t, filepath.Join(dir, manifestFileName(9)+".tmp"), []byte("half"))
+		}, actions: []string{"would cut the torn tail of wal/", "would remove seg/00000005.seg", "would remove MANIFEST-000009.tmp"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := recoveryStore(t)
+			tc.damage(t, dir)
+			before := fileHashes(t, dir)
+			rep, err := CheckDir(dir, testOpts(), nil)
+			if d := diffHashes(before, fileHashes(t, dir)); d != "" {
+				t.Fatalf("CheckDir changed the store: %s", d)
+			}
+			if tc.corrupt != nil {
+				if !errors.Is(err, ErrCorrupt) || !errors.Is(err, tc.corrupt) {
+					t.Fatalf("CheckDir = %v, want %v", err, tc.corrupt)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("CheckDir: %v", err)
+			}
+			all := strings.Join(rep.Actions, "\n")
+			for _, a := range tc.actions {
+				if !strings.Contains(all, a) {
+					t.Errorf("actions %q lack %q", rep.Actions, a)
+				}
+			}
+			for _, u := range tc.unknown {
+				if !slices.Contains(rep.Unknown, u) {
+					t.Errorf("unknown files %q lack %s", rep.Unknown, u)
+				}
+			}
+			// A writable open does what CheckDir said, and loses nothing.
+			db := openT(t, dir, testOpts())
+			if n := countIn(t, db, "c"); n != 50 {
+				t.Fatalf("Count = %d, want 50", n)
+			}
+			if got := db.OpenActions(); len(got) != len(rep.Actions)-1 && tc.name != "unflushed WAL" {
+				t.Errorf("a writable open did %q; CheckDir said %q", got, rep.Actions)
+			}
+			db.Close()
+			after, err := CheckDir(dir, testOpts(), nil)
+			if err != nil || len(after.Actions) != 0 {
+				t.Fatalf("CheckDir after a writable open: %v, actions %q", err, after.Actions)
+			}
+		})
+	}
+}
+
+// TestCheckDirRefuses: CheckDir creates nothing where no store is, waits
+// for nobody (a held store is ErrLocked), and creates only an empty LOCK
+// file where it is missing, to keep writers out while it reads.
+func TestCheckDirRefuses(t *testing.T) {
+	none := filepath.Join(t.TempDir(), "none")
+	if _, err := CheckDir(none, testOpts(), nil); !errors.Is(err, ErrNotStore) {
+		t.Fatalf("CheckDir of a missing store = %v, want ErrNotStore", err)
+	}
+	if _, err := os.Stat(none); err == nil {
+		t.Fatal("CheckDir created the directory")
+	}
+	dir := recoveryStore(t)
+	db := openT(t, dir, testOpts())
+	if _, err := CheckDir(dir, testOpts(), nil); !errors.Is(err, ErrLocked) {
+		t.Fatalf("CheckDir of a held store = %v, want ErrLocked", err)
+	}
+	db.noCloseFlush = true
+	db.Close()
+	if err := os.Remove(filepath.Join(dir, "LOCK")); err != nil {
+		t.Fatal(err)
+	}
+	before := fileHashes(t, dir)
+	if _, err := CheckDir(dir, testOpts(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if d := diffHashes(before, fileHashes(t, dir)); d != "added LOCK" {
+		t.Fatalf("CheckDir without LOCK: %s", d)
+	}
+}
+
+// TestReadOnlyRefusesWrites: every write on a read-only handle is
+// ErrReadOnly, and closing it flushes nothing.
+func TestReadOnlyRefusesWrites(t *testing.T) {
+	dir := recoveryStore(t)
+	before := fileHashes(t, dir)
+	opts := testOpts()
+	opts.ReadOnly = true
+	db := openT(t, dir, opts)
+	c, err := db.Collection("c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for name, err := range map[string]error{
+		"Upsert":      c.Upsert(ctx, mkRecords(r, 4, 900, 1)),
+		"Touch":       c.Touch([]string{"r00001"}, MaxTime),
+		"KV Put":      db.KV().Put("k", []byte("v")),
+		"Flush":       db.Flush(),
+		"Compact":     db.Compact(),
+		"Backup":      db.Backup(filepath.Join(t.TempDir(), "bk")),
+		"SetLockNote": db.SetLockNote("x"),
+		"Drop":        db.DropCollection("c"),
+	} {
+		if !errors.Is(err, ErrReadOnly) {
+			t.Errorf("%s = %v, want ErrReadOnly", name, err)
+		}
+	}
+	if _, err := db.CreateCollection(CollectionConfig{Name: "x", Dim: 4, Metric: quant.L2}); !errors.Is(err, ErrReadOnly) {
+		t.Errorf("CreateCollection = %v, want ErrReadOnly", err)
+	}
+	if n := countIn(t, db, "c"); n != 50 {
+		t.Fatalf("Count = %d, want 50 (the WAL replayed in memory)", n)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if d := diffHashes(before, fileHashes(t, dir)); d != "" {
+		t.Fatalf("a read-only handle changed the store: %s", d)
 	}
 }

@@ -367,43 +367,10 @@ const sectorSize = 512
 // is no sign of a torn write: only a process that died between a write
 // the kernel cut short and the log undoing it leaves one.)
 func (r *Reader) tornAppend() bool {
-	if !r.started {
+	start := r.end
+	off, ok := r.damagedExtent()
+	if !ok {
 		return true
-	}
-	start, off := r.end, r.end
-	var compressed byte
-	for frags := 0; ; frags++ {
-		if frags > MaxRecordSize/(PageSize-fragHeader)+2 {
-			return true
-		}
-		if PageSize-off%PageSize < fragHeader { // the writer's padding
-			if frags == 0 {
-				return true
-			}
-			off = (off/PageSize + 1) * PageSize
-		}
-		var h [fragHeader]byte
-		if off+fragHeader > r.size || readFull(r.r, h[:], off) != nil {
-			return true
-		}
-		typ, kind := h[0], h[0]&fragTypeMask
-		n := int64(binary.BigEndian.Uint16(h[1:]))
-		switch {
-		case typ&^(fragTypeMask|flagCompressed) != 0:
-			return true
-		case frags == 0 && (kind == fragFull || kind == fragFirst):
-			compressed = typ & flagCompressed
-		case frags > 0 && (kind == fragMiddle || kind == fragLast) && typ&flagCompressed == compressed:
-		default:
-			return true
-		}
-		if off%PageSize+fragHeader+n > PageSize || off+fragHeader+n > r.size {
-			return true
-		}
-		off += fragHeader + n
-		if kind == fragFull || kind == fragLast {
-			break
-		}
 	}
 	b := make([]byte, off-start)
 	if readFull(r.r, b, start) != nil {
@@ -415,6 +382,49 @@ func (r *Reader) tornAppend() bool {
 		}
 	}
 	return false
+}
+
+// damagedExtent returns where the record Next stopped in (it starts at
+// IntactEnd) ends, following its fragment headers, when its framing is
+// whole: every header valid and in sequence, the last fragment within the
+// data. Only its checksums may fail.
+func (r *Reader) damagedExtent() (int64, bool) {
+	if !r.started {
+		return 0, false
+	}
+	off := r.end
+	var compressed byte
+	for frags := 0; frags <= MaxRecordSize/(PageSize-fragHeader)+2; frags++ {
+		if PageSize-off%PageSize < fragHeader { // the writer's padding
+			if frags == 0 {
+				return 0, false
+			}
+			off = (off/PageSize + 1) * PageSize
+		}
+		var h [fragHeader]byte
+		if off+fragHeader > r.size || readFull(r.r, h[:], off) != nil {
+			return 0, false
+		}
+		typ, kind := h[0], h[0]&fragTypeMask
+		n := int64(binary.BigEndian.Uint16(h[1:]))
+		switch {
+		case typ&^(fragTypeMask|flagCompressed) != 0:
+			return 0, false
+		case frags == 0 && (kind == fragFull || kind == fragFirst):
+			compressed = typ & flagCompressed
+		case frags > 0 && (kind == fragMiddle || kind == fragLast) && typ&flagCompressed == compressed:
+		default:
+			return 0, false
+		}
+		if off%PageSize+fragHeader+n > PageSize || off+fragHeader+n > r.size {
+			return 0, false
+		}
+		off += fragHeader + n
+		if kind == fragFull || kind == fragLast {
+			return off, true
+		}
+	}
+	return 0, false
 }
 
 // Record returns the current record. The slice is valid until the next

@@ -123,9 +123,11 @@ func repairSegment(fs FS, dir string, seg uint32, segBytes int64, log *slog.Logg
 	r := NewReader(f, size, seg)
 	r.raw = true
 	var losses []Loss
-	// lose records a stretch given up, after keeping its bytes aside.
-	lose := func(l Loss) error {
-		saved, err := saveLost(fs, dir, f, l.Segment, l.From, min(l.To, size))
+	// lose records a stretch given up, after keeping its bytes aside (at
+	// least up to keep: the end of a damaged record whose framing is
+	// whole, which may end in zeros of its own).
+	lose := func(l Loss, keep int64) error {
+		saved, err := saveLost(fs, dir, f, l.Segment, l.From, min(l.To, size), keep)
 		l.Saved = saved
 		losses = append(losses, l)
 		return err
@@ -146,7 +148,7 @@ func repairSegment(fs FS, dir string, seg uint32, segBytes int64, log *slog.Logg
 		case !r.started && errors.Is(err, errBadSegment):
 			// Another segment's content under this name: none of it is
 			// this segment's.
-			if err := lose(Loss{Segment: seg, From: segHeaderSize, To: size, Err: ce.Err}); err != nil {
+			if err := lose(Loss{Segment: seg, From: segHeaderSize, To: size, Err: ce.Err}, 0); err != nil {
 				return losses, err
 			}
 			return losses, resetTail(f, seg, 0, segBytes)
@@ -156,7 +158,7 @@ func repairSegment(fs FS, dir string, seg uint32, segBytes int64, log *slog.Logg
 			if size < segHeaderSize {
 				// Cut inside the header: whatever the segment held is gone.
 				losses = append(losses, Loss{Segment: seg, From: segHeaderSize, To: max(segBytes, segHeaderSize), Err: ce.Err})
-			} else if err := lose(Loss{Segment: seg, From: 0, To: segHeaderSize, Err: ce.Err}); err != nil {
+			} else if err := lose(Loss{Segment: seg, From: 0, To: segHeaderSize, Err: ce.Err}, segHeaderSize); err != nil {
 				return losses, err
 			}
 			if size < segHeaderSize {
@@ -182,8 +184,9 @@ func repairSegment(fs FS, dir string, seg uint32, segBytes int64, log *slog.Logg
 			changed = true
 		default:
 			from := r.IntactEnd()
+			keep, _ := r.damagedExtent()
 			if to, ok := r.Resync(); ok {
-				if err := lose(Loss{Segment: seg, From: from, To: to, Err: ce.Err}); err != nil {
+				if err := lose(Loss{Segment: seg, From: from, To: to, Err: ce.Err}, keep); err != nil {
 					return losses, err
 				}
 				if err := writeAllAt(f, holeFragments(from, to), from); err != nil {
@@ -192,7 +195,7 @@ func repairSegment(fs FS, dir string, seg uint32, segBytes int64, log *slog.Logg
 				changed = true
 				continue
 			}
-			if err := lose(Loss{Segment: seg, From: from, To: max(r.declared, r.fileSize), Err: ce.Err}); err != nil {
+			if err := lose(Loss{Segment: seg, From: from, To: max(r.declared, r.fileSize), Err: ce.Err}, keep); err != nil {
 				return losses, err
 			}
 			if err := resetTail(f, seg, from, r.declared); err != nil {
@@ -231,11 +234,12 @@ func IsLostName(name string) bool {
 }
 
 // saveLost copies the bytes of f in [from, to), up to the last non-zero
-// one, into dir/NNNNNNNN.OFFSET.lost, durably (a temporary, synced,
-// renamed, the directory synced), and returns the file's name; "" when
-// the stretch holds only zeros. A file of that name already kept the
-// stretch (a Repair redone after a crash): it is left as it is.
-func saveLost(fs FS, dir string, f File, seg uint32, from, to int64) (string, error) {
+// one or keep, whichever is later, into dir/NNNNNNNN.OFFSET.lost, durably
+// (a temporary, synced, renamed, the directory synced), and returns the
+// file's name; "" when the stretch holds only zeros. A file of that name
+// already kept the stretch (a Repair redone after a crash): it is left as
+// it is.
+func saveLost(fs FS, dir string, f File, seg uint32, from, to, keep int64) (string, error) {
 	end := from // after the last non-zero byte
 	buf := make([]byte, PageSize)
 	for off := from; off < to; off += PageSize {
@@ -253,6 +257,7 @@ func saveLost(fs FS, dir string, f File, seg uint32, from, to int64) (string, er
 	if end == from {
 		return "", nil
 	}
+	end = max(end, min(keep, to))
 	name := lostName(seg, from)
 	path := filepath.Join(dir, name)
 	if _, err := fs.Stat(path); err == nil {
