@@ -469,18 +469,28 @@ func unknownFiles(fsys FS, dir string) ([]string, error) {
 	return out, nil
 }
 
-// hasSegMagic reports whether the file at path starts as a segment file
-// does: the engine renames a segment file into place only once it is
-// whole, so an NNNNNNNN.seg without the magic was not written by it.
+// hasSegMagic reports whether the file at path starts or ends as a
+// segment file does (the segment magic opens the header and closes the
+// trailer). The engine renames a segment file into place only once it is
+// whole, so an NNNNNNNN.seg with neither was not written by it; one of
+// ours keeps at least one unless damage hit both ends.
 func hasSegMagic(fsys FS, path string) bool {
 	f, err := fsys.OpenFile(path, os.O_RDONLY, 0)
 	if err != nil {
 		return false
 	}
 	defer f.Close()
+	st, err := f.Stat()
+	if err != nil || st.Size() < int64(len(segMagic)) {
+		return false
+	}
 	b := make([]byte, len(segMagic))
-	n, _ := f.ReadAt(b, 0)
-	return n == len(b) && string(b) == segMagic
+	for _, off := range []int64{0, st.Size() - int64(len(segMagic))} {
+		if n, _ := f.ReadAt(b, off); n == len(b) && string(b) == segMagic {
+			return true
+		}
+	}
+	return false
 }
 
 // knownName reports whether the entry name (a directory if isDir) of the
