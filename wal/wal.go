@@ -393,10 +393,10 @@ func classify(fs FS, dir string) (segs []uint32, foreign []string, other string,
 		segs = append(segs, seg)
 	}
 	slices.Sort(segs)
-	kept := segs[:0]
+	var kept []uint32
 	for i, seg := range segs {
 		if short[seg] && i > 0 && segs[i-1] != seg-1 {
-			foreign = append(foreign, segmentName(seg))
+			foreign = append(foreign, segmentName(seg)) // after a gap: not the log's next segment
 			continue
 		}
 		kept = append(kept, seg)
