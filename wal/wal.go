@@ -79,8 +79,8 @@ type Options struct {
 	Sync SyncMode
 	// NoCompression stores every payload raw instead of trying zstd.
 	NoCompression bool
-	// Logger receives a warning for every torn tail Open cuts and for
-	// what Repair drops; nil discards them.
+	// Logger receives a warning for every torn tail Open cuts, every file
+	// Open or Repair sets aside, and what Repair drops; nil discards them.
 	Logger *slog.Logger
 	// IgnoreBefore: segments numbered below it are neither verified by
 	// Open nor checked for gaps, because the caller holds their records
