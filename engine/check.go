@@ -17,12 +17,15 @@ import (
 
 // Check verifies the store: every segment's section checksums, id map
 // (sorted, valid, unique across the collection), metadata, texts and
-// vectors, the BM25 sections, and the manifest on disk against the files
-// (each named file exists with the recorded size). It returns the first
-// problem, a *CorruptionError naming the file where one is damaged; when
+// vectors, the BM25 sections, the manifest on disk against the files
+// (each named file exists with the recorded size), every WAL segment, and
+// that the previous manifest is still a fallback (the files it names and
+// the WAL its replay needs are there). It returns the first problem, a
+// *CorruptionError naming the file where one is damaged or missing; when
 // every file is intact but a segment's graph does not reach all its live
 // records (a full walk from the entry point), an *UnreachableError. It
-// holds the write lock, so writers wait while it runs.
+// reads only (CheckDir checks a closed store without opening it for
+// writing). It holds the write lock, so writers wait while it runs.
 func (d *DB) Check() error { return d.CheckProgress(nil) }
 
 // CheckProgress is Check reporting through p (nil: none) how many of the
@@ -40,7 +43,17 @@ func (d *DB) CheckProgress(p Progress) error {
 	walDir := filepath.Join(d.dir, "wal")
 	for _, seg := range walDamaged(d.opts.FS, walDir) {
 		path := filepath.Join(walDir, fmt.Sprintf("%08d", seg))
-		return &CorruptionError{File: path, Err: walSegmentDamage(d.opts.FS, path, seg)}
+		err := walSegmentDamage(d.opts.FS, path, seg)
+		var we *wal.CorruptionError
+		if tt := d.log.Recovery().TornTail; d.opts.ReadOnly && tt.Segment == seg && errors.As(err, &we) && we.Offset == tt.From {
+			continue // a torn tail, which a writable open cuts (OpenActions)
+		}
+		return &CorruptionError{File: path, Err: err}
+	}
+	if st, err := loadManifests(d.opts.FS, d.dir); err != nil {
+		return err
+	} else if _, err := unusableFallback(d.opts.FS, d.dir, st); err != nil {
+		return err
 	}
 	pc := &progressCounter{p: p}
 	for _, c := range d.colls {
@@ -76,7 +89,7 @@ func (d *DB) checkManifests() error {
 	if err != nil {
 		return err
 	}
-	if len(st.problems) > 0 {
+	if len(st.problems) > 0 && !d.unfinished { // (read-only: OpenActions says CURRENT is due)
 		return st.problems[0]
 	}
 	if st.m == nil {
@@ -98,6 +111,95 @@ func (d *DB) checkManifests() error {
 		}
 	}
 	return nil
+}
+
+// unusableFallback returns the first manifest besides the newest readable
+// one (a fallback, which Open uses when the newest is damaged) that can no
+// longer be used, and why: a segment file it names is missing or has
+// another size, or a WAL segment its replay needs is gone (from the one
+// its flush rolled to, which was created before it and which truncation
+// never removes while the manifest is kept, to the newest). The error is a
+// *CorruptionError naming the missing file; Repair drops such a fallback,
+// losing nothing.
+func unusableFallback(fsys FS, dir string, st *manifestState) (uint64, error) {
+	walDir := filepath.Join(dir, "wal")
+	segs, _, err := wal.ListSegments(fsys, walDir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return 0, fmt.Errorf("engine: %w", err)
+	}
+	have := map[uint32]bool{}
+	newest := uint32(0)
+	for _, s := range segs {
+		have[s] = true
+		newest = max(newest, s)
+	}
+	for _, num := range sortedNums(st.readable) {
+		fb := st.readable[num]
+		if num == st.num || fb.rebuilt {
+			continue
+		}
+		for _, mc := range fb.colls {
+			for _, ms := range mc.segs {
+				path := filepath.Join(dir, "seg", segName(ms.file))
+				if fi, err := fsys.Stat(path); err != nil || uint64(fi.Size()) != ms.size {
+					return num, &CorruptionError{File: path, Err: fmt.Errorf("missing or resized, though the fallback manifest %s names it", manifestFileName(num))}
+				}
+			}
+		}
+		// A manifest written before flushes named the segment they roll to
+		// needs only the segments after its checkpoint's, which
+		// truncation may already have removed when nothing followed.
+		from, last := fb.walSeg, newest
+		if from == 0 {
+			from = wal.LSN(fb.checkpoint).Segment() + 1
+		} else {
+			last = max(newest, from)
+		}
+		for s := max(from, 1); s <= last; s++ {
+			if !have[s] {
+				return num, &CorruptionError{File: filepath.Join(walDir, fmt.Sprintf("%08d", s)),
+					Err: fmt.Errorf("missing: the fallback manifest %s replays the WAL from %08d on (the writes after its checkpoint %v), "+
+						"so it can no longer be used; `memctl repair` drops it, losing nothing", manifestFileName(num), from, wal.LSN(fb.checkpoint))}
+			}
+		}
+	}
+	return 0, nil
+}
+
+// CheckReport is what CheckDir found besides damage.
+type CheckReport struct {
+	// Actions are what opening the store for writing would do to its
+	// files besides reading them (DB.OpenActions of a read-only open),
+	// none of it damage: cut a torn WAL tail, set aside files that only
+	// look like the store's, remove leftovers of a flush that did not
+	// finish, flush the WAL records written after the last flush.
+	Actions []string `json:"actions"`
+	// Unknown lists the entries the engine did not write (UnknownFiles).
+	Unknown []string `json:"unknown_files"`
+}
+
+// CheckDir checks the closed store in dir without writing to it, like
+// fsck -n: it opens it with Options.ReadOnly (the WAL tail replayed into
+// memory only; nothing cut, removed, created or flushed; the LOCK file
+// taken but not rewritten) and runs Check. The error is what Open or
+// Check found (a *CorruptionError, matching ErrCorrupt, for damage; an
+// *UnreachableError) or why the store could not be read (ErrLocked while
+// a handle holds it, ErrNotStore). The report says what a writable open
+// would do and which files are foreign.
+func CheckDir(dir string, opts Options, p Progress) (CheckReport, error) {
+	opts.ReadOnly = true
+	db, err := Open(dir, opts)
+	if err != nil {
+		return CheckReport{}, err
+	}
+	rep := CheckReport{Actions: db.OpenActions()}
+	err = db.CheckProgress(p)
+	u, uerr := unknownFiles(db.opts.FS, db.dir)
+	rep.Unknown = u
+	if cerr := db.Close(); err == nil {
+		err = cmp.Or(uerr, cerr)
+	}
+	return rep, err
 }
 
 func sortedNums[V any](m map[uint64]V) []uint64 {
@@ -314,13 +416,25 @@ func resolve(path string) (string, error) {
 }
 
 // UnknownFiles lists the entries of the store directory dir, seg/ and wal/
-// that the engine does not write, relative to dir and sorted. Open and
-// Repair ignore them and never remove them; `memctl check` reports them.
-// It reads the OS file system (a store path, open or not, like ReadLock).
+// that the engine does not write, relative to dir and sorted: other names,
+// and files that only look like the store's by name (NNNNNNNN.seg that no
+// manifest names and that is not a segment file; a WAL segment name on
+// something else, wal.ListSegments, which Open sets aside as
+// NNNNNNNN.foreign). Open and Repair never read them as the store's and
+// never remove them; `memctl check` reports them. It reads the OS file
+// system (a store path, open or not, like ReadLock).
 func UnknownFiles(dir string) ([]string, error) { return unknownFiles(vfs.OS, dir) }
 
 // unknownFiles is UnknownFiles on fsys.
 func unknownFiles(fsys FS, dir string) ([]string, error) {
+	named := map[uint64]bool{}
+	if st, err := loadManifests(fsys, dir); err == nil {
+		named = st.keepFiles()
+	}
+	_, foreignWAL, err := wal.ListSegments(fsys, filepath.Join(dir, "wal"))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
 	var out []string
 	for _, sub := range []string{"", "seg", "wal"} {
 		names, err := fsys.ReadDir(filepath.Join(dir, sub))
@@ -331,17 +445,52 @@ func unknownFiles(fsys FS, dir string) ([]string, error) {
 			return nil, fmt.Errorf("engine: %w", err)
 		}
 		for _, name := range names {
-			fi, err := fsys.Stat(filepath.Join(dir, sub, name))
+			path := filepath.Join(dir, sub, name)
+			fi, err := fsys.Stat(path)
 			if err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return nil, fmt.Errorf("engine: %w", err)
 			}
 			// A dangling link counts as a file.
-			if isDir := err == nil && fi.IsDir(); !knownName(sub, name, isDir) {
+			isDir := err == nil && fi.IsDir()
+			known := knownName(sub, name, isDir)
+			switch {
+			case !known:
+			case sub == "wal":
+				known = !slices.Contains(foreignWAL, name)
+			case sub == "seg" && isSegName(name):
+				file, _ := segFileNumber(name)
+				known = named[file] || hasSegMagic(fsys, path)
+			}
+			if !known {
 				out = append(out, filepath.Join(sub, name))
 			}
 		}
 	}
 	return out, nil
+}
+
+// hasSegMagic reports whether the file at path starts or ends as a
+// segment file does (the segment magic opens the header and closes the
+// trailer). The engine renames a segment file into place only once it is
+// whole, so an NNNNNNNN.seg with neither was not written by it; one of
+// ours keeps at least one unless damage hit both ends.
+func hasSegMagic(fsys FS, path string) bool {
+	f, err := fsys.OpenFile(path, os.O_RDONLY, 0)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil || st.Size() < int64(len(segMagic)) {
+		return false
+	}
+	b := make([]byte, len(segMagic))
+	for _, off := range []int64{0, st.Size() - int64(len(segMagic))} {
+		if n, _ := f.ReadAt(b, off); n == len(b) && string(b) == segMagic {
+			return true
+		}
+	}
+	return false
 }
 
 // knownName reports whether the entry name (a directory if isDir) of the
@@ -362,6 +511,7 @@ func knownName(sub, name string, isDir bool) bool {
 		base := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(name, ".tmp"), quarantineSuffix), lostSuffix)
 		return !isDir && isSegName(base)
 	default: // wal
-		return !isDir && wal.IsSegmentName(strings.TrimSuffix(name, ".tmp")) // (.tmp: a segment being created)
+		base := strings.TrimSuffix(name, ".tmp") // (.tmp: a segment being created, or bytes being kept)
+		return !isDir && (wal.IsSegmentName(base) || wal.IsLostName(base))
 	}
 }

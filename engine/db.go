@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -53,6 +55,20 @@ type Options struct {
 	VerifyOnOpen bool
 	// M and EfConstruction tune the HNSW graphs (0: hnsw defaults).
 	M, EfConstruction int
+	// ReadOnly opens the store without writing to it, as `memctl check`
+	// does (like fsck -n): the WAL tail is replayed into memory only; a
+	// torn WAL tail is not cut, stale files are not removed, files that
+	// only look like the store's are not set aside, nothing is created
+	// (a directory without a store is ErrNotStore), the LOCK file's text is
+	// left as it is (the lock is still taken; a missing LOCK file is
+	// created empty) and Close flushes nothing. OpenActions says what a
+	// writable Open would do. Mutations, Flush, Compact, Backup and
+	// SetLockNote return ErrReadOnly.
+	ReadOnly bool
+	// Logger receives warnings about what Open repairs or sets aside by
+	// itself (a torn WAL tail cut, a file named like a WAL segment that is
+	// not one); nil discards them. OpenActions lists them too.
+	Logger *slog.Logger
 
 	// walSegSize is the WAL segment size (0: walSegmentSize); tests on a
 	// MemFS make it small, as every segment is preallocated in memory.
@@ -62,6 +78,9 @@ type Options struct {
 func (o Options) withDefaults() Options {
 	if o.FS == nil {
 		o.FS = vfs.OS
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	if o.walSegSize == 0 {
 		o.walSegSize = walSegmentSize
@@ -124,6 +143,13 @@ type DB struct {
 	lenient       bool
 	replaySkipped int
 
+	// actions are what Open did to the files besides reading them (with
+	// ReadOnly: what it would do); see OpenActions.
+	actions []string
+	// unfinished: the store's creation stopped before CURRENT, which a
+	// writable Open writes (finishCreation); a read-only one leaves it.
+	unfinished bool
+
 	// mu guards colls and kv for readers; writers change them holding both.
 	mu    sync.RWMutex
 	colls map[string]*Collection
@@ -160,10 +186,15 @@ func Open(dir string, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := mkdirDurable(opts.FS, dir); err != nil {
-		return nil, fmt.Errorf("engine: create %s: %w", dir, err)
+	if fresh && opts.ReadOnly {
+		return nil, fmt.Errorf("%w: %s holds no store (a read-only open creates none)", ErrNotStore, dir)
 	}
-	lock, err := lockDir(opts.FS, filepath.Join(dir, "LOCK"))
+	if !opts.ReadOnly {
+		if err := mkdirDurable(opts.FS, dir); err != nil {
+			return nil, fmt.Errorf("engine: create %s: %w", dir, err)
+		}
+	}
+	lock, err := lockDir(opts.FS, filepath.Join(dir, "LOCK"), opts.ReadOnly)
 	if err != nil {
 		return nil, err
 	}
@@ -174,8 +205,38 @@ func Open(dir string, opts Options) (*DB, error) {
 		lock.unlock()
 		return nil, err
 	}
-	go d.background()
+	if opts.ReadOnly {
+		close(d.bgDone) // nothing to flush or compact
+	} else {
+		go d.background()
+	}
 	return d, nil
+}
+
+// OpenActions lists what Open did to the store's files besides reading
+// them (cut a torn WAL tail, set aside files that only look like the
+// store's, removed leftovers of an unfinished flush, finished the store's
+// creation), one sentence each; with Options.ReadOnly, what a writable
+// Open would do instead, and the WAL records it replayed into memory that
+// a writable handle flushes when it closes.
+func (d *DB) OpenActions() []string { return slices.Clone(d.actions) }
+
+// act records something Open did (the verb did, then what), or,
+// read-only, would do (would do, what).
+func (d *DB) act(did, do, format string, a ...any) {
+	verb := did
+	if d.opts.ReadOnly {
+		verb = "would " + do
+	}
+	d.actions = append(d.actions, verb+" "+fmt.Sprintf(format, a...))
+}
+
+// rel is path relative to the store directory, for messages.
+func (d *DB) rel(path string) string {
+	if r, err := filepath.Rel(d.dir, path); err == nil {
+		return r
+	}
+	return path
 }
 
 // inspectDir reports whether dir is a new store (absent, empty, or holding
@@ -241,7 +302,7 @@ func (d *DB) open(fresh bool) error {
 	}
 	if finished, err := d.finishCreation(st); err != nil {
 		return err
-	} else if finished {
+	} else if finished && !d.opts.ReadOnly {
 		if st, err = loadManifests(fsys, d.dir); err != nil {
 			return err
 		}
@@ -260,8 +321,10 @@ func (d *DB) open(fresh bool) error {
 		}
 	}
 	d.lenient = m.rebuilt
-	if err := mkdirDurable(fsys, d.segDir()); err != nil {
-		return fmt.Errorf("engine: %w", err)
+	if !d.opts.ReadOnly {
+		if err := mkdirDurable(fsys, d.segDir()); err != nil {
+			return fmt.Errorf("engine: %w", err)
+		}
 	}
 	if err := d.removeUnreferenced(st); err != nil {
 		return err
@@ -303,13 +366,29 @@ func (d *DB) open(fresh bool) error {
 		return err
 	}
 	// The log makes its directory, but syncs only the files in it.
-	if err := mkdirDurable(fsys, walDir); err != nil {
-		return fmt.Errorf("engine: %w", err)
+	if !d.opts.ReadOnly {
+		if err := mkdirDurable(fsys, walDir); err != nil {
+			return fmt.Errorf("engine: %w", err)
+		}
 	}
 	d.log, err = wal.Open(walDir, wal.Options{FS: fsys, Sync: syncMode, SegmentSize: d.opts.walSegSize,
-		IgnoreBefore: walIgnoreBefore(m), OwnDir: true})
+		IgnoreBefore: walIgnoreBefore(m), OwnDir: true, ReadOnly: d.opts.ReadOnly, Logger: d.opts.Logger})
 	if err != nil {
 		return fmt.Errorf("engine: open WAL: %w", walCorruption(d.dir, err))
+	}
+	rec := d.log.Recovery()
+	for _, sa := range rec.SetAside {
+		switch {
+		case sa.NewName != "":
+			d.act("set aside", "set aside", "wal/%s as wal/%s: named like a WAL segment, but not one", sa.Name, sa.NewName)
+		case d.opts.ReadOnly:
+			d.act("set aside", "set aside", "wal/%s: named like a WAL segment, but not one", sa.Name)
+		default:
+			d.actions = append(d.actions, fmt.Sprintf("left wal/%s in place: a directory named like a WAL segment, never read as one", sa.Name))
+		}
+	}
+	if tt := rec.TornTail; tt.Segment != 0 {
+		d.act("cut", "cut", "the torn tail of wal/%08d at offset %d (an append that never completed, so was never acknowledged)", tt.Segment, tt.From)
 	}
 	for _, h := range d.log.Holes() {
 		if h > d.checkpoint {
@@ -321,12 +400,23 @@ func (d *DB) open(fresh bool) error {
 	}
 	if d.log.LastLSN() <= d.checkpoint {
 		// Everything in the log is already in the segments.
+		if d.opts.ReadOnly {
+			return nil
+		}
 		if err := d.truncateWAL(); err != nil {
 			return fmt.Errorf("engine: truncate WAL: %w", err)
 		}
 		return nil
 	}
-	err = d.log.Replay(d.checkpoint+1, func(lsn wal.LSN, rec []byte) error {
+	replayed := 0
+	defer func() {
+		if replayed > 0 && d.opts.ReadOnly {
+			d.actions = append(d.actions, fmt.Sprintf("%d WAL records written after the last flush were replayed in memory only; "+
+				"a writable open replays them too and, when it closes, flushes them into a segment file and a new manifest "+
+				"(removing what only the previous manifest needed)", replayed))
+		}
+	}()
+	err = d.log.Replay(replayFrom(m), func(lsn wal.LSN, rec []byte) error {
 		o, err := decodeOp(rec)
 		if err != nil {
 			return &CorruptionError{File: filepath.Join(d.dir, "wal"), Err: fmt.Errorf("WAL record %v: %w", lsn, err)}
@@ -338,6 +428,7 @@ func (d *DB) open(fresh bool) error {
 			return &CorruptionError{File: filepath.Join(d.dir, "wal"), Err: fmt.Errorf("WAL record %v: %w", lsn, err)}
 		}
 		d.lastLSN = lsn
+		replayed++
 		return nil
 	})
 	if err != nil {
@@ -345,6 +436,19 @@ func (d *DB) open(fresh bool) error {
 	}
 	d.lenient = false
 	return nil
+}
+
+// replayFrom is where replaying the WAL over m starts: after its
+// checkpoint, and not before the segment m says follows it (a flush rolls
+// the log to a new segment before writing its manifest, so no record after
+// the checkpoint lies before that segment, which only the fallback
+// manifest needs and may be gone).
+func replayFrom(m *manifest) wal.LSN {
+	from := wal.LSN(m.checkpoint) + 1
+	if s := walIgnoreBefore(m); s != 0 {
+		from = max(from, wal.LSN(uint64(s)<<32))
+	}
+	return from
 }
 
 // walIgnoreBefore is the first WAL segment that may hold a record after
@@ -371,15 +475,13 @@ func checkWALReaches(fsys FS, dir string, m *manifest) error {
 	if need == 0 || m.rebuilt {
 		return nil
 	}
-	names, err := fsys.ReadDir(dir)
+	segs, _, err := wal.ListSegments(fsys, dir) // (not files that only look like segments)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("engine: %w", err)
 	}
 	newest := uint32(0)
-	for _, n := range names {
-		if seg, ok := wal.ParseSegmentName(n); ok {
-			newest = max(newest, seg)
-		}
+	for _, seg := range segs {
+		newest = max(newest, seg)
 	}
 	if newest >= need {
 		return nil
@@ -407,14 +509,13 @@ func walCorruption(dir string, err error) error {
 // no damage is hidden. Without it Check would report a store that merely
 // crashed while being created as corrupt until the first flush.
 func (d *DB) finishCreation(st *manifestState) (bool, error) {
-	if st.num != 1 || st.maxNum != 1 || len(st.readable) != 1 || len(st.problems) != 1 {
+	if !creationUnfinished(d.opts.FS, d.dir, st) {
 		return false, nil
 	}
-	if m := st.m; len(m.colls) > 0 || len(m.kv) > 0 || m.checkpoint != 0 || m.rebuilt {
-		return false, nil
-	}
-	if _, err := d.opts.FS.Stat(filepath.Join(d.dir, currentName)); !errors.Is(err, fs.ErrNotExist) {
-		return false, nil // present but damaged: Check reports it
+	if d.opts.ReadOnly {
+		d.unfinished = true
+		d.act("wrote", "write", "CURRENT naming %s: the store's creation stopped before it", manifestFileName(1))
+		return true, nil
 	}
 	if err := writeFileAtomic(d.opts.FS, d.dir, currentName, []byte(manifestFileName(1)+"\n")); err != nil {
 		return false, fmt.Errorf("engine: write CURRENT: %w", err)
@@ -422,17 +523,33 @@ func (d *DB) finishCreation(st *manifestState) (bool, error) {
 	return true, nil
 }
 
+// creationUnfinished reports whether st is a store whose creation stopped
+// before CURRENT (see finishCreation).
+func creationUnfinished(fsys FS, dir string, st *manifestState) bool {
+	if st.num != 1 || st.maxNum != 1 || len(st.readable) != 1 || len(st.problems) != 1 {
+		return false
+	}
+	if m := st.m; len(m.colls) > 0 || len(m.kv) > 0 || m.checkpoint != 0 || m.rebuilt {
+		return false
+	}
+	_, err := fsys.Stat(filepath.Join(dir, currentName))
+	return errors.Is(err, fs.ErrNotExist) // present but damaged: Check reports it
+}
+
 // removeUnreferenced deletes segment files no readable manifest names:
 // temporaries and files of a flush or compaction that crashed before its
 // manifest, or superseded before a crash. Only names the engine writes
-// (NNNNNNNN.seg and NNNNNNNN.seg.tmp) are touched; anything else in seg/
-// is left alone (Check reports it). While a manifest is damaged nothing
-// but temporaries goes: what it named is unknown. Segment numbers
-// continue above every file present, so no file is ever overwritten.
+// (NNNNNNNN.seg and NNNNNNNN.seg.tmp) are touched, and of NNNNNNNN.seg
+// only files that are segment files (they start with the segment magic:
+// the engine renames a segment into place only once it is whole); anything
+// else in seg/ is left alone (Check reports it). While a manifest is
+// damaged nothing but temporaries goes: what it named is unknown. Segment
+// numbers continue above every file present, so no file is ever
+// overwritten. Read-only, it only records what it would remove.
 func (d *DB) removeUnreferenced(st *manifestState) error {
 	keep := st.keepFiles()
 	names, err := d.opts.FS.ReadDir(d.segDir())
-	if err != nil {
+	if err != nil && !(d.opts.ReadOnly && errors.Is(err, fs.ErrNotExist)) {
 		return fmt.Errorf("engine: %w", err)
 	}
 	removed := false
@@ -443,10 +560,15 @@ func (d *DB) removeUnreferenced(st *manifestState) error {
 		}
 		file, _ := strconv.ParseUint(strings.TrimSuffix(base, ".seg"), 10, 64)
 		d.nextFile = max(d.nextFile, file+1)
-		if keep[file] || !tmp && len(st.problems) > 0 {
+		path := filepath.Join(d.segDir(), n)
+		if keep[file] || !tmp && len(st.problems) > 0 || !tmp && !hasSegMagic(d.opts.FS, path) {
 			continue
 		}
-		if err := d.opts.FS.Remove(filepath.Join(d.segDir(), n)); err != nil {
+		d.act("removed", "remove", "seg/%s: no manifest names it (left by a flush or compaction that did not finish, or superseded)", n)
+		if d.opts.ReadOnly {
+			continue
+		}
+		if err := d.opts.FS.Remove(path); err != nil {
 			return fmt.Errorf("engine: remove stale %s: %w", n, err)
 		}
 		removed = true
@@ -455,7 +577,10 @@ func (d *DB) removeUnreferenced(st *manifestState) error {
 		for _, n := range entries {
 			if base, ok := strings.CutSuffix(n, ".tmp"); ok {
 				if _, isMan := parseManifestName(base); isMan || base == currentName {
-					_ = d.opts.FS.Remove(filepath.Join(d.dir, n))
+					d.act("removed", "remove", "%s: a temporary of a manifest write that did not finish", n)
+					if !d.opts.ReadOnly {
+						_ = d.opts.FS.Remove(filepath.Join(d.dir, n))
+					}
 				}
 			}
 		}
@@ -471,6 +596,9 @@ func (d *DB) removeUnreferenced(st *manifestState) error {
 func (d *DB) logAndApply(o *walOp) error {
 	if d.closed {
 		return ErrClosed
+	}
+	if d.opts.ReadOnly {
+		return ErrReadOnly
 	}
 	payload := encodeOp(o)
 	if len(payload) > MaxBatchBytes {
@@ -595,6 +723,9 @@ type srcRef struct {
 func (d *DB) flushLocked(reps []*replacement) (err error) {
 	if d.closed {
 		return ErrClosed
+	}
+	if d.opts.ReadOnly {
+		return ErrReadOnly
 	}
 	for _, c := range d.colls {
 		if c.broken != nil {
@@ -833,7 +964,7 @@ func (d *DB) Close() error {
 		return ErrClosed
 	}
 	var flushErr error
-	if d.memBytes > 0 && !d.noCloseFlush {
+	if d.memBytes > 0 && !d.noCloseFlush && !d.opts.ReadOnly {
 		flushErr = d.flushLocked(nil)
 		var ce *CorruptionError
 		if errors.As(flushErr, &ce) {
