@@ -951,7 +951,7 @@ func (d *DB) manifestLocked(fresh map[*Collection]*segment, reps []*replacement)
 // keeps a bounded number of segments; that compaction is best effort (the
 // store is whole either way), and a failure of it is not Close's error.
 func (d *DB) Close() error {
-	if d.opts.CompactInterval > 0 && !d.noCloseFlush {
+	if d.opts.CompactInterval > 0 && !d.noCloseFlush && !d.opts.ReadOnly {
 		// Flush first, so the policy sees the segment this Close adds.
 		if err := d.Flush(); err == nil && d.compactionDue() {
 			_ = d.compact(false)
