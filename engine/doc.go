@@ -318,4 +318,20 @@
 //     Cosine collection come back L2-normalized.
 //   - Limits: MaxIDLen, MaxTextLen, MaxMetaKeys, MaxMetaKeyLen,
 //     MaxMetaBytes, MaxDim, MaxBatchRecords.
+//
+// # Files
+//
+// A file per phase of a store's life or per format, as Pebble splits them:
+//
+//	open.go            Options, Open: lock, manifests, WAL replay, leftovers
+//	db.go              the DB, its collection catalogue, the write log, Close, the background loop
+//	flush.go           Flush: memtables into segments, manifest writing, WAL truncation
+//	compact.go         Compact and the background policy
+//	check.go           Check, CheckDir (read-only)   repair.go, salvage.go, rebuild.go  Repair
+//	backup.go, stats.go, knownfiles.go (files the store does not own)
+//	manifestcodec.go   one manifest's encoding      manifestfiles.go  the manifest files, CURRENT
+//	segwrite.go        building a segment's sections   segment.go  an open segment's reads
+//	segcontainer.go    the file container: section table, trailer, chunk checksums
+//	seginfo.go, segsections.go  the info section, the typed sections parsed at open
+//	walrec.go          WAL record encoding           collection.go, search.go  the collection API
 package engine

@@ -416,6 +416,7 @@ func TestForeignFilesNamedLikeStoreFiles(t *testing.T) {
 // flushed a segment, wrote a manifest and removed the fallback, cut a
 // torn tail and deleted files it took for stale segments.
 func TestCheckDirIsReadOnly(t *testing.T) {
+	leaveDamaged(t)
 	random := func(seed uint64, n int) []byte {
 		r := rand.New(rand.NewPCG(seed, 1))
 		b := make([]byte, n)
