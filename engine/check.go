@@ -4,25 +4,24 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 
-	"github.com/engramdb/engram/internal/vfs"
 	"github.com/engramdb/engram/wal"
 )
 
 // Check verifies the store: every segment's section checksums, id map
 // (sorted, valid, unique across the collection), metadata, texts and
-// vectors, the BM25 sections, and the manifest on disk against the files
-// (each named file exists with the recorded size). It returns the first
-// problem, a *CorruptionError naming the file where one is damaged; when
+// vectors, the BM25 sections, the manifest on disk against the files
+// (each named file exists with the recorded size), every WAL segment, and
+// that the previous manifest is still a fallback (the files it names and
+// the WAL its replay needs are there). It returns the first problem, a
+// *CorruptionError naming the file where one is damaged or missing; when
 // every file is intact but a segment's graph does not reach all its live
 // records (a full walk from the entry point), an *UnreachableError. It
-// holds the write lock, so writers wait while it runs.
+// reads only (CheckDir checks a closed store without opening it for
+// writing). It holds the write lock, so writers wait while it runs.
 func (d *DB) Check() error { return d.CheckProgress(nil) }
 
 // CheckProgress is Check reporting through p (nil: none) how many of the
@@ -40,7 +39,17 @@ func (d *DB) CheckProgress(p Progress) error {
 	walDir := filepath.Join(d.dir, "wal")
 	for _, seg := range walDamaged(d.opts.FS, walDir) {
 		path := filepath.Join(walDir, fmt.Sprintf("%08d", seg))
-		return &CorruptionError{File: path, Err: walSegmentDamage(d.opts.FS, path, seg)}
+		err := walSegmentDamage(d.opts.FS, path, seg)
+		var we *wal.CorruptionError
+		if tt := d.log.Recovery().TornTail; d.opts.ReadOnly && tt.Segment == seg && errors.As(err, &we) && we.Offset == tt.From {
+			continue // a torn tail, which a writable open cuts (OpenActions)
+		}
+		return &CorruptionError{File: path, Err: err}
+	}
+	if st, err := loadManifests(d.opts.FS, d.dir); err != nil {
+		return err
+	} else if _, err := unusableFallback(d.opts.FS, d.dir, st); err != nil {
+		return err
 	}
 	pc := &progressCounter{p: p}
 	for _, c := range d.colls {
@@ -76,7 +85,7 @@ func (d *DB) checkManifests() error {
 	if err != nil {
 		return err
 	}
-	if len(st.problems) > 0 {
+	if len(st.problems) > 0 && !d.unfinished { // (read-only: OpenActions says CURRENT is due)
 		return st.problems[0]
 	}
 	if st.m == nil {
@@ -98,6 +107,95 @@ func (d *DB) checkManifests() error {
 		}
 	}
 	return nil
+}
+
+// unusableFallback returns the first manifest besides the newest readable
+// one (a fallback, which Open uses when the newest is damaged) that can no
+// longer be used, and why: a segment file it names is missing or has
+// another size, or a WAL segment its replay needs is gone (from the one
+// its flush rolled to, which was created before it and which truncation
+// never removes while the manifest is kept, to the newest). The error is a
+// *CorruptionError naming the missing file; Repair drops such a fallback,
+// losing nothing.
+func unusableFallback(fsys FS, dir string, st *manifestState) (uint64, error) {
+	walDir := filepath.Join(dir, "wal")
+	segs, _, err := wal.ListSegments(fsys, walDir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return 0, fmt.Errorf("engine: %w", err)
+	}
+	have := map[uint32]bool{}
+	newest := uint32(0)
+	for _, s := range segs {
+		have[s] = true
+		newest = max(newest, s)
+	}
+	for _, num := range sortedNums(st.readable) {
+		fb := st.readable[num]
+		if num == st.num || fb.rebuilt {
+			continue
+		}
+		for _, mc := range fb.colls {
+			for _, ms := range mc.segs {
+				path := filepath.Join(dir, "seg", segName(ms.file))
+				if fi, err := fsys.Stat(path); err != nil || uint64(fi.Size()) != ms.size {
+					return num, &CorruptionError{File: path, Err: fmt.Errorf("missing or resized, though the fallback manifest %s names it", manifestFileName(num))}
+				}
+			}
+		}
+		// A manifest written before flushes named the segment they roll to
+		// needs only the segments after its checkpoint's, which
+		// truncation may already have removed when nothing followed.
+		from, last := fb.walSeg, newest
+		if from == 0 {
+			from = wal.LSN(fb.checkpoint).Segment() + 1
+		} else {
+			last = max(newest, from)
+		}
+		for s := max(from, 1); s <= last; s++ {
+			if !have[s] {
+				return num, &CorruptionError{File: filepath.Join(walDir, fmt.Sprintf("%08d", s)),
+					Err: fmt.Errorf("missing: the fallback manifest %s replays the WAL from %08d on (the writes after its checkpoint %v), "+
+						"so it can no longer be used; `memctl repair` drops it, losing nothing", manifestFileName(num), from, wal.LSN(fb.checkpoint))}
+			}
+		}
+	}
+	return 0, nil
+}
+
+// CheckReport is what CheckDir found besides damage.
+type CheckReport struct {
+	// Actions are what opening the store for writing would do to its
+	// files besides reading them (DB.OpenActions of a read-only open),
+	// none of it damage: cut a torn WAL tail, set aside files that only
+	// look like the store's, remove leftovers of a flush that did not
+	// finish, flush the WAL records written after the last flush.
+	Actions []string `json:"actions"`
+	// Unknown lists the entries the engine did not write (UnknownFiles).
+	Unknown []string `json:"unknown_files"`
+}
+
+// CheckDir checks the closed store in dir without writing to it, like
+// fsck -n: it opens it with Options.ReadOnly (the WAL tail replayed into
+// memory only; nothing cut, removed, created or flushed; the LOCK file
+// taken but not rewritten) and runs Check. The error is what Open or
+// Check found (a *CorruptionError, matching ErrCorrupt, for damage; an
+// *UnreachableError) or why the store could not be read (ErrLocked while
+// a handle holds it, ErrNotStore). The report says what a writable open
+// would do and which files are foreign.
+func CheckDir(dir string, opts Options, p Progress) (CheckReport, error) {
+	opts.ReadOnly = true
+	db, err := Open(dir, opts)
+	if err != nil {
+		return CheckReport{}, err
+	}
+	rep := CheckReport{Actions: db.OpenActions()}
+	err = db.CheckProgress(p)
+	u, uerr := unknownFiles(db.opts.FS, db.dir)
+	rep.Unknown = u
+	if cerr := db.Close(); err == nil {
+		err = cmp.Or(uerr, cerr)
+	}
+	return rep, err
 }
 
 func sortedNums[V any](m map[uint64]V) []uint64 {
@@ -146,222 +244,4 @@ func (c *Collection) check(pc *progressCounter) error {
 		pc.add(int64(s.n % 1024))
 	}
 	return unreachable
-}
-
-// Backup writes a consistent copy of the store into dir, which must not
-// exist or be empty: it flushes, then copies the segment files and writes a
-// manifest for them (with an empty WAL). Writers wait while it runs;
-// readers do not.
-func (d *DB) Backup(dir string) error {
-	if inside, err := within(dir, d.dir); err != nil {
-		return fmt.Errorf("engine: backup: %w", err)
-	} else if inside {
-		return fmt.Errorf("%w: backup target %s is inside the store %s", ErrInvalid, dir, d.dir)
-	}
-	if fresh, err := inspectDir(d.opts.FS, dir); err != nil {
-		return err
-	} else if !fresh {
-		return fmt.Errorf("%w: backup target %s already holds a store", ErrExists, dir)
-	}
-	if entries, err := d.opts.FS.ReadDir(dir); err == nil && len(entries) > 0 {
-		return fmt.Errorf("%w: backup target %s is not empty", ErrExists, dir)
-	}
-	d.writeMu.Lock()
-	defer d.writeMu.Unlock()
-	if err := d.flushLocked(nil); err != nil {
-		return err
-	}
-	fsys := d.opts.FS
-	if err := mkdirDurable(fsys, filepath.Join(dir, "seg")); err != nil {
-		return fmt.Errorf("engine: backup: %w", err)
-	}
-	m := d.manifestLocked(nil, nil)
-	m.checkpoint = 0 // the copy starts a new WAL
-	for _, mc := range m.colls {
-		for _, ms := range mc.segs {
-			if err := copyFile(fsys, d.segPath(ms.file), filepath.Join(dir, "seg"), segName(ms.file)); err != nil {
-				return fmt.Errorf("engine: backup: %w", err)
-			}
-		}
-	}
-	if err := fsys.SyncDir(filepath.Join(dir, "seg")); err != nil {
-		return fmt.Errorf("engine: backup: %w", err)
-	}
-	if err, curErr := writeManifest(fsys, dir, 1, m); err != nil || curErr != nil {
-		return fmt.Errorf("engine: backup: %w", errors.Join(err, curErr))
-	}
-	return nil
-}
-
-func copyFile(fsys FS, src, dir, name string) error {
-	f, err := fsys.OpenFile(src, os.O_RDONLY, 0)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return err
-	}
-	return writeAtomic(fsys, dir, name, func(w io.Writer) error {
-		_, err := io.Copy(w, io.NewSectionReader(f, 0, st.Size()))
-		return err
-	})
-}
-
-// Stats describes the store.
-type Stats struct {
-	Collections []CollectionStats
-	WALBytes    int64
-	// MemBytes estimates the mutable parts' size (the flush threshold).
-	MemBytes int64
-	// BackgroundError is the error of the last background flush or
-	// compaction; nil once one succeeds (after a full disk cleared, say).
-	BackgroundError error
-}
-
-// CollectionStats describes one collection.
-type CollectionStats struct {
-	Name        string
-	Records     int   // live records
-	Mutable     int   // live records not yet flushed
-	Segments    int   // segment files
-	Deleted     int   // deleted or overwritten records still in segments
-	DiskBytes   int64 // segment file bytes
-	Overrides   int   // access statistics held in the manifest
-	Broken      error
-	Fingerprint string
-}
-
-// Stats reports counts and sizes.
-func (d *DB) Stats() Stats {
-	var st Stats
-	d.mu.RLock()
-	colls := make([]*Collection, 0, len(d.colls))
-	for _, name := range sortedKeys(d.colls) {
-		colls = append(colls, d.colls[name])
-	}
-	d.mu.RUnlock()
-	for _, c := range colls {
-		c.mu.RLock()
-		cs := CollectionStats{Name: c.cfg.Name, Broken: c.broken, Fingerprint: c.cfg.Fingerprint, Overrides: len(c.overrides)}
-		if !c.dropped {
-			cs.Mutable = c.mem.live
-			cs.Records = c.mem.live
-			for _, s := range c.segs {
-				cs.Segments++
-				cs.Records += s.live()
-				cs.Deleted += s.ndel
-				cs.DiskBytes += int64(len(s.sf.data))
-			}
-		}
-		c.mu.RUnlock()
-		st.Collections = append(st.Collections, cs)
-	}
-	walDir := filepath.Join(d.dir, "wal")
-	if names, err := d.opts.FS.ReadDir(walDir); err == nil {
-		for _, n := range names {
-			if info, err := d.opts.FS.Stat(filepath.Join(walDir, n)); err == nil && !info.IsDir() {
-				st.WALBytes += info.Size()
-			}
-		}
-	}
-	d.writeMu.Lock()
-	st.MemBytes = d.memBytes
-	d.writeMu.Unlock()
-	if p := d.bgErr.Load(); p != nil {
-		st.BackgroundError = *p
-	}
-	return st
-}
-
-// within reports whether path is root or lies under it, comparing absolute
-// paths with symbolic links resolved (path need not exist yet: its nearest
-// existing ancestor is resolved).
-func within(path, root string) (bool, error) {
-	r, err := resolve(root)
-	if err != nil {
-		return false, err
-	}
-	p, err := resolve(path)
-	if err != nil {
-		return false, err
-	}
-	rel, err := filepath.Rel(r, p)
-	if err != nil {
-		return false, nil
-	}
-	return rel == "." || rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)), nil
-}
-
-// resolve returns path absolute, with the symbolic links of its longest
-// existing prefix resolved.
-func resolve(path string) (string, error) {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return "", err
-	}
-	var rest []string
-	for p := abs; ; p = filepath.Dir(p) {
-		if real, err := filepath.EvalSymlinks(p); err == nil {
-			return filepath.Join(append([]string{real}, rest...)...), nil
-		}
-		if filepath.Dir(p) == p {
-			return abs, nil
-		}
-		rest = append([]string{filepath.Base(p)}, rest...)
-	}
-}
-
-// UnknownFiles lists the entries of the store directory dir, seg/ and wal/
-// that the engine does not write, relative to dir and sorted. Open and
-// Repair ignore them and never remove them; `memctl check` reports them.
-// It reads the OS file system (a store path, open or not, like ReadLock).
-func UnknownFiles(dir string) ([]string, error) { return unknownFiles(vfs.OS, dir) }
-
-// unknownFiles is UnknownFiles on fsys.
-func unknownFiles(fsys FS, dir string) ([]string, error) {
-	var out []string
-	for _, sub := range []string{"", "seg", "wal"} {
-		names, err := fsys.ReadDir(filepath.Join(dir, sub))
-		if errors.Is(err, fs.ErrNotExist) && sub != "" {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("engine: %w", err)
-		}
-		for _, name := range names {
-			fi, err := fsys.Stat(filepath.Join(dir, sub, name))
-			if err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return nil, fmt.Errorf("engine: %w", err)
-			}
-			// A dangling link counts as a file.
-			if isDir := err == nil && fi.IsDir(); !knownName(sub, name, isDir) {
-				out = append(out, filepath.Join(sub, name))
-			}
-		}
-	}
-	return out, nil
-}
-
-// knownName reports whether the entry name (a directory if isDir) of the
-// store subdirectory sub ("" for the root) is one the engine writes.
-func knownName(sub, name string, isDir bool) bool {
-	switch sub {
-	case "":
-		switch name {
-		case "seg", "wal":
-			return isDir
-		case "LOCK":
-			return !isDir
-		}
-		base := strings.TrimSuffix(name, ".tmp")
-		_, isManifest := parseManifestName(base)
-		return !isDir && (isManifest || base == currentName)
-	case "seg":
-		base := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(name, ".tmp"), quarantineSuffix), lostSuffix)
-		return !isDir && isSegName(base)
-	default: // wal
-		return !isDir && wal.IsSegmentName(strings.TrimSuffix(name, ".tmp")) // (.tmp: a segment being created)
-	}
 }

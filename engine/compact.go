@@ -48,6 +48,9 @@ const (
 func (d *DB) compact(all bool) error { return d.compactWith(all, nil) }
 
 func (d *DB) compactWith(all bool, p Progress) error {
+	if d.opts.ReadOnly {
+		return ErrReadOnly
+	}
 	d.compactMu.Lock()
 	defer d.compactMu.Unlock()
 	if d.stopping.Load() {

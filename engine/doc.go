@@ -92,9 +92,14 @@
 // Repair (on a closed store) replaces damaged manifests with one written
 // from the newest readable manifest, or rebuilds one from seg/ and wal/
 // when none is readable (each segment describes itself; the newest copy
-// of a record wins; the whole WAL is replayed over it), truncates a
-// damaged WAL at its first bad record, rebuilds segment files that fail their checks and removes missing
-// segment files from the manifest, reporting what was lost. Derived data
+// of a record wins; the whole WAL is replayed over it), drops a previous
+// manifest that can no longer serve as a fallback, gives up only the
+// damaged stretches of the WAL (each becomes a hole, so the intact records
+// after it keep their LSNs; a damaged or cut end is zero-filled; the bytes
+// given up are kept in wal/NNNNNNNN.OFFSET.lost), sets aside files in wal/
+// that only look like segments, rebuilds segment files that fail their
+// checks and removes missing segment files from the manifest, reporting
+// what was lost. Derived data
 // (graph, int8 codes, keyword and namespace postings, sorted ids, column
 // ranks, record checksums) is rebuilt, never a reason to drop a record: a
 // damaged file's records whose primary data (ID, vector, text, metadata,
@@ -138,20 +143,33 @@
 //	    older than the WAL's first record
 //	WAL record after the checkpoint damaged (flipped, zeroed) -> Open (an
 //	    intact record follows it) -> Repair overwrites it with a hole, the
-//	    later records keep their LSNs (RepairReport.WALLost) -> that record
-//	WAL segment after the checkpoint truncated -> Open (segments are
-//	    preallocated: shorter than its header says is not a torn tail) ->
-//	    Repair restores its size -> the records past the cut
+//	    later records keep their LSNs, its bytes kept aside
+//	    (RepairReport.WALLost) -> that record
+//	the last WAL record damaged, its framing whole (no fragment header
+//	    missing, no all-zero sector) -> Open (wal.ErrDamagedRecord: not a
+//	    torn append) -> Repair zero-fills it, its bytes kept aside -> that
+//	    record
+//	the last WAL record torn (a header missing, a sector all zeros) ->
+//	    never acknowledged: Open cuts it, logs it (Options.Logger) and
+//	    lists it (OpenActions) -> nothing acknowledged
+//	WAL segment after the checkpoint truncated, emptied or cut inside its
+//	    header -> Open (segments are created whole and preallocated:
+//	    shorter than its header says is not a torn tail; an empty segment
+//	    is its header and zeros) -> Repair restores its header and size ->
+//	    the records past the cut
 //	WAL segment after the checkpoint deleted -> Open (the manifest names
 //	    it) -> Repair continues the log after it -> what it held
 //	garbage appended to a WAL segment -> Check (Open ignores bytes past a
 //	    segment's size) -> Repair cuts them -> nothing
-//	the last WAL record torn or damaged -> indistinguishable from an
-//	    append never acknowledged: Open cuts it -> that record
 //	WAL segment wholly before the checkpoint damaged -> Check -> Repair
 //	    deletes it -> nothing
+//	the previous manifest's WAL or files deleted -> Check (the fallback
+//	    can no longer be replayed) -> Repair drops the fallback -> nothing
 //	LOCK, unknown files -> nothing to repair (UnknownFiles reports foreign
 //	    files) -> nothing
+//	a foreign file named like a WAL segment or a segment file -> Check
+//	    (UnknownFiles); never read as the store's nor removed -> Open and
+//	    Repair set a WAL-named one aside as wal/NNNNNNNN.foreign -> nothing
 //	disk full (ENOSPC) or an I/O error on a WAL write or sync -> the write
 //	    returns it, nothing applied -> the WAL undoes the failed write
 //	    before returning (cut back to the last good record, synced); the
@@ -161,6 +179,10 @@
 //	    the call returns it (background: Stats.BackgroundError) -> its
 //	    files are removed; the store serves on from memory and the WAL,
 //	    and the next flush succeeds -> nothing
+//
+// Check never writes: CheckDir (memctl check) opens the store with
+// Options.ReadOnly and reports what a writable open would do
+// (CheckReport.Actions) instead of doing it.
 //
 // A write that failed is never applied and never replays later: the WAL
 // cuts off what the failed append left in the file, even a whole record
@@ -218,8 +240,11 @@
 // before) and the files it names; segment files no readable manifest names
 // (NNNNNNNN.seg and its .tmp: half-written or superseded segments) are
 // deleted at the next Open, unless a manifest is damaged (then only
-// temporaries). Open never deletes anything else: other files and
-// directories in seg/ and wal/ are ignored. A directory without a
+// temporaries); an NNNNNNNN.seg without the segment magic at either end
+// was not written by the engine (it renames a segment into place only once
+// whole) and stays. Open never deletes anything else: other files and
+// directories in seg/ and wal/ are ignored, and a file named like a WAL
+// segment that is not one is renamed to NNNNNNNN.foreign (wal.md). A directory without a
 // readable manifest while seg/ or wal/ hold data is not a new store: Open
 // refuses it with a *CorruptionError and writes nothing. Acknowledged
 // writes are in the WAL behind the checkpoint or in a named segment.
@@ -265,6 +290,11 @@
 //     is the unflushed tail (at most about Options.FlushBytes, and nothing
 //     after Close, which flushes) plus at most one segment.
 //   - A batch (one WAL record) is at most MaxBatchBytes encoded.
+//   - Options.ReadOnly (CheckDir, memctl check) reads a store without
+//     writing to it: the WAL tail is replayed into memory only, and every
+//     write returns ErrReadOnly. It still takes the lock (a store another
+//     handle holds is ErrLocked), and creates an empty LOCK file where
+//     none is.
 //   - Check verifies checksums, the graph's structure (hnsw View.Verify)
 //     and, by a full breadth-first walk of each segment's graph from its
 //     entry point (level-0 and upper lists, read in place), that every
@@ -288,4 +318,20 @@
 //     Cosine collection come back L2-normalized.
 //   - Limits: MaxIDLen, MaxTextLen, MaxMetaKeys, MaxMetaKeyLen,
 //     MaxMetaBytes, MaxDim, MaxBatchRecords.
+//
+// # Files
+//
+// A file per phase of a store's life or per format, as Pebble splits them:
+//
+//	open.go            Options, Open: lock, manifests, WAL replay, leftovers
+//	db.go              the DB, its collection catalogue, the write log, Close, the background loop
+//	flush.go           Flush: memtables into segments, manifest writing, WAL truncation
+//	compact.go         Compact and the background policy
+//	check.go           Check, CheckDir (read-only)   repair.go, salvage.go, rebuild.go  Repair
+//	backup.go, stats.go, knownfiles.go (files the store does not own)
+//	manifestcodec.go   one manifest's encoding      manifestfiles.go  the manifest files, CURRENT
+//	segwrite.go        building a segment's sections   segment.go  an open segment's reads
+//	segcontainer.go    the file container: section table, trailer, chunk checksums
+//	seginfo.go, segsections.go  the info section, the typed sections parsed at open
+//	walrec.go          WAL record encoding           collection.go, search.go  the collection API
 package engine

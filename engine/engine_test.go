@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,13 +21,60 @@ func testOpts() Options {
 	return Options{UnsafeNoSync: true, CompactInterval: -1, FlushBytes: -1}
 }
 
+// openT opens dir for a test and, as bbolt's test helper does, checks the
+// store the test leaves behind: after the test (and its deferred Close),
+// unless it failed or called leaveDamaged, the store must pass a read-only
+// CheckDir, so a test that damages a store by accident fails where it did.
 func openT(t testing.TB, dir string, opts Options) *DB {
 	t.Helper()
 	db, err := Open(dir, opts)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
+	key := checkedKey{t, dir}
+	if _, seen := checkedStores.LoadOrStore(key, true); !seen {
+		t.Cleanup(func() {
+			defer checkedStores.Delete(key)
+			if t.Failed() || t.Skipped() {
+				return
+			}
+			if leftDamaged(t) {
+				return
+			}
+			if err := db.Close(); err != nil && !errors.Is(err, ErrClosed) {
+				t.Errorf("closing the store the test left open: %v", err)
+			}
+			fsys := opts.FS
+			if _, err := CheckDir(dir, Options{FS: fsys}, nil); err != nil && !errors.Is(err, ErrLocked) {
+				t.Errorf("the store the test left behind fails its check: %v", err)
+			}
+		})
+	}
 	return db
+}
+
+type checkedKey struct {
+	t   testing.TB
+	dir string
+}
+
+var checkedStores, damagedTests sync.Map
+
+// leaveDamaged tells openT's check that t (and its subtests) leave their
+// stores damaged on purpose.
+func leaveDamaged(t testing.TB) {
+	damagedTests.Store(t.Name(), true)
+	t.Cleanup(func() { damagedTests.Delete(t.Name()) })
+}
+
+func leftDamaged(t testing.TB) bool {
+	damaged := false
+	damagedTests.Range(func(k, _ any) bool {
+		name := k.(string)
+		damaged = t.Name() == name || strings.HasPrefix(t.Name(), name+"/")
+		return !damaged
+	})
+	return damaged
 }
 
 func randVec(r *rand.Rand, dim int) []float32 {

@@ -20,8 +20,12 @@ var (
 	ErrDimension = errors.New("engine: wrong vector dimension")
 	// ErrClosed: the store or collection has been closed or dropped.
 	ErrClosed = errors.New("engine: closed")
-	// ErrNotStore: the directory exists, is not empty and is not a store.
+	// ErrNotStore: the directory exists, is not empty and is not a store
+	// (with Options.ReadOnly: no store is there, which is never created).
 	ErrNotStore = errors.New("engine: directory is not an engram store")
+	// ErrReadOnly: a write (a mutation, Flush, Compact, Backup, SetLockNote)
+	// on a store opened with Options.ReadOnly.
+	ErrReadOnly = errors.New("engine: store is open read-only")
 	// ErrVersion: the store was written by a newer format version.
 	ErrVersion = errors.New("engine: unsupported format version")
 	// ErrCorrupt: stored bytes (a segment section, the MANIFEST, a WAL

@@ -134,6 +134,7 @@ func TestENOSPC(t *testing.T) {
 }
 
 func TestCorruptSegment(t *testing.T) {
+	leaveDamaged(t)
 	for _, where := range []string{"table", "body"} {
 		t.Run(where, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "s")
@@ -414,6 +415,7 @@ func deepFilter(n int) *Filter {
 }
 
 func TestOpenRefuses(t *testing.T) {
+	leaveDamaged(t)
 	// A directory with foreign files is not a store; nothing is written.
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("hi"), 0o600)

@@ -29,7 +29,11 @@ type dirLock struct {
 	held io.Closer // the Locker's lock
 }
 
-func lockDir(fsys FS, path string) (*dirLock, error) {
+// lockDir takes the lock at path and writes our pid into it. readOnly
+// takes the same lock (so no writer changes the store meanwhile) without
+// rewriting the file's text: it keeps naming the last holder. Only a
+// missing LOCK file is created, empty.
+func lockDir(fsys FS, path string, readOnly bool) (*dirLock, error) {
 	if lk, ok := fsys.(vfs.Locker); ok {
 		held, err := lk.Lock(path)
 		if errors.Is(err, vfs.ErrLocked) {
@@ -39,10 +43,19 @@ func lockDir(fsys FS, path string) (*dirLock, error) {
 			return nil, fmt.Errorf("engine: lock %s: %w", path, err)
 		}
 		l := &dirLock{fsys: fsys, path: path, held: held}
-		_ = l.write("")
+		if !readOnly {
+			_ = l.write("")
+		}
 		return l, nil
 	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	flag := os.O_RDWR | os.O_CREATE
+	if readOnly {
+		flag = os.O_RDONLY
+		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+			flag |= os.O_CREATE
+		}
+	}
+	f, err := os.OpenFile(path, flag, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("engine: open lock file: %w", err)
 	}
@@ -65,7 +78,9 @@ func lockDir(fsys FS, path string) (*dirLock, error) {
 	// The pid is informational (for the ErrLocked message); the flock is
 	// what excludes.
 	l := &dirLock{f: f}
-	_ = l.write("")
+	if !readOnly {
+		_ = l.write("")
+	}
 	return l, nil
 }
 

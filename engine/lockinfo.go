@@ -34,6 +34,9 @@ func (d *DB) SetLockNote(note string) error {
 	if d.closed {
 		return ErrClosed
 	}
+	if d.opts.ReadOnly {
+		return ErrReadOnly
+	}
 	if err := d.lock.write(note); err != nil {
 		return fmt.Errorf("engine: write LOCK: %w", err)
 	}

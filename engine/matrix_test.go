@@ -525,6 +525,36 @@ func TestCorruptionMatrix(t *testing.T) {
 		scenario{name: "foreign/directory in wal", damage: foreign("wal", true), allowed: none},
 		scenario{name: "foreign/file in the store root", damage: foreign("", false), allowed: none},
 	)
+	// The last WAL record damaged (whole, not torn), the newest WAL
+	// segment cut inside its header, and random bytes under the names of a
+	// WAL segment and of segment files (issue 23).
+	lastRec := func(b *matrixBase) []string { return b.tailIDs[19:] }
+	lsn19 := func(b *matrixBase) wal.LSN { return b.tailLSNs[19] }
+	lsn0 := func(b *matrixBase) wal.LSN { return b.tailLSNs[0] }
+	cutTail := func(n int) func(t *testing.T, b *matrixBase, dir string) {
+		return func(t *testing.T, b *matrixBase, dir string) { applyDamage(t, b.rel(b.tailSeg, dir), truncate, n, 0) }
+	}
+	randomAt := func(names ...string) func(t *testing.T, b *matrixBase, dir string) {
+		return func(t *testing.T, b *matrixBase, dir string) {
+			r := rand.New(rand.NewPCG(23, uint64(len(names))))
+			for _, n := range names {
+				g := make([]byte, 5000)
+				for i := range g {
+					g[i] = byte(r.Uint32())
+				}
+				if err := os.WriteFile(filepath.Join(dir, n), g, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	scenarios = append(scenarios,
+		scenario{name: "WAL after checkpoint/flip last record", damage: onFile(tail, flip, tailAt(19)), allowed: lastRec, walLost: lsn19},
+		scenario{name: "WAL after checkpoint/empty", damage: cutTail(0), allowed: fromRecord(0), walLost: lsn0},
+		scenario{name: "WAL after checkpoint/truncate to 1 byte", damage: cutTail(1), allowed: fromRecord(0), walLost: lsn0},
+		scenario{name: "foreign/random bytes named like a WAL segment", damage: randomAt("wal/00000009"), allowed: none},
+		scenario{name: "foreign/random bytes named like segment files", damage: randomAt("seg/00000003.seg", "seg/00000099.seg"), allowed: none},
+	)
 
 	var mu sync.Mutex
 	var rows []matrixRow

@@ -19,7 +19,9 @@ import (
 // takes its output's number before it reads its inputs, so a file holding
 // a newer copy of a record always has the larger number) and marked
 // deleted in the others. Files whose description is damaged are moved
-// aside (NAME.corrupt); files of an older collection of the same name with
+// aside (NAME.corrupt); files that are not segment files at all (no
+// segment magic at either end: hasSegMagic) are not the store's and stay
+// where they are; files of an older collection of the same name with
 // another config are left out (it was dropped and created again). The
 // manifest has no checkpoint and is marked rebuilt: Open replays the whole
 // WAL over it.
@@ -38,6 +40,9 @@ func (d *DB) rebuildManifest(rep *RepairReport) (*manifest, error) {
 		}
 		m.nextFile = max(m.nextFile, file+1)
 		path := filepath.Join(d.segDir(), n)
+		if !hasSegMagic(d.opts.FS, path) {
+			continue // not a segment file: not the store's (UnknownFiles reports it)
+		}
 		h, err := readSegHeaderFS(d.opts.FS, path)
 		var ce *CorruptionError
 		if errors.As(err, &ce) || errors.Is(err, ErrVersion) {

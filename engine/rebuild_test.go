@@ -256,6 +256,7 @@ func TestRepairPrimaryDamage(t *testing.T) {
 // refuses, changing nothing, to copy a record whose primary data is
 // damaged.
 func TestCompactRebuildsDerived(t *testing.T) {
+	leaveDamaged(t)
 	for _, derived := range []bool{true, false} {
 		dir, recs, table := rebuildStore(t)
 		path := filepath.Join(dir, "seg", segName(1))

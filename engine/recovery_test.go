@@ -95,6 +95,7 @@ func TestOpenKeepsUnknownFiles(t *testing.T) {
 }
 
 func TestMissingManifestIsNotNewStore(t *testing.T) {
+	leaveDamaged(t)
 	dir := recoveryStore(t)
 	for _, f := range append(manifestFiles(t, dir), filepath.Join(dir, currentName)) {
 		os.Remove(f)

@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/engramdb/engram/wal"
@@ -63,6 +62,15 @@ type RepairReport struct {
 	// SkippedOps counts WAL records a rebuilt manifest could not apply: ops
 	// on a collection whose creation and segments are both gone.
 	SkippedOps int `json:"skipped_ops"`
+	// UnusableFallback are previous manifests that could no longer serve
+	// as a fallback (a segment file they name, or a WAL segment their
+	// replay needs, was gone): Repair removed them and the WAL segments
+	// only they needed. Nothing is lost; the newest manifest is intact.
+	UnusableFallback []string `json:"unusable_fallback"`
+	// SetAside are files in wal/ named like WAL segments that are not
+	// (wal.ListSegments), renamed to NAME.foreign: never read as the log,
+	// never removed. Nothing is lost.
+	SetAside []string `json:"set_aside"`
 }
 
 // WALLoss is one stretch of the WAL that Repair gave up.
@@ -72,6 +80,10 @@ type WALLoss struct {
 	LSN   wal.LSN `json:"lsn"`
 	Bytes int64   `json:"bytes"`
 	Cause string  `json:"cause"`
+	// Saved is the file that keeps the stretch's bytes as Repair found
+	// them (wal/NNNNNNNN.OFFSET.lost, docs/format/wal.md); "" when nothing
+	// was left (a cut or missing segment).
+	Saved string `json:"saved,omitempty"`
 }
 
 const quarantineSuffix = ".corrupt"
@@ -79,14 +91,17 @@ const quarantineSuffix = ".corrupt"
 // Repair makes a damaged, closed store openable again, losing as little as
 // possible: it replaces damaged manifests with one written from the newest
 // readable manifest, or rebuilds one from seg/ and wal/ when none is
-// readable; truncates the WAL at its first damaged record (keeping
-// everything before it); and rebuilds every segment that fails its
-// checksums or structure checks: the records whose primary data is intact
-// go into a new file with graph, postings and columns rebuilt; only
-// records whose primary data was destroyed are lost, named in the report
-// and exported (what is readable of them) to seg/NAME.lost. It takes the
-// directory lock itself (ErrLocked while the store is open). On a healthy
-// store it changes nothing.
+// readable; drops a previous manifest that can no longer be a fallback;
+// gives up only the damaged stretches of the WAL (each becomes a hole, so
+// every intact record after it is kept at its LSN; a damaged or cut end is
+// zero-filled; the bytes given up are kept in wal/NNNNNNNN.OFFSET.lost);
+// sets aside files in wal/ that only look like segments; and rebuilds
+// every segment that fails its checksums or structure checks: the records
+// whose primary data is intact go into a new file with graph, postings and
+// columns rebuilt; only records whose primary data was destroyed are
+// lost, named in the report and exported (what is readable of them) to
+// seg/NAME.lost. It takes the directory lock itself (ErrLocked while the
+// store is open). On a healthy store it changes nothing.
 func Repair(dir string, opts Options) (RepairReport, error) {
 	rep, rebuilt, err := repair(dir, opts)
 	if err != nil || !rebuilt {
@@ -113,7 +128,7 @@ func repair(dir string, opts Options) (rep RepairReport, rebuilt bool, err error
 	} else if fresh {
 		return rep, false, fmt.Errorf("%w: %s has no manifest and no data", ErrNotStore, dir)
 	}
-	lock, err := lockDir(opts.FS, filepath.Join(dir, "LOCK"))
+	lock, err := lockDir(opts.FS, filepath.Join(dir, "LOCK"), false)
 	if err != nil {
 		return rep, false, err
 	}
@@ -255,7 +270,16 @@ func repair(dir string, opts Options) (rep RepairReport, rebuilt bool, err error
 		}
 	}
 	walDir := filepath.Join(dir, "wal")
-	wopts := wal.Options{FS: opts.FS, SegmentSize: opts.walSegSize, IgnoreBefore: walIgnoreBefore(m), OwnDir: true}
+	wopts := wal.Options{FS: opts.FS, SegmentSize: opts.walSegSize, IgnoreBefore: walIgnoreBefore(m), OwnDir: true, Logger: opts.Logger}
+	if _, err := opts.FS.Stat(walDir); err == nil {
+		moved, err := wal.SetAsideForeign(walDir, wopts)
+		for _, sa := range moved {
+			rep.SetAside = append(rep.SetAside, filepath.Join(walDir, sa.Name)+" -> "+sa.NewName)
+		}
+		if err != nil {
+			return rep, false, fmt.Errorf("engine: repair: WAL: %w", err)
+		}
+	}
 	if err := checkWALReaches(opts.FS, walDir, m); err != nil {
 		// The segments after the checkpoint are gone, and with them what
 		// they held. The log must go on above every LSN handed out.
@@ -267,6 +291,27 @@ func repair(dir string, opts Options) (rep RepairReport, rebuilt bool, err error
 			return rep, false, fmt.Errorf("engine: repair: WAL: %w", err)
 		}
 		rep.MissingWAL = append(rep.MissingWAL, filepath.Join(walDir, fmt.Sprintf("%08d", need)))
+	}
+	if !rebuilt {
+		// A fallback whose files or WAL are gone is no fallback: drop it,
+		// and the WAL only it needed, as a flush would have.
+		st, err := loadManifests(opts.FS, dir)
+		if err != nil {
+			return rep, false, err
+		}
+		if num, problem := unusableFallback(opts.FS, dir, st); problem != nil {
+			var ce *CorruptionError
+			if !errors.As(problem, &ce) {
+				return rep, false, fmt.Errorf("engine: repair: %w", problem)
+			}
+			if err := removeManifests(opts.FS, dir, st.num); err != nil {
+				return rep, false, fmt.Errorf("engine: repair: %w", err)
+			}
+			if err := removeWALBefore(opts.FS, walDir, wopts.IgnoreBefore); err != nil {
+				return rep, false, fmt.Errorf("engine: repair: WAL: %w", err)
+			}
+			rep.UnusableFallback = append(rep.UnusableFallback, filepath.Join(dir, manifestFileName(num)))
+		}
 	}
 	if damaged := walDamaged(opts.FS, walDir); len(damaged) > 0 && damaged[0] < wopts.IgnoreBefore {
 		// Damage in segments wholly before the checkpoint: their records
@@ -292,7 +337,7 @@ func repair(dir string, opts Options) (rep RepairReport, rebuilt bool, err error
 		return rep, rebuilt, nil // opening the log could still start a segment: leave it alone
 	}
 	for range 3 {
-		err := walProblem(opts.FS, walDir, wopts, wal.LSN(m.checkpoint))
+		err := walProblem(opts.FS, walDir, wopts, replayFrom(m))
 		var ce *wal.CorruptionError
 		if !errors.As(err, &ce) {
 			if err != nil {
@@ -302,7 +347,11 @@ func repair(dir string, opts Options) (rep RepairReport, rebuilt bool, err error
 		}
 		losses, err := wal.Repair(walDir, wopts, err)
 		for _, l := range losses {
-			rep.WALLost = append(rep.WALLost, WALLoss{LSN: l.LSN(), Bytes: l.To - l.From, Cause: l.Err.Error()})
+			wl := WALLoss{LSN: l.LSN(), Bytes: l.To - l.From, Cause: l.Err.Error()}
+			if l.Saved != "" {
+				wl.Saved = filepath.Join(walDir, l.Saved)
+			}
+			rep.WALLost = append(rep.WALLost, wl)
 		}
 		if err != nil {
 			return rep, false, fmt.Errorf("engine: repair: WAL: %w", err)
@@ -312,13 +361,13 @@ func repair(dir string, opts Options) (rep RepairReport, rebuilt bool, err error
 }
 
 // walProblem returns the first damage in the WAL segments from
-// opts.IgnoreBefore on: what opening and replaying it reports, or else
-// what reading each segment through finds (bytes after a segment's end,
-// which Open only logs). Nil when there is none.
-func walProblem(fsys FS, dir string, opts wal.Options, checkpoint wal.LSN) error {
+// opts.IgnoreBefore on: what opening and replaying it from from reports,
+// or else what reading each segment through finds (bytes after a
+// segment's end, which Open only logs). Nil when there is none.
+func walProblem(fsys FS, dir string, opts wal.Options, from wal.LSN) error {
 	l, err := wal.Open(dir, opts)
 	if err == nil {
-		err = l.Replay(checkpoint+1, func(wal.LSN, []byte) error { return nil })
+		err = l.Replay(from, func(wal.LSN, []byte) error { return nil })
 		err = errors.Join(err, l.Close())
 	}
 	if err != nil {
@@ -333,19 +382,19 @@ func walProblem(fsys FS, dir string, opts wal.Options, checkpoint wal.LSN) error
 }
 
 // removeWALBefore deletes the WAL segments numbered below seg, oldest
-// first (a crash midway leaves no gap above the ones removed).
+// first (a crash midway leaves no gap above the ones removed). Files that
+// only look like segments are not the log's: they stay.
 func removeWALBefore(fsys FS, dir string, seg uint32) error {
-	names, err := fsys.ReadDir(dir)
+	all, _, err := wal.ListSegments(fsys, dir)
 	if err != nil {
 		return err
 	}
 	var segs []uint32
-	for _, n := range names {
-		if s, ok := wal.ParseSegmentName(n); ok && s < seg {
+	for _, s := range all {
+		if s < seg {
 			segs = append(segs, s)
 		}
 	}
-	slices.Sort(segs)
 	for _, s := range segs {
 		if err := fsys.Remove(filepath.Join(dir, fmt.Sprintf("%08d", s))); err != nil {
 			return err
@@ -359,26 +408,19 @@ func removeWALBefore(fsys FS, dir string, seg uint32) error {
 
 // walDamaged reads every WAL segment without changing anything and
 // returns, ascending, the numbers of those holding a record that does not
-// checksum (a missing or empty log has none).
+// checksum (a missing or empty log has none). Files that only look like
+// segments (wal.ListSegments) are not the log's and are not read.
 func walDamaged(fsys FS, dir string) []uint32 {
-	names, err := fsys.ReadDir(dir)
+	segs, _, err := wal.ListSegments(fsys, dir)
 	if err != nil {
 		return nil
 	}
 	var bad []uint32
-	for _, name := range names {
-		seg, ok := wal.ParseSegmentName(name)
-		if !ok {
-			continue // not a segment: the log ignores it
-		}
-		if fi, err := fsys.Stat(filepath.Join(dir, name)); err != nil || !fi.Mode().IsRegular() {
-			continue
-		}
-		if walSegmentDamage(fsys, filepath.Join(dir, name), seg) != nil {
+	for _, seg := range segs {
+		if walSegmentDamage(fsys, filepath.Join(dir, fmt.Sprintf("%08d", seg)), seg) != nil {
 			bad = append(bad, seg)
 		}
 	}
-	slices.Sort(bad)
 	return bad
 }
 

@@ -136,6 +136,7 @@ func sameSnapshot(a, b map[string]string) bool {
 // TestReplayCorrupt: a WAL record that frames and checksums fine but does
 // not decode, or names a collection the manifest lacks, is ErrCorrupt.
 func TestReplayCorrupt(t *testing.T) {
+	leaveDamaged(t)
 	dir := filepath.Join(t.TempDir(), "s")
 	db := openT(t, dir, testOpts())
 	db.noCloseFlush = true

@@ -18,6 +18,7 @@ import (
 // compaction's output) which files it supersedes: enough to rebuild a
 // manifest entry from seg/ alone.
 func TestSegmentHeader(t *testing.T) {
+	leaveDamaged(t)
 	dir := filepath.Join(t.TempDir(), "s")
 	db := openT(t, dir, testOpts())
 	cfg := CollectionConfig{Name: "notes", Dim: 8, Metric: quant.Cosine, Fingerprint: "model-x"}

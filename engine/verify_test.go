@@ -61,6 +61,7 @@ func damagedGraphStore(t *testing.T) (string, []Record) {
 // typed corruption error, not a result; reads that do not need the graph
 // still work.
 func TestUnverifiedGraphNotAnswered(t *testing.T) {
+	leaveDamaged(t)
 	dir, recs := damagedGraphStore(t)
 	db := openT(t, dir, testOpts())
 	defer db.Close()
@@ -112,6 +113,7 @@ func TestUnverifiedGraphNotAnswered(t *testing.T) {
 // vector read (the whole section is verified at the first); Compact
 // rewrites an intact one as version 4 with the same answers.
 func TestVersion3ReadAndUpgraded(t *testing.T) {
+	leaveDamaged(t)
 	writeVersion = segVersionV3
 	t.Cleanup(func() { writeVersion = segVersion })
 	dir := filepath.Join(t.TempDir(), "s")
@@ -200,6 +202,7 @@ func TestVersion3ReadAndUpgraded(t *testing.T) {
 // one search alone does; on the damaged copy every answer is a corruption
 // error or that same intact answer. Run it with -race.
 func TestConcurrentFirstQueries(t *testing.T) {
+	leaveDamaged(t)
 	dir, recs := damagedGraphStore(t)
 	intact := filepath.Join(t.TempDir(), "intact")
 	db := openT(t, intact, testOpts())

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the tests and the default run need and is safe to run again:
-# Go modules, the ONNX Runtime shared library in the project cache, and
+# Go modules, the ONNX Runtime shared library in the project cache, the npm
+# packages of the TypeScript client's tests (scripts/npm-clients.sh), and
 # Debian's chromium (+ chromium-driver) for the dashboard's browser test.
 #
 # ONNX Runtime: libonnxruntime.so is taken from the npm tarball of
@@ -60,6 +61,19 @@ if [ ! -s "$ort_lib" ] && ! install_ort; then
     exit 1
   fi
   echo "setup: WARNING: ONNX Runtime not installed; ONNX tests will skip" >&2
+fi
+
+# The TypeScript client's tests (go test ./clients/typescript) build with the npm
+# packages pinned in clients/typescript/package-lock.json; scripts/npm-clients.sh
+# installs them into clients/typescript/node_modules (npm ci --ignore-scripts, cache
+# beside ONNX Runtime's; nothing when already installed). Without node and npm the
+# test skips, except under CI=true, where this step fails.
+if ! bash scripts/npm-clients.sh; then
+  if [ "${CI:-}" = "true" ]; then
+    echo "setup: the TypeScript client's npm packages could not be installed; CI needs them" >&2
+    exit 1
+  fi
+  echo "setup: WARNING: the TypeScript client's npm packages are not installed; its tests will skip or install them" >&2
 fi
 
 # The dashboard test drives a real headless Chromium (cmd/memctl,

@@ -123,9 +123,41 @@ func TestCorruption(t *testing.T) {
 			return result{drop: []int{n(recs) - 1}, silent: true}
 		}},
 		{"bad CRC in last record", func(t *testing.T, mem *vfs.MemFS, recs []rec) result {
+			// Its framing is whole and nothing in it is zeroed: not a torn
+			// append but an acknowledged record damaged (ErrDamagedRecord).
 			r := recs[n(recs)-1]
-			edit(t, mem, r.lsn.Segment(), func(b []byte) []byte { b[r.lsn.Offset()+fragHeader+5] ^= 1; return b })
+			edit(t, mem, r.lsn.Segment(), func(b []byte) []byte { b[r.lsn.Offset()+fragHeader+200] ^= 1; return b })
+			return result{drop: []int{n(recs) - 1}, corrupt: r.lsn.Segment()}
+		}},
+		{"short write of the last record", func(t *testing.T, mem *vfs.MemFS, recs []rec) result {
+			// Its last sector never landed: a torn append, cut.
+			r := recs[n(recs)-1]
+			end := r.lsn.Offset() + fragHeader + 400
+			edit(t, mem, r.lsn.Segment(), zeroFrom(max((end-1)/512*512, r.lsn.Offset()+fragHeader)))
 			return result{drop: []int{n(recs) - 1}}
+		}},
+		{"zeroed end of the last record", func(t *testing.T, mem *vfs.MemFS, recs []rec) result {
+			// 9 zero bytes, less than a sector: no device tears a write
+			// that way, so the complete record was damaged.
+			r := recs[n(recs)-1]
+			end := r.lsn.Offset() + fragHeader + 400
+			if end%512 < 9 {
+				t.Fatalf("layout: the record ends %d bytes into a sector", end%512)
+			}
+			edit(t, mem, r.lsn.Segment(), zeroFrom(end-9))
+			return result{drop: []int{n(recs) - 1}, corrupt: r.lsn.Segment()}
+		}},
+		{"lost sector in the last multi-page record", func(t *testing.T, mem *vfs.MemFS, recs []rec) result {
+			// The second of its pages' sectors never landed, the rest did
+			// (out of order): a torn append, cut, with the records after it.
+			r := recs[n(recs)-3]
+			edit(t, mem, r.lsn.Segment(), func(b []byte) []byte {
+				at := (r.lsn.Offset()/512 + 2) * 512
+				clear(b[at : at+512])
+				clear(b[recs[n(recs)-2].lsn.Offset():]) // the later appends did not land either
+				return b
+			})
+			return result{drop: []int{n(recs) - 3, n(recs) - 2, n(recs) - 1}}
 		}},
 		{"garbage after the last record", func(t *testing.T, mem *vfs.MemFS, recs []rec) result {
 			// Inside the segment's size: a torn write of random bytes looks the same.
@@ -206,17 +238,29 @@ func TestCorruption(t *testing.T) {
 			edit(t, mem, s, func(b []byte) []byte { return b[:5] })
 			return result{drop: inSeg(recs, s), corrupt: s}
 		}},
-		{"torn header of newest segment", func(t *testing.T, mem *vfs.MemFS, recs []rec) result {
-			// Too short to tell its version: it may be a version 1
-			// segment torn at creation.
+		{"newest segment cut to 4 bytes", func(t *testing.T, mem *vfs.MemFS, recs []rec) result {
+			// Too short to tell its version, but it follows a version 2
+			// segment: created whole, so cut, not torn.
 			s := lastSeg(recs)
 			edit(t, mem, s, func(b []byte) []byte { return b[:4] })
-			return result{drop: inSeg(recs, s)}
+			return result{drop: inSeg(recs, s), corrupt: s}
+		}},
+		{"newest segment cut to 1 byte", func(t *testing.T, mem *vfs.MemFS, recs []rec) result {
+			s := lastSeg(recs)
+			edit(t, mem, s, func(b []byte) []byte { return b[:1] })
+			return result{drop: inSeg(recs, s), corrupt: s}
 		}},
 		{"empty newest segment", func(t *testing.T, mem *vfs.MemFS, recs []rec) result {
 			s := lastSeg(recs)
 			edit(t, mem, s, func(b []byte) []byte { return nil })
-			return result{drop: inSeg(recs, s)}
+			return result{drop: inSeg(recs, s), corrupt: s}
+		}},
+		{"damaged magic of newest segment", func(t *testing.T, mem *vfs.MemFS, recs []rec) result {
+			// Still ours (its number and records are there): the header is
+			// rewritten, nothing lost.
+			s := lastSeg(recs)
+			edit(t, mem, s, func(b []byte) []byte { b[1] ^= 0x40; return b })
+			return result{corrupt: s}
 		}},
 		{"truncated header of middle segment", func(t *testing.T, mem *vfs.MemFS, recs []rec) result {
 			edit(t, mem, 2, func(b []byte) []byte { return b[:10] })

@@ -13,8 +13,10 @@
 //
 // Also: Sync (make everything durable in any mode), LastLSN, Stats (appends,
 // writes, syncs and time spent syncing), Holes (where Repair gave records
-// up), Repair (give up only the damaged bytes), and NewReader, which reads
-// one segment's bytes (tools, Check, fuzzing; Resync looks past damage).
+// up), Recovery (what Open cut or set aside), Repair (give up only the
+// damaged bytes), ListSegments (which files are segments), and NewReader,
+// which reads one segment's bytes (tools, Check, fuzzing; Resync looks past
+// damage). Options.ReadOnly opens a log without writing to it.
 //
 // An LSN is (segment number << 32 | byte offset of the record in the
 // segment): it grows with every record, zero is before all records, and
@@ -32,7 +34,13 @@
 // (00000001, 00000002, ...) so they sort in log order. Open ignores (and
 // never removes) files with other names, refuses a directory holding such
 // files but no segment (ErrNotWAL, unless Options.OwnDir), and reports a
-// gap in the numbers as a *CorruptionError. Options.IgnoreBefore names the
+// gap in the numbers as a *CorruptionError. A file under a segment's name
+// that is not a segment (ListSegments: neither the magic nor its own
+// number in its header, nor zeros or an intact fragment after it; or
+// shorter than a header after a gap) is not the log's: Open and Repair
+// rename it to NNNNNNNN.foreign and log it, never reading or removing it.
+// Repair keeps the bytes it gives up in NNNNNNNN.OFFSET.lost
+// (Loss.Saved). Options.IgnoreBefore names the
 // first segment the caller still needs: older ones are neither verified
 // nor checked for gaps, so damage there (records a checkpoint already
 // covers) blocks nothing. Roll starts a new segment durably, so a
@@ -42,8 +50,9 @@
 // into 32 KiB pages. It is preallocated (format version 2): created as a
 // temporary at its full size (SegmentSize rounded up to pages), zero-filled,
 // synced and renamed into place, then written in place. So a torn append
-// leaves zeros within the file, a file shorter than its header says was
-// truncated (ErrTruncated: corruption, not a clean end), and bytes after it
+// leaves zeros within the file, a file shorter than its header says (or
+// than a header: a segment is never created shorter, so an emptied one was
+// cut) was truncated (ErrTruncated: corruption, not a clean end), and bytes after it
 // were appended by something else (ErrTrailingBytes: ignored by Open,
 // reported by Reader, cut by Repair). Version 1 segments (not
 // preallocated) are still read; the log never appends to one. A record is
@@ -87,12 +96,16 @@
 // Open reads every segment and checks every checksum (without
 // decompressing). Damage in the newest segment with no intact record after
 // it (looked for right after the damaged fragment, at every byte of the
-// rest of its page and at every later page start) is a torn tail: an
-// append that was never acknowledged. Open zero-fills it, syncs, and logs a
-// warning to Options.Logger. Any other damage (a bad checksum followed by
-// intact data, a damaged older segment, a truncated or missing segment) is
-// returned as a *CorruptionError{Segment, Offset, Err}; nothing is skipped
-// silently. Repair(dir, opts, err) gives up only the damaged bytes: it
+// rest of its page and at every later page start) that shows what an
+// append that stopped short leaves (a fragment header missing or out of
+// sequence, a 512-byte sector of the record all zeros) is a torn tail: an
+// append that was never acknowledged. Open zero-fills it, syncs, logs a
+// warning to Options.Logger and says so in Recovery. A last record whose
+// framing is whole but whose checksum fails was written completely and
+// damaged since: ErrDamagedRecord, never cut. That and any other damage (a
+// bad checksum followed by intact data, a damaged older segment, a
+// truncated or missing segment) is returned as a
+// *CorruptionError{Segment, Offset, Err}; nothing is skipped silently. Repair(dir, opts, err) gives up only the damaged bytes: it
 // overwrites each damaged stretch with hole fragments, so every intact
 // record after it survives at its LSN, zero-fills a torn or truncated end,
 // cuts trailing bytes, rewrites a damaged header, creates a missing
@@ -115,8 +128,9 @@
 //   - Open reads the whole log; keep it short by truncating after
 //     checkpoints. Each session that appends starts a segment, so
 //     TruncateBefore also sweeps the small segments of short sessions.
-//   - Open writes only to cut a torn tail; a full disk fails the first
-//     Append instead (and poisons the log).
+//   - Open writes only to cut a torn tail and to set aside files that are
+//     not segments; a full disk fails the first Append instead (and
+//     poisons the log). With Options.ReadOnly it writes nothing.
 //   - One Log per directory: nothing here locks it (the engine's LOCK file
 //     does).
 //   - Resync (Repair's look past damage) trusts any fragment whose CRC32C

@@ -26,11 +26,15 @@ var (
 	// ErrMissingSegment is the cause in a CorruptionError for a gap in the
 	// segment sequence.
 	ErrMissingSegment = errors.New("missing segment")
+	// ErrReadOnly is returned by the calls that would write to a log opened
+	// with Options.ReadOnly.
+	ErrReadOnly = errors.New("wal: log is open read-only")
 )
 
 // CorruptionError reports damage in the log that is not a torn tail: the
-// records from Offset in Segment on cannot be read. Repair truncates the
-// log there.
+// record at Offset in Segment cannot be read. Repair gives up only the
+// damaged bytes: a damaged stretch becomes a hole (the records after it
+// keep their LSNs), a damaged or cut end is zero-filled.
 type CorruptionError struct {
 	Segment uint32
 	Offset  int64 // start of the first record that cannot be read
@@ -54,4 +58,12 @@ var (
 	// size its header gives. No record is there and none is lost; Open
 	// ignores them (logging a warning) and Repair cuts them off.
 	ErrTrailingBytes = errors.New("bytes after the end of the segment")
+	// ErrDamagedRecord: the newest segment's last record is damaged, not
+	// torn. Its framing is whole (every fragment header valid, in
+	// sequence, within the file) and none of its bytes shows an append
+	// that stopped short (no 512-byte sector of it all zeros), yet a
+	// checksum fails: an acknowledged record whose bytes changed
+	// afterwards. Open refuses it instead of cutting it as a torn tail;
+	// Repair gives it up and keeps its bytes aside (docs/format/wal.md).
+	ErrDamagedRecord = errors.New("the last record is damaged, not torn")
 )

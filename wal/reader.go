@@ -27,6 +27,7 @@ var (
 	errTooLarge      = errors.New("record larger than MaxRecordSize")
 	errDecompression = errors.New("record does not decompress")
 	errBadSize       = errors.New("segment header gives no size")
+	errBadMagic      = errors.New("segment header magic damaged")
 )
 
 // decoder is shared by all readers; DecodeAll is safe for concurrent use.
@@ -53,6 +54,10 @@ type Reader struct {
 	limit    int64 // stop cleanly here (Replay: the end of what was written); 0: no limit
 	final    bool  // the error is the end of the segment: nothing to resync past
 	holes    int   // hole fragments read (Repair's marks)
+	// legacyPrev: the segment before this one is version 1, whose writers
+	// created a segment before writing its header, so a file shorter than
+	// a header may be one torn at creation rather than one cut.
+	legacyPrev bool
 
 	page      []byte
 	pageStart int64 // offset of page in the segment, or -1
@@ -191,14 +196,19 @@ func (r *Reader) finish(start int64, compressed bool) bool {
 
 func (r *Reader) readHeader() bool {
 	if r.size < segHeaderSize {
-		// A version 2 segment is created whole: a short one whose version
-		// byte survives was cut. Shorter, or version 1, it may be torn.
+		// A segment is created whole (a temporary, renamed into place),
+		// so a file shorter than its header was cut: whatever it held is
+		// gone. Only a version 1 writer, which created the file and then
+		// wrote the header, left short segments of its own, and only
+		// after a version 1 segment (legacyPrev), with nothing but a
+		// prefix of a version 1 header in them.
 		h := make([]byte, r.size)
-		if r.size > 4 && readFull(r.r, h, 0) == nil && bytes.Equal(h[:4], segMagic[:]) && h[4] == formatVersion {
-			r.final = true
-			return r.corrupt(0, fmt.Errorf("%w: %d bytes, inside the header", ErrTruncated, r.size))
+		if r.legacyPrev && readFull(r.r, h, 0) == nil && bytes.HasPrefix(segMagic[:], h[:min(len(h), 4)]) &&
+			(len(h) <= 4 || h[4] == legacyVersion) {
+			return r.corrupt(0, errShortHeader)
 		}
-		return r.corrupt(0, errShortHeader)
+		r.final = true
+		return r.corrupt(0, fmt.Errorf("%w: %d bytes, inside the header", ErrTruncated, r.size))
 	}
 	h := make([]byte, segHeaderSize)
 	if err := readFull(r.r, h, 0); err != nil {
@@ -209,6 +219,14 @@ func (r *Reader) readHeader() bool {
 	case allZero(h):
 		return r.corrupt(0, errZeroHeader)
 	case !bytes.Equal(h[:4], segMagic[:]):
+		head := make([]byte, min(r.size, PageSize))
+		if err := readFull(r.r, head, 0); err != nil {
+			r.err = err
+			return false
+		}
+		if !notSegment(head, r.seg) {
+			return r.corrupt(0, errBadMagic) // ours, with a damaged header
+		}
 		r.err = fmt.Errorf("%w: segment %s has no WAL magic", ErrNotWAL, segmentName(r.seg))
 		return false
 	case binary.BigEndian.Uint32(h[12:]) != crc32.Checksum(h[:12], castagnoli):
@@ -299,6 +317,114 @@ func (r *Reader) zerosToEnd() bool {
 		}
 	}
 	return true
+}
+
+// notSegment reports whether a file under segment seg's name whose first
+// bytes are head (up to a page) holds something other than a segment of
+// this format: it has neither the magic nor its own number where a
+// header has them, is not zeroed there, and what follows the header is
+// neither zeros nor an intact fragment. A segment of ours with a damaged
+// header keeps at least one of those (one flipped or zeroed stretch
+// cannot destroy the magic, the number and the first fragment at once);
+// random bytes match none but by a 2^-32 chance. Files shorter than a
+// header are told apart by their position (listSegments).
+func notSegment(head []byte, seg uint32) bool {
+	if len(head) < segHeaderSize {
+		return false
+	}
+	h := head[:segHeaderSize]
+	if allZero(h) || bytes.Equal(h[:4], segMagic[:]) || binary.BigEndian.Uint32(h[8:]) == seg {
+		return false
+	}
+	if allZero(head[segHeaderSize:]) {
+		return false // an empty segment whose header was overwritten
+	}
+	if len(head) >= segHeaderSize+fragHeader {
+		if _, _, ok := fragIn(head, segHeaderSize); ok {
+			return false
+		}
+	}
+	return true
+}
+
+// sectorSize is the unit a storage device writes atomically at the least:
+// a torn write loses whole sectors, which read as zeros in a
+// preallocated segment.
+const sectorSize = 512
+
+// tornAppend reports whether the damage Next stopped at, in the records
+// (not the header), looks like an append that did not complete rather than
+// a complete record damaged afterwards. An append that stopped short
+// leaves zeros where its bytes did not land (segments are zero-filled when
+// created and never reused, and a device loses whole sectors): a fragment
+// header missing or out of sequence, a record running past the end of
+// the data (a version 1 file cut short), or a 512-byte sector of the
+// record (clipped to the record) all zeros. A record whose framing is
+// whole (every fragment header valid and in sequence, its last fragment
+// within the data) with no such sector, yet a failing checksum, was
+// written completely and changed since: that is ErrDamagedRecord. (A
+// record's last byte is often zero, so a zero tail shorter than a sector
+// is no sign of a torn write: only a process that died between a write
+// the kernel cut short and the log undoing it leaves one.)
+func (r *Reader) tornAppend() bool {
+	start := r.end
+	off, ok := r.damagedExtent()
+	if !ok {
+		return true
+	}
+	b := make([]byte, off-start)
+	if readFull(r.r, b, start) != nil {
+		return true
+	}
+	for p := start; p < off; p = (p/sectorSize + 1) * sectorSize {
+		if allZero(b[p-start : min(off, (p/sectorSize+1)*sectorSize)-start]) {
+			return true
+		}
+	}
+	return false
+}
+
+// damagedExtent returns where the record Next stopped in (it starts at
+// IntactEnd) ends, following its fragment headers, when its framing is
+// whole: every header valid and in sequence, the last fragment within the
+// data. Only its checksums may fail.
+func (r *Reader) damagedExtent() (int64, bool) {
+	if !r.started {
+		return 0, false
+	}
+	off := r.end
+	var compressed byte
+	for frags := 0; frags <= MaxRecordSize/(PageSize-fragHeader)+2; frags++ {
+		if PageSize-off%PageSize < fragHeader { // the writer's padding
+			if frags == 0 {
+				return 0, false
+			}
+			off = (off/PageSize + 1) * PageSize
+		}
+		var h [fragHeader]byte
+		if off+fragHeader > r.size || readFull(r.r, h[:], off) != nil {
+			return 0, false
+		}
+		typ, kind := h[0], h[0]&fragTypeMask
+		n := int64(binary.BigEndian.Uint16(h[1:]))
+		switch {
+		case typ&^(fragTypeMask|flagCompressed) != 0:
+			return 0, false
+		case frags == 0 && (kind == fragFull || kind == fragFirst):
+			compressed = typ & flagCompressed
+		case frags > 0 && (kind == fragMiddle || kind == fragLast) && typ&flagCompressed == compressed:
+		default:
+			return 0, false
+		}
+		if off%PageSize+fragHeader+n > PageSize || off+fragHeader+n > r.size {
+			return 0, false
+		}
+		off += fragHeader + n
+		if kind == fragFull || kind == fragLast {
+			return off, true
+		}
+	}
+	return 0, false
 }
 
 // Record returns the current record. The slice is valid until the next

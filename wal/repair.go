@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 )
 
 // Loss is a stretch of a segment Repair gave up: the records that
@@ -15,6 +17,11 @@ type Loss struct {
 	Segment  uint32
 	From, To int64
 	Err      error // the damage
+	// Saved names the file in the log's directory (see IsLostName) that
+	// keeps the stretch's bytes as they were, up to its last non-zero
+	// byte, for a person or a tool to look at; "" when nothing was left
+	// to keep (a cut or missing segment, a stretch of zeros).
+	Saved string
 }
 
 // LSN returns the position of the first record the loss may have held.
@@ -37,13 +44,14 @@ func (l Loss) String() string {
 //   - a damaged segment header is rewritten;
 //   - a missing segment is created empty.
 //
+// The bytes of each stretch given up are first copied aside (Loss.Saved).
 // A new empty segment follows, so new records get LSNs larger than any the
 // log handed out before. The log must not be open. Every step can be
 // redone, so a crash midway leaves damage for the next Repair, never a log
 // that silently skips records. It returns what was lost, also logged to
-// opts.Logger. A file under a segment's name that is not a segment of
-// this format (another magic: ErrNotWAL; an unknown version: ErrVersion)
-// is left alone, and its error returned.
+// opts.Logger. A file under a segment's name that is not a segment (see
+// ListSegments) is set aside as Open does; one of an unknown format
+// version (ErrVersion) is left alone, and its error returned.
 func Repair(dir string, opts Options, cause error) ([]Loss, error) {
 	var ce *CorruptionError
 	if !errors.As(cause, &ce) {
@@ -54,9 +62,12 @@ func Repair(dir string, opts Options, cause error) ([]Loss, error) {
 		return nil, err
 	}
 	fs := opts.FS
-	segs, err := listSegments(fs, dir, 0, opts.OwnDir)
+	segs, foreign, err := listSegments(fs, dir, 0, opts.OwnDir)
 	var gap *CorruptionError
 	if err != nil && !errors.As(err, &gap) {
+		return nil, err
+	}
+	if _, err := setAside(fs, dir, foreign, opts); err != nil {
 		return nil, err
 	}
 	if len(segs) == 0 || ce.Segment < segs[0] || ce.Segment > segs[len(segs)-1] {
@@ -112,6 +123,15 @@ func repairSegment(fs FS, dir string, seg uint32, segBytes int64, log *slog.Logg
 	r := NewReader(f, size, seg)
 	r.raw = true
 	var losses []Loss
+	// lose records a stretch given up, after keeping its bytes aside (at
+	// least up to keep: the end of a damaged record whose framing is
+	// whole, which may end in zeros of its own).
+	lose := func(l Loss, keep int64) error {
+		saved, err := saveLost(fs, dir, f, l.Segment, l.From, min(l.To, size), keep)
+		l.Saved = saved
+		losses = append(losses, l)
+		return err
+	}
 	changed, header := false, false
 	for {
 		for r.Next() {
@@ -128,7 +148,9 @@ func repairSegment(fs FS, dir string, seg uint32, segBytes int64, log *slog.Logg
 		case !r.started && errors.Is(err, errBadSegment):
 			// Another segment's content under this name: none of it is
 			// this segment's.
-			losses = append(losses, Loss{Segment: seg, From: segHeaderSize, To: size, Err: ce.Err})
+			if err := lose(Loss{Segment: seg, From: segHeaderSize, To: size, Err: ce.Err}, 0); err != nil {
+				return losses, err
+			}
 			return losses, resetTail(f, seg, 0, segBytes)
 		case !r.started && !header:
 			// A damaged header: rewrite it (the file name is the truth),
@@ -136,8 +158,8 @@ func repairSegment(fs FS, dir string, seg uint32, segBytes int64, log *slog.Logg
 			if size < segHeaderSize {
 				// Cut inside the header: whatever the segment held is gone.
 				losses = append(losses, Loss{Segment: seg, From: segHeaderSize, To: max(segBytes, segHeaderSize), Err: ce.Err})
-			} else {
-				losses = append(losses, Loss{Segment: seg, From: 0, To: segHeaderSize, Err: ce.Err})
+			} else if err := lose(Loss{Segment: seg, From: 0, To: segHeaderSize, Err: ce.Err}, segHeaderSize); err != nil {
+				return losses, err
 			}
 			if size < segHeaderSize {
 				size = segBytes
@@ -162,15 +184,20 @@ func repairSegment(fs FS, dir string, seg uint32, segBytes int64, log *slog.Logg
 			changed = true
 		default:
 			from := r.IntactEnd()
+			keep, _ := r.damagedExtent()
 			if to, ok := r.Resync(); ok {
+				if err := lose(Loss{Segment: seg, From: from, To: to, Err: ce.Err}, keep); err != nil {
+					return losses, err
+				}
 				if err := writeAllAt(f, holeFragments(from, to), from); err != nil {
 					return losses, err
 				}
-				losses = append(losses, Loss{Segment: seg, From: from, To: to, Err: ce.Err})
 				changed = true
 				continue
 			}
-			losses = append(losses, Loss{Segment: seg, From: from, To: max(r.declared, r.fileSize), Err: ce.Err})
+			if err := lose(Loss{Segment: seg, From: from, To: max(r.declared, r.fileSize), Err: ce.Err}, keep); err != nil {
+				return losses, err
+			}
 			if err := resetTail(f, seg, from, r.declared); err != nil {
 				return losses, err
 			}
@@ -182,6 +209,87 @@ func repairSegment(fs FS, dir string, seg uint32, segBytes int64, log *slog.Logg
 		return losses, f.Sync()
 	}
 	return losses, nil
+}
+
+// lostSuffix ends the name of a file keeping bytes Repair gave up.
+const lostSuffix = ".lost"
+
+// lostName names the file keeping the bytes of segment seg from offset
+// from on: NNNNNNNN.OFFSET.lost.
+func lostName(seg uint32, from int64) string {
+	return fmt.Sprintf("%s.%d%s", segmentName(seg), from, lostSuffix)
+}
+
+// IsLostName reports whether name is that of a file Repair wrote to keep
+// the bytes of a stretch it gave up (NNNNNNNN.OFFSET.lost, Loss.Saved).
+// Open and Repair ignore such files and never remove them.
+func IsLostName(name string) bool {
+	base, ok := strings.CutSuffix(name, lostSuffix)
+	seg, off, dot := strings.Cut(base, ".")
+	if !ok || !dot || off == "" || len(off) > 10 || !IsSegmentName(seg) {
+		return false
+	}
+	n, err := strconv.ParseUint(off, 10, 32)
+	return err == nil && strconv.FormatUint(n, 10) == off
+}
+
+// saveLost copies the bytes of f in [from, to), up to the last non-zero
+// one or keep, whichever is later, into dir/NNNNNNNN.OFFSET.lost, durably
+// (a temporary, synced, renamed, the directory synced), and returns the
+// file's name; "" when the stretch holds only zeros. A file of that name
+// already kept the stretch (a Repair redone after a crash): it is left as
+// it is.
+func saveLost(fs FS, dir string, f File, seg uint32, from, to, keep int64) (string, error) {
+	end := from // after the last non-zero byte
+	buf := make([]byte, PageSize)
+	for off := from; off < to; off += PageSize {
+		b := buf[:min(PageSize, to-off)]
+		if err := readFull(f, b, off); err != nil {
+			return "", err
+		}
+		for i := len(b) - 1; i >= 0; i-- {
+			if b[i] != 0 {
+				end = off + int64(i) + 1
+				break
+			}
+		}
+	}
+	if end == from {
+		return "", nil
+	}
+	end = max(end, min(keep, to))
+	name := lostName(seg, from)
+	path := filepath.Join(dir, name)
+	if _, err := fs.Stat(path); err == nil {
+		return name, nil
+	}
+	w, err := fs.OpenFile(path+tempSuffix, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return "", err
+	}
+	for off := from; off < end && err == nil; off += PageSize {
+		b := buf[:min(PageSize, end-off)]
+		if err = readFull(f, b, off); err == nil {
+			err = writeAllAt(w, b, off-from)
+		}
+	}
+	if err == nil {
+		err = w.Sync()
+	}
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = fs.Rename(path+tempSuffix, path)
+	}
+	if err == nil {
+		err = fs.SyncDir(dir)
+	}
+	if err != nil {
+		_ = fs.Remove(path + tempSuffix)
+		return "", fmt.Errorf("keeping lost bytes in %s: %w", name, err)
+	}
+	return name, nil
 }
 
 // checkOffset refuses, before anything is changed, an error whose offset

@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -10,7 +11,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -79,8 +79,8 @@ type Options struct {
 	Sync SyncMode
 	// NoCompression stores every payload raw instead of trying zstd.
 	NoCompression bool
-	// Logger receives a warning for every torn tail Open cuts and for
-	// what Repair drops; nil discards them.
+	// Logger receives a warning for every torn tail Open cuts, every file
+	// Open or Repair sets aside, and what Repair drops; nil discards them.
 	Logger *slog.Logger
 	// IgnoreBefore: segments numbered below it are neither verified by
 	// Open nor checked for gaps, because the caller holds their records
@@ -92,6 +92,13 @@ type Options struct {
 	// files even when no segment is left, instead of refusing the
 	// directory with ErrNotWAL.
 	OwnDir bool
+	// ReadOnly opens the log without writing anything: a torn tail is not
+	// cut (Replay stops before it), a file named like a segment that is
+	// not one is not set aside, a missing directory or an empty one is an
+	// empty log, and nothing is created. Recovery says what a writable
+	// Open would change. Append, Sync, Roll and TruncateBefore return
+	// ErrReadOnly.
+	ReadOnly bool
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -134,6 +141,7 @@ type Log struct {
 	recSeg   uint32 // the newest segment Open found...
 	recSize  int64  // ...and the size its header gives (0: version 1)
 	holes    []LSN  // hole fragments (Repair's marks) in the segments Open verified
+	recovery Recovery
 
 	mu   sync.Mutex
 	cond *sync.Cond // broadcast when a flush ends
@@ -183,30 +191,41 @@ type chunk struct {
 }
 
 // Open opens the log in dir, creating dir (0700) and a first segment (0600)
-// if needed. It verifies every segment, cuts (zero-fills) a torn tail of the newest
-// one (logged to Options.Logger), and returns a *CorruptionError for any
-// other damage, which Repair can cut off.
+// if needed. It verifies every segment, cuts (zero-fills) a torn tail of
+// the newest one, sets aside files named like segments that are not (both
+// logged to Options.Logger and listed by Recovery), and returns a
+// *CorruptionError for any other damage, which Repair can cut off.
 func Open(dir string, opts Options) (*Log, error) {
 	opts, err := opts.withDefaults()
 	if err != nil {
 		return nil, err
 	}
 	fs := opts.FS
-	if err := fs.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("wal: %w", err)
+	if !opts.ReadOnly {
+		if err := fs.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("wal: %w", err)
+		}
 	}
-	segs, err := listSegments(fs, dir, opts.IgnoreBefore, opts.OwnDir)
-	if err != nil {
+	segs, foreign, err := listSegments(fs, dir, opts.IgnoreBefore, opts.OwnDir)
+	if err != nil && !(opts.ReadOnly && errors.Is(err, iofs.ErrNotExist)) {
 		return nil, err
 	}
 	l := &Log{dir: dir, opts: opts, segBytes: preallocSize(opts.SegmentSize)}
 	l.cond = sync.NewCond(&l.mu)
-	if len(segs) == 0 {
+	if l.recovery.SetAside, err = setAside(fs, dir, foreign, opts); err != nil {
+		return nil, err
+	}
+	switch {
+	case len(segs) == 0 && opts.ReadOnly:
+		// An empty log: nothing to read, nothing created.
+	case len(segs) == 0:
 		if err := l.createFirst(); err != nil {
 			return nil, err
 		}
-	} else if err := l.recover(segs); err != nil {
-		return nil, err
+	default:
+		if err := l.recover(segs); err != nil {
+			return nil, err
+		}
 	}
 	l.active, l.written, l.durable = l.seg, l.last, l.last
 	l.writtenSeg, l.writtenOff = l.seg, l.segOff
@@ -217,44 +236,201 @@ func Open(dir string, opts Options) (*Log, error) {
 			return nil, fmt.Errorf("wal: %w", err)
 		}
 	}
-	if opts.Sync.kind == syncInterval {
+	if opts.Sync.kind == syncInterval && !opts.ReadOnly {
 		l.stop, l.done = make(chan struct{}), make(chan struct{})
 		go l.syncer(opts.Sync.interval)
 	}
 	return l, nil
 }
 
-// listSegments returns the segment numbers in dir, refusing gaps at or
-// after ignoreBefore and, unless own, a directory of foreign files only.
-func listSegments(fs FS, dir string, ignoreBefore uint32, own bool) ([]uint32, error) {
-	names, err := fs.ReadDir(dir)
+// Recovery is what Open changed in the log's directory besides reading
+// it, or, with Options.ReadOnly, would change.
+type Recovery struct {
+	// TornTail is the torn append cut off the newest segment (Segment 0:
+	// none): bytes of an append that never completed, so was never
+	// acknowledged (docs/format/wal.md, "Recovery rules").
+	TornTail Loss
+	// SetAside are the files named like segments that are not (see
+	// ListSegments), renamed so they are neither read as the log nor in
+	// its way.
+	SetAside []SetAside
+}
+
+// SetAside is a file named like a segment that holds something else.
+type SetAside struct {
+	Name    string // its name in the directory
+	NewName string // the name it was moved to; "" when the log is read-only or it is a directory (left in place)
+}
+
+// Recovery returns what Open changed besides reading (Options.ReadOnly:
+// what it would change).
+func (l *Log) Recovery() Recovery {
+	r := l.recovery
+	r.SetAside = slices.Clone(r.SetAside)
+	return r
+}
+
+// foreignSuffix is added to the name of a file set aside.
+const foreignSuffix = ".foreign"
+
+// setAside renames each of names in dir to NAME.foreign (NAME.foreign.N
+// when that is taken) and syncs the directory; read-only, it only lists
+// them. Renaming is not judging: the bytes stay, under a name the log
+// does not read, for a person to look at.
+func setAside(fs FS, dir string, names []string, opts Options) ([]SetAside, error) {
+	var out []SetAside
+	if len(names) == 0 {
+		return nil, nil
+	}
+	taken, err := fs.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("wal: %w", err)
 	}
-	segs := make([]uint32, 0, len(names))
-	var foreign string
+	for _, name := range names {
+		if fi, err := fs.Stat(filepath.Join(dir, name)); opts.ReadOnly || err != nil || !fi.Mode().IsRegular() {
+			// (A directory under a segment's name stays where it is: it is
+			// never taken for a segment.)
+			out = append(out, SetAside{Name: name})
+			continue
+		}
+		to := name + foreignSuffix
+		for i := 1; slices.Contains(taken, to); i++ {
+			to = fmt.Sprintf("%s%s.%d", name, foreignSuffix, i)
+		}
+		if err := fs.Rename(filepath.Join(dir, name), filepath.Join(dir, to)); err != nil {
+			return out, fmt.Errorf("wal: setting aside %s: %w", name, err)
+		}
+		taken = append(taken, to)
+		opts.Logger.Warn("wal: set aside a file named like a segment that is not one", "file", name, "now", to)
+		out = append(out, SetAside{Name: name, NewName: to})
+	}
+	return out, fs.SyncDir(dir)
+}
+
+// SetAsideForeign sets aside, as Open does, the files in dir named like
+// segments that are not (see ListSegments), for a caller that repairs the
+// directory without opening the log. The log must not be open.
+func SetAsideForeign(dir string, opts Options) ([]SetAside, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	_, foreign, err := ListSegments(opts.FS, dir)
+	if err != nil {
+		return nil, err
+	}
+	return setAside(opts.FS, dir, foreign, opts)
+}
+
+// listSegments returns the segment numbers in dir and the names there
+// that look like segments but are not (ListSegments), refusing gaps at or
+// after ignoreBefore and, unless own, a directory of foreign files only.
+func listSegments(fs FS, dir string, ignoreBefore uint32, own bool) ([]uint32, []string, error) {
+	segs, foreign, other, err := classify(fs, dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(segs) == 0 && (other != "" || len(foreign) > 0) && !own {
+		if other == "" {
+			other = foreign[0]
+		}
+		return nil, nil, fmt.Errorf("%w: %s holds %q and no segment", ErrNotWAL, dir, other)
+	}
+	for i := 1; i < len(segs); i++ {
+		if segs[i] != segs[i-1]+1 && segs[i] > ignoreBefore {
+			return segs, foreign, &CorruptionError{Segment: segs[i-1] + 1, Err: ErrMissingSegment}
+		}
+	}
+	return segs, foreign, nil
+}
+
+// ListSegments returns the numbers of the segments in dir, ascending, and
+// the names of the files there that are named like segments but are not
+// segments of this log: something else under a segment's name (neither
+// the magic nor the file's own number where a header has them, and
+// neither zeros nor an intact fragment after it; a damaged segment of
+// ours keeps one of those), a directory, or a file shorter than a header
+// that follows a gap (right after the log's segments such a file is the
+// next segment, cut). Open sets those aside instead of reading them. It
+// reads the first page of each segment file and changes nothing; a gap is
+// not an error here.
+func ListSegments(fs FS, dir string) ([]uint32, []string, error) {
+	segs, foreign, _, err := classify(fs, dir)
+	return segs, foreign, err
+}
+
+// classify lists dir: the segments, the files named like segments that
+// are not (ListSegments), and one other foreign name if any.
+func classify(fs FS, dir string) (segs []uint32, foreign []string, other string, err error) {
+	names, err := fs.ReadDir(dir)
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("wal: %w", err)
+	}
+	short := map[uint32]bool{}
 	for _, name := range names {
 		seg, ok := parseSegmentName(name)
 		if !ok {
 			// Ignored, never removed: it is not ours to judge. (A
-			// segment's temporary is ours, reused when the log gets there.)
-			if !isTempName(name) {
-				foreign = name
+			// segment's temporary is ours, reused when the log gets there;
+			// so are the bytes Repair kept aside.)
+			if !isTempName(name) && !IsLostName(name) {
+				other = name
 			}
 			continue
 		}
+		head, err := readHead(fs, filepath.Join(dir, name))
+		switch {
+		case errors.Is(err, errNotFile):
+			foreign = append(foreign, name)
+			continue
+		case err != nil:
+			return nil, nil, "", fmt.Errorf("wal: %w", err)
+		case notSegment(head, seg):
+			foreign = append(foreign, name)
+			continue
+		}
+		short[seg] = len(head) < segHeaderSize
 		segs = append(segs, seg)
 	}
-	if len(segs) == 0 && foreign != "" && !own {
-		return nil, fmt.Errorf("%w: %s holds %q and no segment", ErrNotWAL, dir, foreign)
-	}
-	sort.Slice(segs, func(i, j int) bool { return segs[i] < segs[j] })
-	for i := 1; i < len(segs); i++ {
-		if segs[i] != segs[i-1]+1 && segs[i] > ignoreBefore {
-			return segs, &CorruptionError{Segment: segs[i-1] + 1, Err: ErrMissingSegment}
+	slices.Sort(segs)
+	var kept []uint32
+	for i, seg := range segs {
+		if short[seg] && i > 0 && segs[i-1] != seg-1 {
+			foreign = append(foreign, segmentName(seg)) // after a gap: not the log's next segment
+			continue
 		}
+		kept = append(kept, seg)
 	}
-	return segs, nil
+	slices.Sort(foreign)
+	return kept, foreign, other, nil
+}
+
+var errNotFile = errors.New("not a regular file")
+
+// readHead returns the first page of the file at path (all of it when
+// shorter).
+func readHead(fs FS, path string) ([]byte, error) {
+	fi, err := fs.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, errNotFile
+	}
+	f, err := fs.OpenFile(path, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err = f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	head := make([]byte, min(fi.Size(), PageSize))
+	if err := readFull(f, head, 0); err != nil {
+		return nil, err
+	}
+	return head, nil
 }
 
 func (l *Log) path(seg uint32) string { return filepath.Join(l.dir, segmentName(seg)) }
@@ -331,8 +507,9 @@ func (l *Log) recover(segs []uint32) error {
 		if !newest && seg < l.opts.IgnoreBefore {
 			continue // covered by the caller's checkpoint: not read
 		}
+		legacyPrev := newest && i > 0 && l.version(segs[i-1]) == legacyVersion
 		var err error
-		if sc, err = l.scan(seg, newest); err != nil {
+		if sc, err = l.scan(seg, newest, legacyPrev); err != nil {
 			return err
 		}
 		if sc.last != 0 {
@@ -340,13 +517,20 @@ func (l *Log) recover(segs []uint32) error {
 		}
 	}
 	seg := segs[len(segs)-1]
-	f, err := l.opts.FS.OpenFile(l.path(seg), os.O_RDWR, 0)
+	flag := os.O_RDWR
+	if l.opts.ReadOnly {
+		flag = os.O_RDONLY
+	}
+	f, err := l.opts.FS.OpenFile(l.path(seg), flag, 0)
 	if err != nil {
 		return fmt.Errorf("wal: %w", err)
 	}
 	cut, err := l.cutTail(f, seg, sc)
-	if err != nil {
+	if err != nil || l.opts.ReadOnly {
 		_ = f.Close()
+		f = nil
+	}
+	if err != nil {
 		return err
 	}
 	end := max(sc.end, segHeaderSize)
@@ -360,19 +544,37 @@ func (l *Log) recover(segs []uint32) error {
 	return nil
 }
 
+// version returns the format version in segment seg's header, 0 when it
+// cannot be read.
+func (l *Log) version(seg uint32) byte {
+	f, err := l.opts.FS.OpenFile(l.path(seg), os.O_RDONLY, 0)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	var h [5]byte
+	if readFull(f, h[:], 0) != nil || !bytes.Equal(h[:4], segMagic[:]) {
+		return 0
+	}
+	return h[4]
+}
+
 // scanned is what scan learned about a segment.
 type scanned struct {
 	end   int64 // end of the intact records
 	last  LSN   // the last record, 0 if none
 	size  int64 // the size its header gives (0: version 1, or the header is torn)
 	clean bool  // nothing after end but zeros up to size (version 2) or the end of the file
+	err   error // the damage a torn tail ends in
 }
 
 // scan reads segment seg through, checksums only. Damage in the newest
-// segment with nothing intact after it is a torn tail, not an error: the
-// returned end excludes it. A truncated segment is an error; bytes after
-// a segment's end are ignored (and logged).
-func (l *Log) scan(seg uint32, newest bool) (scanned, error) {
+// segment with nothing intact after it that looks like an append that
+// stopped short is a torn tail, not an error: the returned end excludes
+// it. A damaged complete last record (ErrDamagedRecord) and a truncated
+// segment are errors; bytes after a segment's end are ignored (and
+// logged). legacyPrev says the segment before seg is version 1.
+func (l *Log) scan(seg uint32, newest, legacyPrev bool) (scanned, error) {
 	f, err := l.opts.FS.OpenFile(l.path(seg), os.O_RDONLY, 0)
 	if err != nil {
 		return scanned{}, fmt.Errorf("wal: %w", err)
@@ -383,7 +585,7 @@ func (l *Log) scan(seg uint32, newest bool) (scanned, error) {
 		return scanned{}, fmt.Errorf("wal: %w", err)
 	}
 	r := NewReader(f, fi.Size(), seg)
-	r.raw = true
+	r.raw, r.legacyPrev = true, legacyPrev
 	var sc scanned
 	holes := 0
 	for r.Next() {
@@ -408,7 +610,12 @@ func (l *Log) scan(seg uint32, newest bool) (scanned, error) {
 	case errors.Is(err, ErrTruncated):
 		return scanned{}, err
 	case errors.As(err, &ce) && newest && !r.dataFollows():
-		// A torn tail: cut below.
+		if !r.tornAppend() {
+			// Whole, but not what was written: an acknowledged record
+			// lost, never to be taken for an append that did not finish.
+			return scanned{}, &CorruptionError{Segment: seg, Offset: ce.Offset, Err: fmt.Errorf("%w: %w", ErrDamagedRecord, ce.Err)}
+		}
+		sc.err = ce.Err // a torn tail: cut below
 	default:
 		return scanned{}, err
 	}
@@ -426,7 +633,12 @@ func (l *Log) cutTail(f File, seg uint32, sc scanned) (bool, error) {
 	if sc.clean && sc.end >= segHeaderSize && (sc.size > 0 || fi.Size() == sc.end) {
 		return false, nil
 	}
-	l.opts.Logger.Warn("wal: truncating torn tail", "segment", segmentName(seg), "offset", sc.end, "dropped_bytes", max(fi.Size(), sc.size)-sc.end)
+	l.recovery.TornTail = Loss{Segment: seg, From: sc.end, To: max(fi.Size(), sc.size), Err: sc.err}
+	if l.opts.ReadOnly {
+		return true, nil // what a writable Open would cut; Replay stops before it
+	}
+	l.opts.Logger.Warn("wal: cutting a torn tail (an append that never completed, so was never acknowledged)",
+		"segment", segmentName(seg), "offset", sc.end, "dropped_bytes", max(fi.Size(), sc.size)-sc.end, "damage", sc.err)
 	size := sc.size
 	if sc.end < segHeaderSize {
 		size = l.segBytes // a torn header: the segment starts afresh
@@ -551,6 +763,9 @@ const maxPooledBuf = 4 << 20
 func (l *Log) usableLocked() error {
 	if l.closed {
 		return ErrClosed
+	}
+	if l.opts.ReadOnly {
+		return ErrReadOnly
 	}
 	if l.err == nil {
 		return nil
@@ -935,6 +1150,9 @@ func (l *Log) TruncateBefore(lsn LSN) error {
 	if l.closed {
 		return ErrClosed
 	}
+	if l.opts.ReadOnly {
+		return ErrReadOnly
+	}
 	limit := min(lsn.Segment(), l.active)
 	removed := false
 	for l.first < limit {
@@ -973,6 +1191,9 @@ func (l *Log) Replay(from LSN, fn func(LSN, []byte) error) error {
 		// not the one the checkpoint was taken from.
 		return fmt.Errorf("%w: from %v, log ends at %v", ErrPastEnd, from, end)
 	}
+	if lastSeg == 0 {
+		return nil // a read-only log over an empty directory
+	}
 	for seg := max(first, from.Segment()); seg <= lastSeg; seg++ {
 		if err := l.replaySegment(seg, lastSeg, lastOff, from, fn); err != nil {
 			return err
@@ -982,6 +1203,9 @@ func (l *Log) Replay(from LSN, fn func(LSN, []byte) error) error {
 }
 
 func (l *Log) replaySegment(seg, lastSeg uint32, lastOff int64, from LSN, fn func(LSN, []byte) error) error {
+	if seg == lastSeg && lastOff <= segHeaderSize {
+		return nil // no record (read-only, its header may still be torn)
+	}
 	f, err := l.opts.FS.OpenFile(l.path(seg), os.O_RDONLY, 0)
 	if err != nil {
 		return fmt.Errorf("wal: %w", err)
@@ -1028,6 +1252,10 @@ func (l *Log) Close() error {
 		return ErrClosed
 	}
 	l.closed = true
+	if l.opts.ReadOnly {
+		l.mu.Unlock()
+		return nil // nothing written, nothing held open
+	}
 	if l.stop != nil {
 		l.mu.Unlock()
 		close(l.stop)

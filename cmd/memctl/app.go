@@ -47,6 +47,8 @@ type app struct {
 	closeBackend func() error
 
 	engineOpts engine.Options // tests: a file system that fails on purpose
+	// readOnly opens the store without writing to it (engine.Options.ReadOnly): check.
+	readOnly bool
 }
 
 func (a *app) rootCommand() *cobra.Command {
@@ -242,7 +244,12 @@ func (a *app) openStoreWith(opts memory.Options) (*memory.Store, error) {
 	if isRemote(a.dir) {
 		s, err = a.openRemote(a.dir, opts, from)
 	} else {
-		s, err = memory.Open(a.dir, memory.OpenOptions{Options: opts, EmbedderFrom: from, Engine: a.engineOpts})
+		eo := a.engineOpts
+		if eo.Logger == nil { // what the engine repairs by itself at open (a torn WAL tail cut)
+			eo.Logger = opts.Logger
+		}
+		eo.ReadOnly = eo.ReadOnly || a.readOnly
+		s, err = memory.Open(a.dir, memory.OpenOptions{Options: opts, EmbedderFrom: from, Engine: eo})
 	}
 	if err != nil {
 		hint := ""
@@ -251,7 +258,9 @@ func (a *app) openStoreWith(opts memory.Options) (*memory.Store, error) {
 		}
 		return nil, fmt.Errorf("opening store %s: %w%s", a.dir, a.explainMismatch(err, used, rec), hint)
 	}
-	a.recordEmbedder(s, used)
+	if !a.readOnly {
+		a.recordEmbedder(s, used)
+	}
 	a.store = s
 	return s, nil
 }

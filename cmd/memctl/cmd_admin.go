@@ -87,17 +87,19 @@ func (a *app) statsCommand() *cobra.Command {
 
 func (a *app) checkCommand() *cobra.Command {
 	return &cobra.Command{
-		Use: "check", Short: "Verify checksums, index structure and the manifest", Args: noArgs,
+		Use:   "check",
+		Short: "Verify checksums, index structure, the manifests and the WAL, without changing anything",
+		Long: "check reads the whole store and writes nothing to it, like fsck -n: it replays the WAL in memory only,\n" +
+			"and says what opening the store for writing would do (flush WAL records, cut a torn WAL tail, set aside\n" +
+			"files that only look like the store's). A store held by `memctl serve` is checked by the server.",
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ops, err := a.adminOps(cmd.Context())
-			if err != nil {
-				return err
-			}
 			bar := a.lazyProgress("checking")
-			res, err := ops.check(cmd.Context(), bar.set)
+			out, err := a.check(cmd.Context(), bar.set)
 			if err != nil {
 				return err
 			}
+			res := out.CheckResult
 			switch res.Problem {
 			case "":
 			case "unreachable":
@@ -110,14 +112,20 @@ func (a *app) checkCommand() *cobra.Command {
 				return fmt.Errorf("check failed: %s (try `memctl repair` after a backup)", res.Error)
 			}
 			if a.jsonOut {
-				unknown := res.Unknown
-				if unknown == nil {
-					unknown = []string{}
+				orEmpty := func(l []string) []string {
+					if l == nil {
+						return []string{}
+					}
+					return l
 				}
-				return a.printJSON(map[string]any{"ok": true, "unknown_files": unknown})
+				return a.printJSON(map[string]any{"ok": true, "unknown_files": orEmpty(res.Unknown),
+					"actions": orEmpty(out.Actions), "notes": orEmpty(out.Notes)})
 			}
 			for _, name := range res.Unknown {
-				fmt.Fprintf(a.stdout, "unknown %s: not written by engram; ignored, never removed\n", name)
+				fmt.Fprintf(a.stdout, "unknown %s: not written by engram; ignored, never removed\n", sanitize(name))
+			}
+			for _, line := range append(out.Actions, out.Notes...) {
+				fmt.Fprintln(a.stdout, sanitize(line))
 			}
 			fmt.Fprintln(a.stdout, "ok")
 			return nil
@@ -128,13 +136,15 @@ func (a *app) checkCommand() *cobra.Command {
 func (a *app) repairCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "repair",
-		Short: "Make a damaged store openable: replace a damaged manifest, cut the WAL at its first bad record, rebuild damaged segments",
+		Short: "Make a damaged store openable: replace a damaged manifest, give up only damaged WAL records, rebuild damaged segments",
 		Long: "repair works on a closed store (stop `memctl serve` first). A damaged or missing manifest is replaced\n" +
-			"from the previous one (nothing is lost) or, when none is readable, rebuilt from seg/ and wal/. It keeps\n" +
-			"everything before the first damaged WAL record and rebuilds segments that fail their checks from their\n" +
-			"intact records (graph, postings and columns are derived and rebuilt); only records whose own data is\n" +
-			"destroyed are lost, listed, and exported to seg/NAME.lost; a file that lost records is kept as\n" +
-			"seg/NAME.corrupt. Take a backup of the directory first if you can. On a healthy store it changes nothing.",
+			"from the previous one (nothing is lost) or, when none is readable, rebuilt from seg/ and wal/. A damaged\n" +
+			"WAL record becomes a hole (every intact record after it is kept; its bytes are kept in\n" +
+			"wal/NNNNNNNN.OFFSET.lost), and segments that fail their checks are rebuilt from their intact records\n" +
+			"(graph, postings and columns are derived and rebuilt); only records whose own data is destroyed are lost,\n" +
+			"listed, and exported to seg/NAME.lost; a file that lost records is kept as seg/NAME.corrupt. Files named\n" +
+			"like WAL segments that are not are set aside as NAME.foreign. Take a backup of the directory first if you\n" +
+			"can. On a healthy store it changes nothing.",
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			rep, err := engine.Repair(a.dir, engine.Options{})
@@ -146,7 +156,8 @@ func (a *app) repairCommand() *cobra.Command {
 			}
 			if len(rep.WALLost) == 0 && len(rep.RebuiltSegments) == 0 && len(rep.MissingSegments) == 0 &&
 				len(rep.QuarantinedSegments) == 0 && len(rep.DamagedManifests) == 0 && !rep.RebuiltManifest &&
-				len(rep.MissingWAL) == 0 && len(rep.ObsoleteWALRemoved) == 0 {
+				len(rep.MissingWAL) == 0 && len(rep.ObsoleteWALRemoved) == 0 && len(rep.UnusableFallback) == 0 &&
+				len(rep.SetAside) == 0 {
 				fmt.Fprintln(a.stdout, "store is healthy; nothing changed")
 				return nil
 			}
@@ -162,11 +173,20 @@ func (a *app) repairCommand() *cobra.Command {
 			for _, f := range rep.ObsoleteWALRemoved {
 				fmt.Fprintf(a.stdout, "WAL segment %s was damaged but wholly flushed: removed, nothing lost\n", f)
 			}
+			for _, f := range rep.UnusableFallback {
+				fmt.Fprintf(a.stdout, "%s could no longer serve as a fallback (a file or WAL segment it needs is gone): removed, nothing lost\n", f)
+			}
+			for _, f := range rep.SetAside {
+				fmt.Fprintf(a.stdout, "%s: named like a WAL segment, but not one: set aside, nothing lost\n", sanitize(f))
+			}
 			if rep.SkippedOps > 0 {
 				fmt.Fprintf(a.stdout, "%d WAL records named a collection that is gone and were skipped\n", rep.SkippedOps)
 			}
 			for _, l := range rep.WALLost {
 				fmt.Fprintf(a.stdout, "WAL damaged at %v (%d bytes, %s): the records there are lost, every intact record after them kept\n", l.LSN, l.Bytes, l.Cause)
+				if l.Saved != "" {
+					fmt.Fprintf(a.stdout, "  its bytes, as they were: %s\n", l.Saved)
+				}
 			}
 			for _, seg := range rep.RebuiltSegments {
 				fmt.Fprintf(a.stdout, "segment %s was damaged: its intact records were rewritten with everything derived rebuilt\n", seg)
