@@ -71,6 +71,12 @@ type CheckResult struct {
 	// Unknown lists files in the store directory engram did not write
 	// (ignored, never removed).
 	Unknown []string `json:"unknown,omitempty"`
+	// Actions lists what opening the store for writing would do (a torn
+	// log tail to cut, say), and Notes what the check could not cover: only
+	// a check of a store no process holds, which opens nothing for writing
+	// (memctl check), has them.
+	Actions []string `json:"actions,omitempty"`
+	Notes   []string `json:"notes,omitempty"`
 }
 
 // Check verifies every file of the store (progress in records). Damage is

@@ -20,6 +20,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 
 	"github.com/engramdb/engram/api"
+	"github.com/engramdb/engram/engine"
 	"github.com/engramdb/engram/memory"
 	"github.com/engramdb/engram/server"
 )
@@ -91,21 +92,13 @@ func (b *lazyBar) set(done, total int64) {
 	_ = b.bar.Set64(done)
 }
 
-// checkOutcome is what `memctl check` found: the result a server gives
-// too, and, on a store this process read itself, what opening it for
-// writing would do (engine.CheckReport.Actions) and notes on what was not
-// checked.
-type checkOutcome struct {
-	server.CheckResult
-	Actions []string
-	Notes   []string
-}
-
 // check checks the store without writing to it: a local store through
 // engine.CheckDir (read-only, like fsck -n) and then its conversation and
-// task records through a read-only memory.Store; a store a server holds
-// (or --server, or a Weaviate --dir) through that server or backend.
-func (a *app) check(ctx context.Context, prog func(done, total int64)) (checkOutcome, error) {
+// task records through a read-only memory.Store, which also says what
+// opening it for writing would do (Actions) and what was not checked
+// (Notes); a store a server holds (or --server, or a Weaviate --dir)
+// through that server or backend.
+func (a *app) check(ctx context.Context, prog func(done, total int64)) (api.CheckResult, error) {
 	a.readOnly = true // whatever opens the store below must not write to it
 	if a.server == "" && !isRemote(a.dir) {
 		out, err := a.checkLocal(ctx, prog)
@@ -115,57 +108,55 @@ func (a *app) check(ctx context.Context, prog func(done, total int64)) (checkOut
 	}
 	ops, err := a.adminOps(ctx)
 	if err != nil {
-		return checkOutcome{}, err
+		return api.CheckResult{}, err
 	}
-	res, err := ops.check(ctx, prog)
-	return checkOutcome{CheckResult: res}, err
+	return ops.check(ctx, prog)
 }
 
 // checkLocal checks the store in a.dir, which this process can lock.
-func (a *app) checkLocal(ctx context.Context, prog func(done, total int64)) (checkOutcome, error) {
+func (a *app) checkLocal(ctx context.Context, prog func(done, total int64)) (api.CheckResult, error) {
 	if err := a.checkStoreDir(); err != nil {
-		return checkOutcome{}, err
+		return api.CheckResult{}, err
 	}
 	eo := a.engineOpts
 	if eo.Logger == nil {
 		eo.Logger = slog.New(slog.NewTextHandler(a.stderr, nil))
 	}
 	rep, err := engine.CheckDir(a.dir, eo, prog)
-	out := checkOutcome{Actions: rep.Actions}
+	var notes []string
+	found := func(problem string, err error) api.CheckResult {
+		return api.CheckResult{Problem: problem, Error: err.Error(), Actions: rep.Actions, Notes: notes}
+	}
 	var unreachable *engine.UnreachableError
 	switch {
 	case errors.As(err, &unreachable):
-		out.CheckResult = server.CheckResult{Problem: "unreachable", Error: err.Error(), Unreachable: unreachable}
-		return out, nil
+		res := found("unreachable", err)
+		res.Unreachable = unreachable
+		return res, nil
 	case errors.Is(err, engine.ErrCorrupt):
-		out.CheckResult = server.CheckResult{Problem: "corrupt", Error: err.Error()}
-		return out, nil
+		return found("corrupt", err), nil
 	case err != nil:
-		return out, err
+		return api.CheckResult{Actions: rep.Actions}, err
 	}
 	// The records the memory layer keeps (conversations, tasks) must decode.
 	s, err := a.openStore()
 	switch {
 	case errors.Is(err, engine.ErrReadOnly):
-		out.Notes = append(out.Notes, "conversations and tasks were not decoded: the memory layer has upkeep to write "+
+		notes = append(notes, "conversations and tasks were not decoded: the memory layer has upkeep to write "+
 			"(forgotten memories past their purge time, an upgrade or an unfinished re-embed), which the next command that writes does")
 	case errors.Is(err, engine.ErrCorrupt):
-		out.CheckResult = server.CheckResult{Problem: "corrupt", Error: err.Error()}
-		return out, nil
+		return found("corrupt", err), nil
 	case err != nil:
-		return out, err
+		return api.CheckResult{Actions: rep.Actions}, err
 	default:
 		if err := s.Conversations(ctx, func(memory.Conversation) error { return nil }); err != nil {
-			out.CheckResult = server.CheckResult{Problem: "corrupt", Error: err.Error()}
-			return out, nil
+			return found("corrupt", err), nil
 		}
 		if _, err := s.Tasks(ctx); err != nil {
-			out.CheckResult = server.CheckResult{Problem: "corrupt", Error: err.Error()}
-			return out, nil
+			return found("corrupt", err), nil
 		}
 	}
-	out.CheckResult = server.CheckResult{OK: true, Unknown: rep.Unknown}
-	return out, nil
+	return api.CheckResult{OK: true, Unknown: rep.Unknown, Actions: rep.Actions, Notes: notes}, nil
 }
 
 // ---- local ----

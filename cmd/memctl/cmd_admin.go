@@ -95,11 +95,10 @@ func (a *app) checkCommand() *cobra.Command {
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			bar := a.lazyProgress("checking")
-			out, err := a.check(cmd.Context(), bar.set)
+			res, err := a.check(cmd.Context(), bar.set)
 			if err != nil {
 				return err
 			}
-			res := out.CheckResult
 			switch res.Problem {
 			case "":
 			case "unreachable":
@@ -119,12 +118,12 @@ func (a *app) checkCommand() *cobra.Command {
 					return l
 				}
 				return a.printJSON(map[string]any{"ok": true, "unknown_files": orEmpty(res.Unknown),
-					"actions": orEmpty(out.Actions), "notes": orEmpty(out.Notes)})
+					"actions": orEmpty(res.Actions), "notes": orEmpty(res.Notes)})
 			}
 			for _, name := range res.Unknown {
 				fmt.Fprintf(a.stdout, "unknown %s: not written by engram; ignored, never removed\n", sanitize(name))
 			}
-			for _, line := range append(out.Actions, out.Notes...) {
+			for _, line := range append(res.Actions, res.Notes...) {
 				fmt.Fprintln(a.stdout, sanitize(line))
 			}
 			fmt.Fprintln(a.stdout, "ok")

@@ -466,15 +466,18 @@ func deletedTaskAnswer(v any) (any, error) {
 	return map[string]any{"deleted": true}, nil
 }
 
-// checkAnswer: check prints ok and the unknown files (as unknown_files, always).
+// checkAnswer: check prints ok and the unknown files (as unknown_files), actions and notes, as
+// arrays even when empty.
 func checkAnswer(v any) (any, error) {
-	o, err := fields(v, "ok", "unknown_files")
+	o, err := fields(v, "ok", "unknown_files", "actions", "notes")
 	if err != nil {
 		return nil, err
 	}
 	out := map[string]any{"ok": o["ok"]}
-	if u, _ := o["unknown_files"].([]any); len(u) > 0 {
-		out["unknown"] = u
+	for from, to := range map[string]string{"unknown_files": "unknown", "actions": "actions", "notes": "notes"} {
+		if l, _ := o[from].([]any); len(l) > 0 {
+			out[to] = l
+		}
 	}
 	return out, nil
 }
