@@ -192,6 +192,28 @@ func reportSideCost(t *testing.T, what string, base, side sideCost) {
 	}
 }
 
+// fillMemories writes n memories of session "s" into c, 500 at a time, memory i written at at(i).
+func fillMemories(ctx context.Context, t *testing.T, c Collection, emb Embedder, n int, at func(i int) time.Time) {
+	t.Helper()
+	for i := 0; i < n; i += 500 {
+		var texts []string
+		for j := i; j < min(i+500, n); j++ {
+			texts = append(texts, fmt.Sprintf("old memory %d about topic %d and item %d", j, j%97, j%13))
+		}
+		vecs, err := emb.Embed(ctx, texts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ms := make([]Memory, len(texts))
+		for j := range texts {
+			ms[j] = Memory{ID: fmt.Sprintf("m%07d", i+j), Session: "s", Text: texts[j], Vector: vecs[j], Importance: 0.5, Created: at(i + j), Updated: at(i + j)}
+		}
+		if err := upsert(ctx, c, ms); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestArchiveFlushCost: n archived memories (ENGRAM_ARCHIVE_BENCH=n), written into the archive
 // collection as Cleanup leaves them.
 func TestArchiveFlushCost(t *testing.T) {
@@ -204,23 +226,7 @@ func TestArchiveFlushCost(t *testing.T) {
 			t.Fatal(err)
 		}
 		now := s.opts.Clock().Add(-400 * 24 * time.Hour)
-		for i := 0; i < n; i += 500 {
-			var texts []string
-			for j := i; j < min(i+500, n); j++ {
-				texts = append(texts, fmt.Sprintf("old memory %d about topic %d and item %d", j, j%97, j%13))
-			}
-			vecs, err := emb.Embed(ctx, texts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ms := make([]Memory, len(texts))
-			for j := range texts {
-				ms[j] = Memory{ID: fmt.Sprintf("m%07d", i+j), Session: "s", Text: texts[j], Vector: vecs[j], Importance: 0.5, Created: now, Updated: now}
-			}
-			if err := upsert(ctx, ac, ms); err != nil {
-				t.Fatal(err)
-			}
-		}
+		fillMemories(ctx, t, ac, emb, n, func(int) time.Time { return now })
 		if got, err := s.archivedCount(ctx); err != nil || got != n {
 			t.Fatalf("archived %d, %v", got, err)
 		}
@@ -241,27 +247,12 @@ func TestCleanupFlushCost(t *testing.T) {
 			t.Fatal(err)
 		}
 		old, recent := s.opts.Clock().Add(-400*24*time.Hour), s.opts.Clock().Add(-24*time.Hour)
-		for i := 0; i < n; i += 500 {
-			var texts []string
-			for j := i; j < min(i+500, n); j++ {
-				texts = append(texts, fmt.Sprintf("old memory %d about topic %d and item %d", j, j%97, j%13))
+		fillMemories(ctx, t, coll, emb, n, func(i int) time.Time {
+			if i >= n-7 {
+				return recent
 			}
-			vecs, err := emb.Embed(ctx, texts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ms := make([]Memory, len(texts))
-			for j := range texts {
-				at := old
-				if i+j >= n-7 {
-					at = recent
-				}
-				ms[j] = Memory{ID: fmt.Sprintf("m%07d", i+j), Session: "s", Text: texts[j], Vector: vecs[j], Importance: 0.5, Created: at, Updated: at}
-			}
-			if err := upsert(ctx, coll, ms); err != nil {
-				t.Fatal(err)
-			}
-		}
+			return old
+		})
 		if err := s.Flush(ctx); err != nil {
 			t.Fatal(err)
 		}
