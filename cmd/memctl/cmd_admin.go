@@ -358,14 +358,6 @@ func (a *app) archiveCommand() *cobra.Command {
 // service's format, so that export and import work through it too).
 type memoryJSON = server.MemoryJSON
 
-func toMemoryJSON(ms []memory.Memory) []memoryJSON {
-	out := make([]memoryJSON, 0, len(ms))
-	for _, m := range ms {
-		out = append(out, server.FromMemory(m, false))
-	}
-	return out
-}
-
 func (a *app) exportCommand() *cobra.Command {
 	var vectors bool
 	var out, session string
