@@ -488,9 +488,9 @@ export interface Operations {
       tag?: string[];
       /** only this source */
       source?: string;
-      /** created at or after (RFC 3339) */
+      /** created at or after: RFC 3339, YYYY-MM-DD, or an age such as 7d or 12h */
       since?: string;
-      /** created at or before (RFC 3339) */
+      /** created at or before: RFC 3339, YYYY-MM-DD (its end), or an age */
       until?: string;
       /** page size, default 100, at most 1000 */
       limit?: number;
