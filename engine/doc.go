@@ -274,11 +274,10 @@
 //     vector reads touch it, and a mismatch is returned as a
 //     *CorruptionError (ErrCorrupt) every time, never a result. Check (a
 //     full read) and Options.VerifyOnOpen verify all at once. The first
-//     search of a 1M-record 1024-d store verifies about 130 MB (30 MB of
-//     graph chunks, 100 MB of record sections), not 5.4 GB: Open to first
-//     answer 95-198 ms of CPU (bench/results/engine.md); files of format 3
-//     and older have no chunk table and verify their graph section whole
-//     (about 0.3 s of CPU per GB) until Compact rewrites them. A segment
+//     search of a store verifies the chunks it touches, a small part of the
+//     file (Open-to-first-answer figures at 1M x 1024-d are in
+//     bench/results/engine.md); files of format 3 and older have no chunk
+//     table and verify their graph section whole until Compact rewrites them. A segment
 //     that fails to open makes its collection unavailable (calls return
 //     the *CorruptionError naming the file) without affecting other
 //     collections; Flush and Compact are refused until that collection is

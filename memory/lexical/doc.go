@@ -30,16 +30,14 @@
 // DefaultDim is 1024, the dimension of BGE-M3, so both embedders cost the
 // same in the vector index (1 KiB int8 codes). Measured with exact cosine on
 // the sets in shared/datasets/text (bench/results/bm25.md), hash collisions
-// cost quality below that and larger dimensions still buy some: SciFact
-// nDCG@10 is 0.36 / 0.45 / 0.49 / 0.53 / 0.56 at 256 / 512 / 1024 / 2048 /
-// 4096. Collections that can afford the index memory may set Options.Dim to
-// 2048 or 4096. The n-gram weight was measured too (0 to 2 changes nDCG@10
-// by under 0.02 on four of five sets); the n-grams stay for robustness to
-// word forms and typos, which those sets do not test.
+// cost quality below that and larger dimensions still buy some (the sweep over
+// 256-4096 dimensions and the n-gram weight is in bench/results/bm25.md).
+// Collections that can afford the index memory may set Options.Dim to 2048
+// or 4096. The n-grams stay for robustness to word forms and typos, which
+// those sets do not test.
 //
-// Without corpus statistics there is no IDF: on the same sets the embedder
-// reaches about 70-90% of BM25's nDCG@10. In hybrid recall BM25 supplies the
-// term weighting.
+// Without corpus statistics there is no IDF, so alone the embedder ranks
+// below BM25 (same file); in hybrid recall BM25 supplies the term weighting.
 //
 // # Caveats
 //
