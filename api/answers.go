@@ -168,3 +168,25 @@ func cleanupAnswer(read, dryRun bool, res memory.CleanupResult) CleanupResult {
 	}
 	return out
 }
+
+// receiptFallback is what a caller without the read right hears of a distiller that failed: the
+// error itself may quote what the model made of the session's memories.
+const receiptFallback = "the configured distiller failed or proposed something invalid; the built-in one stood in"
+
+// distillAnswer is what a distillation (or a remember of messages) answers: the result, with
+// the memories' texts for a caller that may read them, and IDs, events and times only for one
+// that may not. Events is never nil.
+func distillAnswer(c *Caller, res memory.DistillResult) memory.DistillResult {
+	out := memory.DistillResult{Turns: res.Turns, Events: make([]memory.MemoryEvent, 0, len(res.Events)), Fallback: res.Fallback}
+	read := c.Can(RightRead)
+	for _, e := range res.Events {
+		if !read {
+			e.Text, e.Previous = "", ""
+		}
+		out.Events = append(out.Events, e)
+	}
+	if !read && out.Fallback != "" {
+		out.Fallback = receiptFallback
+	}
+	return out
+}

@@ -10,7 +10,8 @@ import (
 
 // Forget forgets what req names: IDs (all or nothing: an unknown ID, or one outside the
 // caller's scope, is a *memory.NotFoundError naming it, and nothing is forgotten), every memory
-// of a session (All), or what a filter selects within the session or the caller's scope.
+// of a session or of a scope within it (All with session, user_id, agent_id or run_id), or what a
+// filter selects within the session (and scope) or the caller's scope.
 // Forgotten memories go to the trash when the store keeps them; Purge deletes for good.
 func (l *Local) Forget(ctx context.Context, req ForgetRequest) (ForgetResponse, error) {
 	c := CallerFrom(ctx)
@@ -27,34 +28,39 @@ func (l *Local) Forget(ctx context.Context, req ForgetRequest) (ForgetResponse, 
 	if req.Purge {
 		where = l.store.PurgeWhere
 	}
+	session, cond, hasSession, err := req.ScopeIDs.session(req.Session)
+	if err != nil {
+		return ForgetResponse{}, err
+	}
 	var n int
-	var err error
 	switch {
 	case ways > 1:
 		return ForgetResponse{}, badRequest("give one of ids, session with all=true, or filter")
+	case len(req.IDs) > 0 && req.ScopeIDs.given():
+		return ForgetResponse{}, badRequest("ids name the memories to forget: give no user_id, agent_id or run_id with them")
 	case len(req.IDs) > 0 && req.Purge:
 		n, err = l.purgeIDs(ctx, c, req.IDs)
 	case len(req.IDs) > 0:
 		n, err = l.forgetIDs(ctx, c, req.IDs)
-	case req.All && req.Session != nil:
-		if err := c.Check(RightWrite, *req.Session); err != nil {
+	case req.All && hasSession:
+		if err := c.Check(RightWrite, session); err != nil {
 			return ForgetResponse{}, err
 		}
-		n, err = where(ctx, memory.Eq(memory.FieldSession, *req.Session))
+		n, err = where(ctx, memory.AllOf(memory.Eq(memory.FieldSession, session), cond))
 	case req.Filter != nil:
 		f := req.Filter
-		if req.Session != nil {
-			if err := c.Check(RightWrite, *req.Session); err != nil {
+		if hasSession {
+			if err := c.Check(RightWrite, session); err != nil {
 				return ForgetResponse{}, err
 			}
-			f = memory.And(f, memory.Eq(memory.FieldSession, *req.Session))
+			f = memory.AllOf(f, memory.Eq(memory.FieldSession, session), cond)
 		}
 		var ok bool
 		if f, ok, err = l.scoped(ctx, c, f); err == nil && ok {
 			n, err = where(ctx, f)
 		}
 	default:
-		return ForgetResponse{}, badRequest("give ids, session with all=true, or filter")
+		return ForgetResponse{}, badRequest("give ids, session (or user_id, agent_id, run_id) with all=true, or filter")
 	}
 	if err != nil {
 		return ForgetResponse{}, err

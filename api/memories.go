@@ -7,24 +7,45 @@ import (
 	"github.com/engramdb/engram/memory"
 )
 
-// Remember stores req.Text in req.Session (write right, the session in scope).
+// Remember stores req.Text, or req.Messages, in the session req names (write right, the session
+// in scope); the scope IDs the session does not take go into each memory's metadata (ScopeIDs).
 func (l *Local) Remember(ctx context.Context, req RememberRequest) (RememberResponse, error) {
-	if err := CallerFrom(ctx).Check(RightWrite, req.Session); err != nil {
+	c := CallerFrom(ctx)
+	if err := c.Check(RightWrite); err != nil {
+		return RememberResponse{}, err
+	}
+	session, _, err := req.ScopeIDs.sessionString(req.Session)
+	if err != nil {
+		return RememberResponse{}, err
+	}
+	if err := c.Check(RightWrite, session); err != nil {
 		return RememberResponse{}, err
 	}
 	if err := req.check(); err != nil {
 		return RememberResponse{}, err
 	}
-	res, err := l.store.Remember(ctx, req.Session, req.Text, memory.RememberOptions{
-		Context: req.Context, Source: req.Source, Tags: req.Tags, Importance: req.Importance, Time: req.Time, Metadata: req.Metadata,
-	})
+	md, err := req.ScopeIDs.metadata(req.Session, req.Metadata)
+	if err != nil {
+		return RememberResponse{}, err
+	}
+	o := memory.RememberOptions{Context: req.Context, Source: req.Source, Tags: req.Tags, Importance: req.Importance, Time: req.Time, Metadata: md}
+	if req.Messages != nil {
+		res, err := l.store.RememberMessages(ctx, session, req.Messages, memory.MessagesOptions{Infer: req.Infer, RememberOptions: o})
+		if err != nil {
+			return RememberResponse{}, err
+		}
+		d := distillAnswer(c, res)
+		return RememberResponse{Turns: d.Turns, Events: d.Events, Fallback: d.Fallback}, nil
+	}
+	res, err := l.store.Remember(ctx, session, req.Text, o)
 	if err != nil {
 		return RememberResponse{}, err
 	}
 	return RememberResponse{IDs: res.IDs, Merged: res.Merged, Superseded: res.Superseded, Older: res.Older}, nil
 }
 
-// Options returns the memory.RecallOptions req asks for, its mode and fusion parsed.
+// Options returns the memory.RecallOptions req asks for: its mode and fusion parsed, its session
+// and scope resolved (ScopeIDs; the scope's condition ANDed with the filter).
 func (req *RecallRequest) Options() (memory.RecallOptions, error) {
 	o := memory.RecallOptions{
 		Session: req.Session, AllSessions: req.AllSessions, K: req.K,
@@ -32,7 +53,14 @@ func (req *RecallRequest) Options() (memory.RecallOptions, error) {
 		MinScore: req.MinScore, SourceWeights: req.SourceWeights, NoTouch: req.NoTouch,
 		Decay: memory.Decay{Off: req.NoDecay}, Filter: req.Filter, Turns: req.Turns,
 	}
-	var err error
+	if req.AllSessions && req.ScopeIDs.given() {
+		return o, badRequest("all_sessions recalls from every session; user_id, agent_id and run_id name one (across sessions, filter on metadata.agent_id or metadata.run_id)")
+	}
+	session, cond, err := req.ScopeIDs.sessionString(req.Session)
+	if err != nil {
+		return o, err
+	}
+	o.Session, o.Filter = session, memory.AllOf(req.Filter, cond)
 	if o.Mode, err = ParseMode(req.Mode); err != nil {
 		return o, err
 	}
@@ -68,7 +96,7 @@ func (l *Local) Recall(ctx context.Context, req RecallRequest) (RecallResponse, 
 		resp.Results = append(resp.Results, memory.ResultToJSON(&results[i]))
 	}
 	if len(results) == 0 && !req.AllSessions {
-		n, err := l.store.Count(ctx, memory.Eq(memory.FieldSession, req.Session))
+		n, err := l.store.Count(ctx, memory.Eq(memory.FieldSession, o.Session))
 		if err != nil {
 			return RecallResponse{}, err
 		}
@@ -123,8 +151,10 @@ func (l *Local) List(ctx context.Context, req ListRequest) (ListResponse, error)
 	if err != nil {
 		return ListResponse{}, err
 	}
-	if req.Session != nil {
-		if err := c.Check(RightRead, *req.Session); err != nil {
+	if s, ok, err := req.session(); err != nil {
+		return ListResponse{}, err
+	} else if ok {
+		if err := c.Check(RightRead, s); err != nil {
 			return ListResponse{}, err
 		}
 	}
@@ -147,16 +177,24 @@ func (l *Local) List(ctx context.Context, req ListRequest) (ListResponse, error)
 	return resp, nil
 }
 
-// filter is the conditions of req ANDed: Filter, the Selection, the session.
+// filter is the conditions of req ANDed: Filter, the Selection, the session and scope.
 func (req *ListRequest) filter(now time.Time) (*memory.Filter, error) {
 	f, err := req.Selection.Filter(req.Filter, now)
 	if err != nil {
 		return nil, err
 	}
-	if req.Session != nil {
-		f = memory.AllOf(f, memory.Eq(memory.FieldSession, *req.Session))
+	if session, cond, ok, err := req.ScopeIDs.session(req.Session); err != nil {
+		return nil, err
+	} else if ok {
+		f = memory.AllOf(f, memory.Eq(memory.FieldSession, session), cond)
 	}
 	return f, nil
+}
+
+// session returns the session req names (directly or by its scope), if any.
+func (req *ListRequest) session() (string, bool, error) {
+	s, _, ok, err := req.ScopeIDs.session(req.Session)
+	return s, ok, err
 }
 
 // Update replaces the fields req gives of memory id (write right); the old version goes to

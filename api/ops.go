@@ -40,6 +40,8 @@ type Ops interface {
 
 	Context(ctx context.Context, session string) (memory.Conversation, error)
 	AddTurn(ctx context.Context, session string, turn memory.Turn) (ConversationAnswer, error)
+	// Distill turns the session's short-term turns not yet distilled into long-term memories.
+	Distill(ctx context.Context, session string) (memory.DistillResult, error)
 	ClearContext(ctx context.Context, session string) (ClearedResponse, error)
 
 	Tasks(ctx context.Context) (TasksResponse, error)

@@ -157,10 +157,21 @@ func checkTime(what string, t time.Time) error {
 	return nil
 }
 
-// check refuses numbers outside sane ranges.
+// check refuses numbers outside sane ranges, and a request with both or neither of text and
+// messages, or infer without messages.
 func (req *RememberRequest) check() error {
-	if math.IsNaN(req.Importance) || req.Importance < 0 || req.Importance > 1 {
+	switch {
+	case req.Messages != nil && req.Text != "":
+		return badRequest("give text or messages, not both")
+	case req.Messages == nil && req.Infer:
+		return badRequest("infer distills messages: give messages")
+	case math.IsNaN(req.Importance) || req.Importance < 0 || req.Importance > 1:
 		return badRequest("importance %g outside [0, 1]", req.Importance)
+	}
+	for i, m := range req.Messages {
+		if err := checkTime(fmt.Sprintf("message %d: time", i), m.Time); err != nil {
+			return err
+		}
 	}
 	return checkTime("time", req.Time)
 }

@@ -39,6 +39,22 @@ func (l *Local) AddTurn(ctx context.Context, session string, turn memory.Turn) (
 	return conversationAnswer(c, conv), nil
 }
 
+// Distill turns the turns of a session's short-term memory that no distillation has read yet into
+// long-term memories (memory.Store.Distill; AddTurn distills the turns that leave the window by
+// itself) and answers what it wrote and deleted: the texts to a caller with the read right, IDs,
+// events and times only to one without.
+func (l *Local) Distill(ctx context.Context, session string) (memory.DistillResult, error) {
+	c := CallerFrom(ctx)
+	if err := c.Check(RightWrite, session); err != nil {
+		return memory.DistillResult{}, err
+	}
+	res, err := l.store.Distill(ctx, session)
+	if err != nil {
+		return memory.DistillResult{}, err
+	}
+	return distillAnswer(c, res), nil
+}
+
 // ClearContext deletes a session's conversation and summary.
 func (l *Local) ClearContext(ctx context.Context, session string) (ClearedResponse, error) {
 	if err := CallerFrom(ctx).Check(RightWrite, session); err != nil {

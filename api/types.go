@@ -13,34 +13,60 @@ import (
 // arguments. A field added here reaches HTTP and MCP at once (the parity
 // test in cmd/memctl holds the CLI to it).
 
-// RememberRequest is the body of POST /v1/remember and the remember tool's input.
+// RememberRequest is the body of POST /v1/remember and the remember tool's input: a text, or a
+// conversation's messages (mem0's add(messages, infer=...)).
 type RememberRequest struct {
-	Session string `json:"session" jsonschema:"the user or conversation the memory belongs to"`
-	Text    string `json:"text" jsonschema:"what to remember; long text is split into chunks"`
+	Session string `json:"session" jsonschema:"the user or conversation the memory belongs to (or give user_id, agent_id or run_id)"`
+	ScopeIDs
+	Text string `json:"text,omitempty" jsonschema:"what to remember; long text is split into chunks (or give messages)"`
+	// Messages, instead of Text, is a conversation to remember (memory.Store.RememberMessages):
+	// system and blank messages are skipped; with Infer what the user states about
+	// themselves is distilled into memories, without it every message is stored verbatim.
+	Messages []memory.Turn `json:"messages,omitempty" jsonschema:"a conversation to remember instead of text, oldest first (role, text, time); system messages are skipped"`
+	Infer    bool          `json:"infer,omitempty" jsonschema:"with messages: keep only what the user states about themselves (facts, plans, preferences, corrections), updating or deleting the memories it changes; without infer every message is stored verbatim"`
 	// Context: text around the memory that keyword search matches it by at a third of the
 	// weight (a conversation turn's neighbouring turns), as memory.RememberOptions.Context.
 	Context    string   `json:"context,omitempty" jsonschema:"text around the memory (the neighbouring turns of a conversation) that keyword search matches it by at a third of the weight; not returned as its text"`
 	Source     string   `json:"source,omitempty" jsonschema:"where the text came from, e.g. chat"`
 	Tags       []string `json:"tags,omitempty" jsonschema:"free-form labels"`
 	Importance float64  `json:"importance,omitempty" jsonschema:"importance in (0, 1]; omit for the default"`
-	// Time is when the text was said or written (default: now).
-	Time time.Time `json:"time,omitzero" jsonschema:"when the text was said or written (RFC 3339); omit for now"`
+	// Time is when the text was said or written (default: now); for messages, the time of
+	// those without one.
+	Time time.Time `json:"time,omitzero" jsonschema:"when the text was said or written (RFC 3339); for messages, the time of those without one; omit for now"`
 	// Metadata: the caller's own attributes (strings, numbers, booleans).
 	Metadata map[string]any `json:"metadata,omitempty" jsonschema:"your own attributes: strings, numbers or booleans"`
 }
 
-// RememberResponse answers a remember, one entry per chunk (see memory.RememberResult).
+// RememberResponse answers a remember. For a text: one entry per chunk (see
+// memory.RememberResult). For messages: how many were read and the memories written and deleted
+// (memory.DistillResult), then IDs and the flags are empty, and the JSON holds turns, events and
+// fallback only. A caller without the read right gets the events without their texts.
 type RememberResponse struct {
-	IDs        []string `json:"ids"`
-	Merged     []bool   `json:"merged" jsonschema:"true where the chunk updated a near-duplicate memory instead of adding one"`
-	Superseded []bool   `json:"superseded" jsonschema:"true where the chunk contradicted the memory it merged into (a negation, another number or date): the old version is in its history"`
-	Older      []bool   `json:"older" jsonschema:"true where the chunk was older than the memory it matched: the newer text stays, the chunk goes to its history"`
+	IDs        []string `json:"ids,omitempty"`
+	Merged     []bool   `json:"merged,omitempty" jsonschema:"true where the chunk updated a near-duplicate memory instead of adding one"`
+	Superseded []bool   `json:"superseded,omitempty" jsonschema:"true where the chunk contradicted the memory it merged into (a negation, another number or date): the old version is in its history"`
+	Older      []bool   `json:"older,omitempty" jsonschema:"true where the chunk was older than the memory it matched: the newer text stays, the chunk goes to its history"`
+
+	Turns    int                  `json:"turns,omitempty" jsonschema:"messages: how many were read (system and blank ones are skipped)"`
+	Events   []memory.MemoryEvent `json:"events,omitempty" jsonschema:"messages: the memories written (add, update) and deleted, in order"`
+	Fallback string               `json:"fallback,omitempty" jsonschema:"messages: why the built-in distiller stood in for the configured one"`
+}
+
+// MarshalJSON writes a text's answer (ids, merged, superseded, older) or, when Events is not
+// nil, a messages' answer (turns, events, fallback), as memory.DistillResult does.
+func (r RememberResponse) MarshalJSON() ([]byte, error) {
+	if r.Events != nil {
+		return json.Marshal(memory.DistillResult{Turns: r.Turns, Events: r.Events, Fallback: r.Fallback})
+	}
+	type text RememberResponse
+	return json.Marshal(text(r))
 }
 
 // RecallRequest is the body of POST /v1/recall and the recall tool's input.
 type RecallRequest struct {
-	Query         string             `json:"query,omitempty" jsonschema:"what to look for (may be empty when turns are given)"`
-	Session       string             `json:"session" jsonschema:"the session to recall from"`
+	Query   string `json:"query,omitempty" jsonschema:"what to look for (may be empty when turns are given)"`
+	Session string `json:"session" jsonschema:"the session to recall from (or give user_id, agent_id or run_id)"`
+	ScopeIDs
 	AllSessions   bool               `json:"all_sessions,omitempty" jsonschema:"recall from every session the caller may read instead"`
 	K             int                `json:"k,omitempty" jsonschema:"how many memories to return (default 5)"`
 	Mode          string             `json:"mode,omitempty" jsonschema:"candidate sources: hybrid (default), vector or keyword"`
@@ -78,11 +104,12 @@ type RecallResponse struct {
 // with their copies in the trash and the archive and their history (then IDs may name memories
 // that are only forgotten or archived).
 type ForgetRequest struct {
-	IDs     []string       `json:"ids,omitempty" jsonschema:"IDs of the memories to forget, as returned by remember, recall or list"`
-	Session *string        `json:"session,omitempty" jsonschema:"with all=true: the session to forget; with filter: forget only in this session"`
-	All     bool           `json:"all,omitempty" jsonschema:"forget every memory of the session"`
-	Filter  *memory.Filter `json:"filter,omitempty" jsonschema:"forget the memories matching this filter (in engram's JSON filter language)"`
-	Purge   bool           `json:"purge,omitempty" jsonschema:"delete for good (also from the trash and the archive), instead of keeping the memories restorable"`
+	IDs     []string `json:"ids,omitempty" jsonschema:"IDs of the memories to forget, as returned by remember, recall or list"`
+	Session *string  `json:"session,omitempty" jsonschema:"with all=true: the session to forget; with filter: forget only in this session"`
+	ScopeIDs
+	All    bool           `json:"all,omitempty" jsonschema:"forget every memory of the session"`
+	Filter *memory.Filter `json:"filter,omitempty" jsonschema:"forget the memories matching this filter (in engram's JSON filter language)"`
+	Purge  bool           `json:"purge,omitempty" jsonschema:"delete for good (also from the trash and the archive), instead of keeping the memories restorable"`
 }
 
 // ForgetResponse answers a forget. Restorable says whether the forgotten memories can be
@@ -136,8 +163,9 @@ type GetRequest struct {
 // ListRequest selects a page of memories (GET /v1/memories, the list tool): every condition
 // given is ANDed, within the caller's scope.
 type ListRequest struct {
-	Session *string        `json:"session,omitempty" jsonschema:"the session to list; omit for every session the caller may read"`
-	Filter  *memory.Filter `json:"filter,omitempty" jsonschema:"further conditions in engram's JSON filter language, e.g. {\"tags\": \"travel\", \"created\": {\"range\": {\"gte\": \"2026-01-01T00:00:00Z\"}}}"`
+	Session *string `json:"session,omitempty" jsonschema:"the session to list; omit for every session the caller may read"`
+	ScopeIDs
+	Filter *memory.Filter `json:"filter,omitempty" jsonschema:"further conditions in engram's JSON filter language, e.g. {\"tags\": \"travel\", \"created\": {\"range\": {\"gte\": \"2026-01-01T00:00:00Z\"}}}"`
 	Selection
 	Limit  int    `json:"limit,omitempty" jsonschema:"page size (default 100, at most 1000)"`
 	Cursor string `json:"cursor,omitempty" jsonschema:"next_cursor of the previous page"`

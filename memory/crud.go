@@ -184,7 +184,8 @@ func parseCursor(s string) (cursor, error) {
 type UpdateOptions struct {
 	// Text replaces the text (re-embedded; not chunked, at most Options.MaxTextBytes).
 	Text *string
-	// Source, Tags, Importance and Metadata replace those fields (Metadata as a whole).
+	// Source, Tags, Importance and Metadata replace those fields (Metadata as a whole, but for
+	// the memory's scope: its agent_id and run_id stay unless Metadata names them; see Scope).
 	Source     *string
 	Tags       *[]string
 	Importance *float64
@@ -253,7 +254,18 @@ func (s *Store) update(ctx context.Context, id string, o UpdateOptions, change C
 		m.Importance = *o.Importance
 	}
 	if o.Metadata != nil {
-		m.Metadata = maps.Clone(*o.Metadata)
+		md := maps.Clone(*o.Metadata)
+		for _, k := range []string{MetaAgentID, MetaRunID} { // the scope stays unless named (scope.go)
+			if v, ok := old.Metadata[k]; ok {
+				if _, named := md[k]; !named {
+					if md == nil {
+						md = map[string]any{}
+					}
+					md[k] = v
+				}
+			}
+		}
+		m.Metadata = md
 	}
 	ro := RememberOptions{Source: m.Source, Tags: m.Tags, Importance: m.Importance, Metadata: m.Metadata}
 	if err := s.checkRemember(m.Session, m.Text, &ro); err != nil {

@@ -84,8 +84,9 @@ type Distiller interface {
 type MemoryEvent struct {
 	Event Event  `json:"event"`
 	ID    string `json:"id"`
-	// Text is the memory's text now (for delete: the text deleted).
-	Text string `json:"memory"`
+	// Text is the memory's text now (for delete: the text deleted). Never empty in a result; a
+	// door leaves it out (with Previous) for a caller that may not read stored text.
+	Text string `json:"memory,omitempty"`
 	// Previous is the text an update replaced, when known.
 	Previous string `json:"previous,omitempty"`
 	// Time is the memory's time: that of the turn it came from (zero for delete).
@@ -219,7 +220,7 @@ func (s *Store) Distill(ctx context.Context, session string) (DistillResult, err
 // importance and metadata, and the time of turns without one.
 func (s *Store) distill(ctx context.Context, session string, turns, earlier []Turn, o RememberOptions) (DistillResult, error) {
 	res := DistillResult{Turns: len(turns), Events: []MemoryEvent{}}
-	existing, err := s.related(ctx, session, turns)
+	existing, err := s.related(ctx, session, sameScope(o.Metadata), turns)
 	if err != nil {
 		return res, err
 	}
@@ -304,10 +305,11 @@ func (s *Store) distill(ctx context.Context, session string, turns, earlier []Tu
 	return res, nil
 }
 
-// related returns the session's memories most related to the turns: the best few for each turn
-// with content, at most DistillExisting, best first, without vectors.
-func (s *Store) related(ctx context.Context, session string, turns []Turn) ([]Memory, error) {
-	n, err := s.Count(ctx, Eq(FieldSession, session))
+// related returns the memories of the session and scope most related to the turns: the best few
+// for each turn with content, at most DistillExisting, best first, without vectors. Memories of
+// another scope (agent_id, run_id) are never shown, so a distillation changes none of them.
+func (s *Store) related(ctx context.Context, session string, scope *Filter, turns []Turn) ([]Memory, error) {
+	n, err := s.Count(ctx, And(Eq(FieldSession, session), scope))
 	if err != nil || n == 0 {
 		return nil, err
 	}
@@ -322,7 +324,7 @@ func (s *Store) related(ctx context.Context, session string, turns []Turn) ([]Me
 			continue // what the assistant says changes no memory by itself
 		}
 		q := cutRunes(oneLine(t.Text), 2000)
-		rs, err := s.Recall(ctx, q, RecallOptions{Session: session, K: 3, NoTouch: true})
+		rs, err := s.Recall(ctx, q, RecallOptions{Session: session, Filter: scope, K: 3, NoTouch: true})
 		if errors.Is(err, ErrInvalidInput) {
 			continue // nothing to search for in this turn
 		}

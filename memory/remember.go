@@ -59,9 +59,9 @@ type RememberResult struct {
 // (while embedding) fails the call with nothing written; once the write has begun the call
 // finishes it, so that a timeout never leaves some chunks stored and unreported. If one of
 // several batches fails, the error is a *PartialWriteError naming the IDs the batches before it
-// stored. A chunk whose cosine similarity to an existing memory of the same session (or to
-// an earlier chunk of the same call) reaches Options.DedupThreshold updates that memory instead
-// of adding one. Empty or whitespace-only text, invalid UTF-8, text over Options.MaxTextBytes and
+// stored. A chunk whose cosine similarity to an existing memory of the same session and scope
+// (Scope: the same agent_id and run_id metadata, or none) or to an earlier chunk of the same call
+// reaches Options.DedupThreshold updates that memory instead of adding one. Empty or whitespace-only text, invalid UTF-8, text over Options.MaxTextBytes and
 // invalid options are rejected with ErrInvalidInput, and nothing is written.
 func (s *Store) Remember(ctx context.Context, session, text string, opts RememberOptions) (RememberResult, error) {
 	var res RememberResult
@@ -95,7 +95,8 @@ func (s *Store) Remember(ctx context.Context, session, text string, opts Remembe
 	}
 	var batch []Memory // what will be upserted, one entry per distinct ID
 	var versions []pendingVersion
-	sessionFilter := Eq(FieldSession, session)
+	// A chunk merges only into a memory of its own session and scope (agent_id, run_id: scope.go).
+	sessionFilter := And(Eq(FieldSession, session), sameScope(opts.Metadata))
 	for i, text := range chunks {
 		m, merged, err := s.nearDuplicate(ctx, coll, sessionFilter, vecs[i], batch)
 		if err != nil {
@@ -241,6 +242,9 @@ func (s *Store) checkRemember(session, text string, opts *RememberOptions) error
 	}
 	md, err := NormalizeMetadata(opts.Metadata)
 	if err != nil {
+		return err
+	}
+	if err := checkScopeMetadata(md); err != nil {
 		return err
 	}
 	opts.Metadata = md

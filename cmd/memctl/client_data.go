@@ -190,6 +190,14 @@ func (r remoteData) AddTurn(ctx context.Context, session string, turn memory.Tur
 	return call[api.ConversationAnswer](ctx, r.c, http.MethodPost, path+"/turns", turn)
 }
 
+func (r remoteData) Distill(ctx context.Context, session string) (memory.DistillResult, error) {
+	path, err := contextPath(session)
+	if err != nil {
+		return memory.DistillResult{}, err
+	}
+	return call[memory.DistillResult](ctx, r.c, http.MethodPost, path+"/distill", struct{}{})
+}
+
 func (r remoteData) ClearContext(ctx context.Context, session string) (api.ClearedResponse, error) {
 	path, err := contextPath(session)
 	if err != nil {

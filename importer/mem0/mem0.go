@@ -211,16 +211,13 @@ func decodeItem(raw json.RawMessage) (Item, error) {
 }
 
 // Session is the engram session of a mem0 memory: its user_id, else its agent_id, else its
-// run_id ("" when it has none: engram's default session). It is the mapping the Python
-// client's mem0-style facade uses, so code written against mem0 finds its memories under the
-// same IDs; the scope IDs it does not use stay in the memory's metadata.
+// run_id ("" when it has none: engram's default session), and the key it came from. It is
+// memory.Scope's mapping, the one every door uses (the Python client's mem0-style facade too), so
+// code written against mem0 finds its memories under the same IDs; the scope IDs it does not
+// use stay in the memory's metadata (memory.MetaAgentID, memory.MetaRunID), where recall, list
+// and forget select them.
 func Session(userID, agentID, runID string) (session, from string) {
-	for _, s := range []struct{ v, k string }{{userID, "user_id"}, {agentID, "agent_id"}, {runID, "run_id"}} {
-		if s.v != "" {
-			return s.v, s.k
-		}
-	}
-	return "", ""
+	return memory.Scope{User: userID, Agent: agentID, Run: runID}.Session()
 }
 
 // Options tune Read.

@@ -160,6 +160,19 @@ class Mem0FacadeTest(unittest.TestCase):
             self.m.add("no owner")
 
 
+@unittest.skipUnless(URL, "ENGRAM_URL names no running memctl serve")
+class Mem0ScopeTest(unittest.TestCase):
+    def setUp(self) -> None:
+        self.m = Memory(url=URL)
+
+    def test_run_scope_isolation(self) -> None:
+        user = session()
+        self.m.add("I am flying to Lisbon on Friday.", user_id=user, run_id="trip-42", infer=False)
+        self.assertEqual(self.m.search("Lisbon", user_id=user, run_id="other-run")["results"], [])
+        found = self.m.search("Lisbon", user_id=user, run_id="trip-42")["results"]
+        self.assertEqual([x["memory"] for x in found], ["I am flying to Lisbon on Friday."])
+
+
 class OfflineTest(unittest.TestCase):
     def test_exports_and_typing(self) -> None:
         self.assertEqual(engram.__version__, "0.1.0")
