@@ -16,7 +16,7 @@ import (
 // RememberRequest is the body of POST /v1/remember and the remember tool's input: a text, or a
 // conversation's messages (mem0's add(messages, infer=...)).
 type RememberRequest struct {
-	Session string `json:"session" jsonschema:"the user or conversation the memory belongs to (or give user_id, agent_id or run_id)"`
+	Session string `json:"session,omitempty" jsonschema:"the user or conversation the memory belongs to (or give user_id, agent_id or run_id); omitted: the default session"`
 	ScopeIDs
 	Text string `json:"text,omitempty" jsonschema:"what to remember; long text is split into chunks (or give messages)"`
 	// Messages, instead of Text, is a conversation to remember (memory.Store.RememberMessages):
@@ -65,7 +65,7 @@ func (r RememberResponse) MarshalJSON() ([]byte, error) {
 // RecallRequest is the body of POST /v1/recall and the recall tool's input.
 type RecallRequest struct {
 	Query   string `json:"query,omitempty" jsonschema:"what to look for (may be empty when turns are given)"`
-	Session string `json:"session" jsonschema:"the session to recall from (or give user_id, agent_id or run_id)"`
+	Session string `json:"session,omitempty" jsonschema:"the session to recall from (or give user_id, agent_id or run_id); omitted: the default session"`
 	ScopeIDs
 	AllSessions   bool               `json:"all_sessions,omitempty" jsonschema:"recall from every session the caller may read instead"`
 	K             int                `json:"k,omitempty" jsonschema:"how many memories to return (default 5)"`

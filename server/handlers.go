@@ -44,6 +44,7 @@ func (h *Handler) registerDataRoutes() {
 	h.route("GET /v1/sessions", accessRead, noBodyOp(h.ops.Sessions))
 	h.route("GET /v1/sessions/{session}/context", accessReadPath, pathOp("session", h.ops.Context))
 	h.route("POST /v1/sessions/{session}/turns", accessWritePath, pathBodyOp("session", http.StatusOK, h.ops.AddTurn))
+	h.route("POST /v1/sessions/{session}/distill", accessWritePath, pathOp("session", h.ops.Distill))
 	h.route("DELETE /v1/sessions/{session}/context", accessWritePath, pathOp("session", h.ops.ClearContext))
 	h.route("GET /v1/tasks", accessRead, noBodyOp(h.ops.Tasks))
 	h.route("POST /v1/tasks", accessWrite, bodyOp(http.StatusCreated, h.ops.StartTask))

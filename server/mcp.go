@@ -170,8 +170,10 @@ func NewMCPFor(ops api.Ops, fallback *Caller) *mcp.Server {
 	})
 	f := fallback
 	// Long-term memory.
-	addTool(s, f, &mcp.Tool{Name: "remember", Description: "Store a memory for a session."}, ops.Remember, nil)
-	addTool(s, f, &mcp.Tool{Name: "recall", Description: "Recall the memories of a session most relevant to a query."}, ops.Recall, recallText)
+	addTool(s, f, &mcp.Tool{Name: "remember", Description: "Store a memory for a session: a text, or a conversation's messages " +
+		"(with infer=true only what the user states about themselves, updating what it changes; without, every message verbatim). " +
+		"user_id, agent_id and run_id scope it as in mem0."}, ops.Remember, nil)
+	addTool(s, f, &mcp.Tool{Name: "recall", Description: "Recall the memories of a session (or of a user_id, agent_id, run_id) most relevant to a query."}, ops.Recall, recallText)
 	addTool(s, f, &mcp.Tool{Name: "forget", Description: "Forget memories by ID (all must exist, or nothing is forgotten), every memory of a session (session and all=true), " +
 		"or the memories that match a filter (in session, else in every session the key may use). " +
 		"Forgotten memories stay restorable with the restore tool for the store's retention (the answer says until when); purge=true deletes them for good."},
@@ -207,6 +209,11 @@ func NewMCPFor(ops api.Ops, fallback *Caller) *mcp.Server {
 		untyped(func(ctx context.Context, in MCPAddTurnInput) (api.ConversationAnswer, error) {
 			return ops.AddTurn(ctx, in.Session, memory.Turn{Role: in.Role, Text: in.Text, Time: in.Time})
 		}), nil)
+	addTool(s, f, &mcp.Tool{Name: "distill", Description: "Turn the session's conversation turns not yet distilled into long-term memories: " +
+		"what the user states about themselves, their plans, preferences and corrections (turns leaving the buffer are distilled by themselves)."},
+		func(ctx context.Context, in MCPSessionInput) (memory.DistillResult, error) {
+			return ops.Distill(ctx, in.Session)
+		}, nil)
 	addTool(s, f, &mcp.Tool{Name: "clear_context", Description: "Delete a session's conversation buffer and summary."},
 		func(ctx context.Context, in MCPSessionInput) (api.ClearedResponse, error) {
 			return ops.ClearContext(ctx, in.Session)
@@ -243,7 +250,7 @@ func recallText(in api.RecallRequest, out api.RecallResponse) string {
 	switch {
 	case len(out.Results) > 0:
 	case out.SessionEmpty:
-		fmt.Fprintf(&text, "session %q holds no memories", in.Session)
+		fmt.Fprintf(&text, "session %q holds no memories", in.ScopeIDs.SessionOf(in.Session))
 	default:
 		text.WriteString("no memories found")
 	}

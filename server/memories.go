@@ -37,10 +37,10 @@ func (h *Handler) getMemory(w http.ResponseWriter, r *http.Request) error {
 }
 
 // listParams are the query parameters of GET /v1/memories.
-var listParams = []string{"session", "where", "tag", "source", "since", "until", "limit", "cursor"}
+var listParams = []string{"session", "user_id", "agent_id", "run_id", "where", "tag", "source", "since", "until", "limit", "cursor"}
 
 // listRequest reads the query of GET /v1/memories: where (the JSON filter language), session,
-// tag (each one required), source, since and until (on created), limit and cursor.
+// user_id, agent_id and run_id (api.ScopeIDs), tag (each one required), source, since and until (on created), limit and cursor.
 func listRequest(q url.Values) (api.ListRequest, error) {
 	var req api.ListRequest
 	for k := range q {
@@ -58,6 +58,7 @@ func listRequest(q url.Values) (api.ListRequest, error) {
 	if vs, ok := q["session"]; ok {
 		req.Session = &vs[0]
 	}
+	req.UserID, req.AgentID, req.RunID = q.Get("user_id"), q.Get("agent_id"), q.Get("run_id")
 	req.Tags = q["tag"]
 	if vs, ok := q["source"]; ok {
 		req.Source = &vs[0]

@@ -62,9 +62,15 @@ var routeProbes = map[string][]probe{
 		{method: "GET", path: "/ui/style.css", ok: 200, foreign: 200, listing: true, public: true}},
 	"GET /openapi.json": {{method: "GET", path: "/openapi.json", ok: 200, foreign: 200, listing: true}},
 	"GET /metrics":      {{method: "GET", path: "/metrics", ok: 200, foreign: 200, listing: true}},
-	"POST /v1/remember": {{method: "POST", path: "/v1/remember", body: `{"session":$session,"text":"a new fact about tea"}`, ok: 200, foreign: 403}},
+	"POST /v1/remember": {
+		{method: "POST", path: "/v1/remember", body: `{"session":$session,"text":"a new fact about tea"}`, ok: 200, foreign: 403},
+		// mem0's scope IDs name the session too.
+		{method: "POST", path: "/v1/remember", body: `{"user_id":$session,"run_id":"r1","messages":[{"role":"user","text":"I like green tea."}],"infer":true}`, ok: 200, foreign: 403},
+		{method: "POST", path: "/v1/remember", body: `{"agent_id":$session,"text":"an agent's fact about tea"}`, ok: 200, foreign: 403},
+	},
 	"POST /v1/recall": {
 		{method: "POST", path: "/v1/recall", body: `{"session":$session,"query":"SECRET tea","k":50}`, ok: 200, foreign: 403},
+		{method: "POST", path: "/v1/recall", body: `{"user_id":$session,"run_id":"r1","query":"SECRET tea","k":50}`, ok: 200, foreign: 403},
 		{method: "POST", path: "/v1/recall", body: `{"all_sessions":true,"query":"SECRET tea","k":50,"prompt_tokens":500}`, ok: 200, foreign: 200, listing: true},
 		{method: "POST", path: "/v1/recall", body: `{"all_sessions":true,"query":"SECRET","mode":"keyword","k":50}`, ok: 200, foreign: 200, listing: true},
 	},
@@ -75,6 +81,7 @@ var routeProbes = map[string][]probe{
 		// Purging reaches the trash: a forgotten memory outside the scope is unknown.
 		{method: "POST", path: "/v1/forget", body: `{"ids":$forgotten,"purge":true}`, ok: 200, foreign: 404},
 		{method: "POST", path: "/v1/forget", body: `{"session":$session,"all":true,"purge":true}`, ok: 200, foreign: 403},
+		{method: "POST", path: "/v1/forget", body: `{"user_id":$session,"run_id":"r1","all":true}`, ok: 200, foreign: 403},
 	},
 	"GET /v1/forgotten":                     {{method: "GET", path: "/v1/forgotten", ok: 200, foreign: 200, listing: true}, {method: "GET", path: "/v1/forgotten?session=$session", ok: 200, foreign: 403}},
 	"POST /v1/restore":                      {{method: "POST", path: "/v1/restore", body: `{"ids":$forgotten}`, ok: 200, foreign: 404}},
@@ -82,6 +89,7 @@ var routeProbes = map[string][]probe{
 	"GET /v1/sessions":                      {{method: "GET", path: "/v1/sessions", ok: 200, foreign: 200, listing: true}},
 	"GET /v1/sessions/{session}/context":    {{method: "GET", path: "/v1/sessions/$session/context", ok: 200, foreign: 403}},
 	"POST /v1/sessions/{session}/turns":     {{method: "POST", path: "/v1/sessions/$session/turns", body: `{"role":"user","text":"hello"}`, ok: 200, foreign: 403}},
+	"POST /v1/sessions/{session}/distill":   {{method: "POST", path: "/v1/sessions/$session/distill", ok: 200, foreign: 403}},
 	"DELETE /v1/sessions/{session}/context": {{method: "DELETE", path: "/v1/sessions/$session/context", ok: 200, foreign: 403}},
 	"GET /v1/tasks":                         {{method: "GET", path: "/v1/tasks", ok: 200, foreign: 200, listing: true}},
 	"POST /v1/tasks":                        {{method: "POST", path: "/v1/tasks", body: `{"session":$session,"goal":"new work"}`, ok: 201, foreign: 403}},
@@ -92,6 +100,7 @@ var routeProbes = map[string][]probe{
 	"GET /v1/stats":                         {{method: "GET", path: "/v1/stats", ok: 200, foreign: 200, listing: true}},
 	"GET /v1/memories": {
 		{method: "GET", path: "/v1/memories?session=$session", ok: 200, foreign: 403},
+		{method: "GET", path: "/v1/memories?user_id=$session&agent_id=a1", ok: 200, foreign: 403},
 		{method: "GET", path: "/v1/memories", ok: 200, foreign: 200, listing: true},
 		{method: "GET", path: "/v1/memories?where=%7B%22session%22%3A%22bob%22%7D", ok: 200, foreign: 200, listing: true},
 	},
@@ -141,12 +150,14 @@ type mcpProbe struct {
 
 // mcpProbes holds the probes of every MCP tool. Add one for each new tool.
 var mcpProbes = map[string][]mcpProbe{
-	"remember":      {{args: `{"session":$session,"text":"a new fact about tea"}`, right: RightWrite, foreignIsError: true}},
+	"remember": {{args: `{"session":$session,"text":"a new fact about tea"}`, right: RightWrite, foreignIsError: true},
+		{args: `{"user_id":$session,"run_id":"r1","messages":[{"role":"user","text":"I like green tea."}],"infer":true}`, right: RightWrite, foreignIsError: true}},
 	"recall":        {{args: `{"session":$session,"query":"SECRET tea","k":50}`, right: RightRead, foreignIsError: true}},
 	"forget":        {{args: `{"ids":$ids}`, right: RightWrite, foreignIsError: true}, {args: `{"session":$session,"filter":{"tags":"x"}}`, right: RightWrite, foreignIsError: true}},
 	"context":       {{args: `{"session":$session}`, right: RightRead, foreignIsError: true}},
 	"add_turn":      {{args: `{"session":$session,"role":"user","text":"hi"}`, right: RightWrite, foreignIsError: true}},
 	"clear_context": {{args: `{"session":$session}`, right: RightWrite, foreignIsError: true}},
+	"distill":       {{args: `{"session":$session}`, right: RightWrite, foreignIsError: true}},
 	"tasks":         {{args: `{}`, right: RightRead, listing: true}},
 	"task":          {{args: `{"id":$task}`, right: RightRead, foreignIsError: true}},
 	"start_task":    {{args: `{"session":$session,"goal":"new work"}`, right: RightWrite, foreignIsError: true}},

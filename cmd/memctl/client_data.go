@@ -143,7 +143,8 @@ func (r remoteData) List(ctx context.Context, req api.ListRequest) (api.ListResp
 	if req.Source != nil {
 		q.Set("source", *req.Source)
 	}
-	for k, v := range map[string]string{"since": req.Since, "until": req.Until, "cursor": req.Cursor} {
+	for k, v := range map[string]string{"since": req.Since, "until": req.Until, "cursor": req.Cursor,
+		"user_id": req.UserID, "agent_id": req.AgentID, "run_id": req.RunID} {
 		if v != "" {
 			q.Set(k, v)
 		}
@@ -195,7 +196,7 @@ func (r remoteData) Distill(ctx context.Context, session string) (memory.Distill
 	if err != nil {
 		return memory.DistillResult{}, err
 	}
-	return call[memory.DistillResult](ctx, r.c, http.MethodPost, path+"/distill", struct{}{})
+	return call[memory.DistillResult](ctx, r.c, http.MethodPost, path+"/distill", nil)
 }
 
 func (r remoteData) ClearContext(ctx context.Context, session string) (api.ClearedResponse, error) {
