@@ -82,5 +82,9 @@ const LexicalNote = "The built-in embedder matches words and character n-grams, 
 // IsLexical reports whether e is the built-in lexical embedder (by its fingerprint, so a store
 // reopened by another program still answers).
 func IsLexical(e Embedder) bool {
-	return e != nil && strings.HasPrefix(e.Fingerprint(), "lexical/")
+	return e != nil && IsLexicalFingerprint(e.Fingerprint())
 }
+
+// IsLexicalFingerprint reports whether an embedder fingerprint (Stats.Fingerprint, what a
+// server's statistics say) is the built-in lexical embedder's.
+func IsLexicalFingerprint(fp string) bool { return strings.HasPrefix(fp, "lexical/") }

@@ -65,8 +65,9 @@ func (a *app) contextCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "context",
 		Short: "Short-term memory: a session's recent turns and the summary of older ones",
-		Long: "context shows, extends and clears a session's conversation buffer. Past its budget\n" +
-			"(--short-term-tokens) the oldest turns are compressed into a summary by --summarizer.",
+		Long: "context shows, extends, distills and clears a session's conversation buffer. Past its budget\n" +
+			"(--short-term-tokens) the oldest turns are compressed into a summary by --summarizer, and what the user\n" +
+			"states about themselves in them becomes long-term memories; context distill does that for the turns still there.",
 		Args: noArgs, RunE: show,
 	}
 	cmd.PersistentFlags().StringVarP(&session, "session", "s", "", "the session (required)")
@@ -127,7 +128,30 @@ func (a *app) contextCommand() *cobra.Command {
 			fmt.Fprintf(a.stdout, "cleared the conversation of session %s\n", sanitize(session))
 			return nil
 		}}
-	cmd.AddCommand(showCmd, add, clearCmd)
+	distill := &cobra.Command{Use: "distill", Short: "Turn the session's turns not yet distilled into long-term memories",
+		Long: "distill reads the session's turns that no distillation has read (turns leaving the buffer are distilled by\n" +
+			"themselves) and remembers what the user states about themselves: facts, plans, preferences, corrections.\n" +
+			"Distilling again stores nothing new.",
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := needSession(cmd); err != nil {
+				return err
+			}
+			ops, err := a.dataOps(cmd.Context())
+			if err != nil {
+				return err
+			}
+			res, err := ops.Distill(cmd.Context(), session)
+			if err != nil {
+				return err
+			}
+			if a.jsonOut {
+				return a.printJSON(res)
+			}
+			a.printDistilled(res)
+			return nil
+		}}
+	cmd.AddCommand(showCmd, add, distill, clearCmd)
 	return cmd
 }
 

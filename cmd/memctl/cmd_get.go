@@ -39,6 +39,27 @@ func (ff *filterFlags) add(f *pflag.FlagSet) {
 	f.StringVar(&ff.where, "where", "", `a filter in engram's JSON filter language, e.g. '{"importance": {"range": {"gte": 0.5}}}'`)
 }
 
+// scopeFlags are mem0's user_id, agent_id and run_id (api.ScopeIDs), which remember, recall,
+// list and forget take besides or instead of --session.
+type scopeFlags struct{ ids api.ScopeIDs }
+
+func (sf *scopeFlags) add(f *pflag.FlagSet) {
+	f.StringVar(&sf.ids.UserID, "user-id", "", "mem0's user_id: another name for --session")
+	f.StringVar(&sf.ids.AgentID, "agent-id", "", "mem0's agent_id: the session when neither --session nor --user-id is given, else only this agent's memories")
+	f.StringVar(&sf.ids.RunID, "run-id", "", "mem0's run_id (a conversation or task): the session when nothing else names one, else only this run's memories")
+}
+
+// given reports whether a scope ID was given.
+func (sf *scopeFlags) given() bool { return sf.ids != api.ScopeIDs{} }
+
+// apply lets the scope IDs name the session: with one given and no --session on the command
+// line, a default session (ENGRAM_SESSION, the config file) is dropped.
+func (sf *scopeFlags) apply(cmd *cobra.Command, session *string) {
+	if sf.given() && !cmd.Flags().Changed("session") {
+		*session = ""
+	}
+}
+
 // filter builds the flags' filter (nil when none is given); bad values are usage errors.
 func (ff *filterFlags) filter(cmd *cobra.Command, now time.Time) (*memory.Filter, error) {
 	var where *memory.Filter
@@ -161,6 +182,7 @@ func printMemory(a *app, m *memory.Memory) {
 func (a *app) listCommand() *cobra.Command {
 	var (
 		ff          filterFlags
+		sf          scopeFlags
 		session     string
 		allSessions bool
 		limit       int
@@ -173,8 +195,9 @@ func (a *app) listCommand() *cobra.Command {
   memctl list --all-sessions --where '{"metadata.project": "apollo"}' --json`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if cmd.Flags().Changed("session") == allSessions {
-				return usagef("list needs --session S or --all-sessions")
+			sf.apply(cmd, &session)
+			if (cmd.Flags().Changed("session") || sf.given()) == allSessions {
+				return usagef("list needs --session S (or --user-id, --agent-id, --run-id) or --all-sessions")
 			}
 			f, err := ff.filter(cmd, time.Now())
 			if err != nil {
@@ -184,8 +207,8 @@ func (a *app) listCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			req := api.ListRequest{Filter: f, Limit: limit, Cursor: cursor}
-			if !allSessions {
+			req := api.ListRequest{ScopeIDs: sf.ids, Filter: f, Limit: limit, Cursor: cursor}
+			if cmd.Flags().Changed("session") {
 				req.Session = &session
 			}
 			page, err := ops.List(cmd.Context(), req)
@@ -217,6 +240,7 @@ func (a *app) listCommand() *cobra.Command {
 	f.IntVar(&limit, "limit", memory.DefaultListLimit, fmt.Sprintf("page size (at most %d)", memory.MaxListLimit))
 	f.StringVar(&cursor, "cursor", "", "continue after the page that printed it")
 	ff.add(f)
+	sf.add(f)
 	return cmd
 }
 

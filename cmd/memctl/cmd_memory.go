@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -42,16 +45,28 @@ func (a *app) rememberCommand() *cobra.Command {
 		ctxText, at     string
 		tags, files     []string
 		importance      float64
+		messages        string
+		infer           bool
+		sf              scopeFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "remember [TEXT...]",
-		Short: "Remember text from arguments, --file or stdin (-); long text is chunked",
+		Short: "Remember text from arguments, --file or stdin (-), or a conversation (--messages); long text is chunked",
+		Long: "remember stores texts, one memory per chunk, or with --messages a conversation: a JSON array of messages\n" +
+			"({\"role\": \"user\", \"text\": \"...\", \"time\": \"...\"}; mem0's \"content\" works for \"text\"). With --infer only what the\n" +
+			"user states about themselves becomes memories (updating or deleting those it changes); without, every message\n" +
+			"but system ones is stored verbatim. --user-id, --agent-id and --run-id scope memories as mem0 does.",
 		Example: `  memctl remember --session alice "Alice prefers green tea"
   memctl remember --session docs --source handbook --file handbook.md
-  echo "我下个月去北京出差" | memctl remember --session alice -`,
+  echo "我下个月去北京出差" | memctl remember --session alice -
+  memctl remember --user-id alex --run-id trip-42 --messages chat.json --infer`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if session == "" && !cmd.Flags().Changed("session") {
-				return usagef("remember needs --session (or a default: ENGRAM_SESSION, or \"session\" in the config file); --session \"\" writes to the default session")
+			sf.apply(cmd, &session)
+			if session == "" && !cmd.Flags().Changed("session") && !sf.given() {
+				return usagef("remember needs --session or --user-id, --agent-id, --run-id (or a default: ENGRAM_SESSION, or \"session\" in the config file); --session \"\" writes to the default session")
+			}
+			if infer && messages == "" {
+				return usagef("--infer distills a conversation: give --messages FILE (or - for stdin)")
 			}
 			var when time.Time
 			if at != "" {
@@ -66,6 +81,29 @@ func (a *app) rememberCommand() *cobra.Command {
 					return usagef("--metadata must be a JSON object of strings, numbers and booleans: %v", err)
 				}
 			}
+			if messages != "" {
+				if len(args) > 0 || len(files) > 0 {
+					return usagef("give texts or --messages, not both")
+				}
+				msgs, err := a.readMessages(messages)
+				if err != nil {
+					return err
+				}
+				ops, err := a.dataOps(cmd.Context())
+				if err != nil {
+					return err
+				}
+				res, err := ops.Remember(cmd.Context(), api.RememberRequest{Session: session, ScopeIDs: sf.ids, Messages: msgs, Infer: infer,
+					Context: ctxText, Source: source, Tags: tags, Importance: importance, Time: when, Metadata: md})
+				if err != nil {
+					return err
+				}
+				if a.jsonOut {
+					return a.printJSON(res)
+				}
+				a.printDistilled(memory.DistillResult{Turns: res.Turns, Events: res.Events, Fallback: res.Fallback})
+				return nil
+			}
 			texts, err := a.gatherTexts(args, files)
 			if err != nil {
 				return err
@@ -76,7 +114,7 @@ func (a *app) rememberCommand() *cobra.Command {
 			}
 			var all []rememberOutput
 			for _, t := range texts {
-				res, err := ops.Remember(cmd.Context(), api.RememberRequest{Session: session, Text: t.text, Context: ctxText,
+				res, err := ops.Remember(cmd.Context(), api.RememberRequest{Session: session, ScopeIDs: sf.ids, Text: t.text, Context: ctxText,
 					Source: source, Tags: tags, Importance: importance, Time: when, Metadata: md})
 				if err != nil {
 					return fmt.Errorf("remembering %s: %w", t.origin, err)
@@ -111,8 +149,75 @@ func (a *app) rememberCommand() *cobra.Command {
 	f.StringSliceVarP(&files, "file", "f", nil, "read text from files (repeatable)")
 	f.StringVar(&metadata, "metadata", "", `your own attributes as a JSON object, e.g. '{"project": "apollo", "confidence": 0.9}'`)
 	f.StringVar(&ctxText, "context", "", "text around the memory (a conversation's neighbouring turns) that keyword search matches it by at a third of the weight")
-	f.StringVar(&at, "time", "", "when the text was said or written: RFC 3339, YYYY-MM-DD, or an age (3d); default now")
+	f.StringVar(&at, "time", "", "when the text was said or written (for --messages: of those without a time): RFC 3339, YYYY-MM-DD, or an age (3d); default now")
+	f.StringVar(&messages, "messages", "", "remember a conversation: a JSON file of messages [{\"role\", \"text\", \"time\"}, ...], or - for stdin")
+	f.BoolVar(&infer, "infer", false, "with --messages: keep only what the user states about themselves (facts, plans, preferences, corrections)")
+	sf.add(f)
 	return cmd
+}
+
+// readMessages reads a conversation for remember --messages: a JSON array of messages, each with
+// a role, a text (or mem0's "content") and an optional time, from a file or stdin ("-").
+func (a *app) readMessages(from string) ([]memory.Turn, error) {
+	var data []byte
+	var err error
+	if from == "-" {
+		data, err = io.ReadAll(a.stdin)
+	} else {
+		data, err = os.ReadFile(from)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading --messages: %w", err)
+	}
+	var raw []struct {
+		Role    string    `json:"role"`
+		Text    *string   `json:"text"`
+		Content *string   `json:"content"`
+		Time    time.Time `json:"time"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&raw); err != nil {
+		return nil, usagef("--messages %s: want a JSON array of {\"role\", \"text\" (or \"content\"), \"time\"}: %v", from, err)
+	}
+	msgs := make([]memory.Turn, len(raw))
+	for i, m := range raw {
+		switch {
+		case m.Text != nil && m.Content != nil:
+			return nil, usagef("--messages %s: message %d has both text and content", from, i)
+		case m.Text != nil:
+			msgs[i].Text = *m.Text
+		case m.Content != nil:
+			msgs[i].Text = *m.Content
+		}
+		msgs[i].Role, msgs[i].Time = m.Role, m.Time
+	}
+	return msgs, nil
+}
+
+// printDistilled prints what a distillation (or a remember of messages) wrote and deleted.
+func (a *app) printDistilled(res memory.DistillResult) {
+	if res.Fallback != "" {
+		fmt.Fprintf(a.stderr, "note: the built-in distiller stood in: %s\n", sanitize(res.Fallback))
+	}
+	if len(res.Events) == 0 {
+		fmt.Fprintf(a.stdout, "read %d turns, nothing to remember\n", res.Turns)
+		return
+	}
+	for _, e := range res.Events {
+		verb := map[memory.Event]string{memory.EventAdd: "remembered", memory.EventUpdate: "updated", memory.EventDelete: "deleted"}[e.Event]
+		if verb == "" {
+			verb = sanitize(string(e.Event))
+		}
+		line := verb + " " + sanitize(e.ID)
+		if e.Text != "" {
+			line += ": " + oneLine(e.Text, 100)
+		}
+		if e.Previous != "" {
+			line += " (was: " + oneLine(e.Previous, 60) + ")"
+		}
+		fmt.Fprintln(a.stdout, line)
+	}
 }
 
 type rememberOutput struct {
@@ -166,6 +271,7 @@ func (a *app) recallCommand() *cobra.Command {
 		promptTokens int
 		turns        []string
 		ff           filterFlags
+		sf           scopeFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "recall [QUERY]",
@@ -185,6 +291,8 @@ func (a *app) recallCommand() *cobra.Command {
 			if len(args) > 0 {
 				req.Query = args[0]
 			}
+			sf.apply(cmd, &req.Session)
+			req.ScopeIDs = sf.ids
 			for _, t := range turns {
 				req.Turns = append(req.Turns, memory.Turn{Text: t})
 			}
@@ -222,10 +330,13 @@ func (a *app) recallCommand() *cobra.Command {
 			}
 			// An empty answer from a session without memories says so (nothing about others).
 			if resp.SessionEmpty {
-				fmt.Fprintf(a.stdout, "(no memories: session %q holds none)\n", sanitize(req.Session))
+				fmt.Fprintf(a.stdout, "(no memories: session %q holds none)\n", sanitize(req.ScopeIDs.SessionOf(req.Session)))
 				return nil
 			}
 			printResults(a.stdout, rs, explain)
+			if explain && lexicalStore(cmd.Context(), ops) {
+				fmt.Fprintf(a.stdout, "\n%s\n", memory.LexicalNote)
+			}
 			return nil
 		},
 	}
@@ -245,7 +356,22 @@ func (a *app) recallCommand() *cobra.Command {
 	f.BoolVar(&prompt, "prompt", false, "print the memory block to paste into a model prompt")
 	f.IntVar(&promptTokens, "prompt-tokens", memory.DefaultPromptTokens, "token budget of --prompt")
 	ff.add(f)
+	sf.add(f)
 	return cmd
+}
+
+// lexicalStore reports whether the store ops runs on embeds with the built-in lexical embedder
+// (memory.IsLexical): a store held here, or a server's, as its statistics say (which needs the
+// admin right; without it, or when the server does not answer, false).
+func lexicalStore(ctx context.Context, ops api.Ops) bool {
+	switch o := ops.(type) {
+	case *api.Local:
+		return memory.IsLexical(o.Store().Embedder())
+	case remoteData:
+		st, err := call[memory.Stats](ctx, o.c, http.MethodGet, "/v1/stats", nil)
+		return err == nil && memory.IsLexicalFingerprint(st.Fingerprint)
+	}
+	return false
 }
 
 // results converts a recall's answer back to the results memory.BuildPrompt and printResults take.
@@ -302,6 +428,7 @@ func (a *app) forgetCommand() *cobra.Command {
 	var session string
 	var allOfSession, allSessions, purge bool
 	var ff filterFlags
+	var sf scopeFlags
 	cmd := &cobra.Command{
 		Use:   "forget [ID...]",
 		Short: "Forget memories by ID (all must exist), every memory of a session (--session S --all), or those a filter selects",
@@ -311,6 +438,7 @@ func (a *app) forgetCommand() *cobra.Command {
 			"archive and their history (`memctl compact` then drops the bytes from the store's files).",
 		Example: `  memctl forget 3f9c... 81ab...
   memctl forget --session alice --all
+  memctl forget --user-id alex --run-id trip-42 --all
   memctl forget --session alice --tag scratch --until 30d
   memctl forget --purge 3f9c...`,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -318,8 +446,11 @@ func (a *app) forgetCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			hasSession := cmd.Flags().Changed("session")
+			sf.apply(cmd, &session)
+			hasSession := cmd.Flags().Changed("session") || sf.given()
 			switch {
+			case len(args) > 0 && sf.given():
+				return usagef("IDs name the memories to forget: give no --user-id, --agent-id or --run-id with them")
 			case len(args) > 0 && (allOfSession || f != nil || allSessions):
 				return usagef("give either IDs, or --all / filter flags, not both")
 			case len(args) == 0 && !allOfSession && f == nil:
@@ -327,12 +458,12 @@ func (a *app) forgetCommand() *cobra.Command {
 			case allOfSession && f != nil:
 				return usagef("--all forgets the whole session; drop it to forget what the filter selects")
 			case allOfSession && !hasSession:
-				return usagef("--all needs --session (use --session \"\" for the default session)")
+				return usagef("--all needs --session, --user-id, --agent-id or --run-id (use --session \"\" for the default session)")
 			case f != nil && hasSession == allSessions:
 				return usagef("a filter needs --session S or --all-sessions")
 			}
-			req := api.ForgetRequest{IDs: args, All: allOfSession, Filter: f, Purge: purge}
-			if hasSession {
+			req := api.ForgetRequest{IDs: args, ScopeIDs: sf.ids, All: allOfSession, Filter: f, Purge: purge}
+			if cmd.Flags().Changed("session") {
 				req.Session = &session
 			}
 			ops, err := a.dataOps(cmd.Context())
@@ -363,6 +494,7 @@ func (a *app) forgetCommand() *cobra.Command {
 	cmd.Flags().BoolVar(&allSessions, "all-sessions", false, "apply the filter to every session")
 	cmd.Flags().BoolVar(&purge, "purge", false, "delete for good now (also from the trash and the archive), not restorably")
 	ff.add(cmd.Flags())
+	sf.add(cmd.Flags())
 	return cmd
 }
 

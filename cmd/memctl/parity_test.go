@@ -59,6 +59,7 @@ type parityStep struct {
 	mcp   *parityMCP // nil: no tool offers the operation (noMCP says why)
 	noMCP string
 	cli   []string // memctl arguments (--json is added); nil: no command (noCLI says why)
+	stdin string   // what memctl reads from stdin
 	noCLI string
 	// cliState, for a step without a command that changes the store, is
 	// the command that changes the CLI doors' stores alike (its answer is
@@ -91,7 +92,7 @@ var parityOutside = map[string]string{
 
 // parityKnownIDs are the IDs the seed and the steps choose; other IDs are
 // new memories' and compare as "<new-id>".
-var parityKnownIDs = []string{"m1", "m2", "m3", "m4", "m5", "m6", "m7", "t1", "t2", "nosuch"}
+var parityKnownIDs = []string{"m1", "m2", "m3", "m4", "m5", "m6", "m7", "m8", "m9", "t1", "t2", "nosuch"}
 
 func str(s string) *string { return &s }
 
@@ -112,6 +113,9 @@ func paritySeed(t *testing.T, when time.Time) string {
 		{"m5", "carol", "Carol's stale note about the old printer.", ``, old},
 		{"m6", "bob", "Bob's desk is by the window in room 12.", `"source":"doc:notes.md"`, when},
 		{"m7", "dave", "Dave plays the cello on Sundays.", ``, when},
+		// mem0's scopes: user alice's runs, one with an agent (memory.Scope).
+		{"m8", "alice", "Alice flies to Lisbon in June.", `"metadata":{"run_id":"trip-42"}`, when},
+		{"m9", "alice", "Alice flies to Porto in May.", `"metadata":{"run_id":"other-run","agent_id":"planner"}`, when},
 	} {
 		extra := m.extra
 		if extra != "" {
@@ -171,6 +175,27 @@ func paritySteps(when time.Time) []parityStep {
 	r9 := api.RecallRequest{Session: "alice", Query: "tea", Mode: "bogus"}
 	r10 := api.RecallRequest{Session: "bob", Query: "coffee", K: 1}
 	f26 := api.ForgetRequest{IDs: []string{"m1"}, All: true, Session: str("alice")}
+	// mem0's scopes (api.ScopeIDs): the quoted bug is a recall in one run finding another's.
+	r11 := api.RecallRequest{ScopeIDs: api.ScopeIDs{UserID: "alice", RunID: "other-run"}, Query: "Alice flies", K: 10, NoTouch: true}
+	r12 := api.RecallRequest{Session: "alice", ScopeIDs: api.ScopeIDs{AgentID: "planner", RunID: "other-run"}, Query: "Alice flies", NoTouch: true}
+	r13 := api.RecallRequest{Session: "alice", ScopeIDs: api.ScopeIDs{UserID: "bob"}, Query: "tea"}
+	l14 := api.ListRequest{ScopeIDs: api.ScopeIDs{UserID: "alice", AgentID: "planner"}}
+	// Times of their own, so that listings newest first order them alike in every door.
+	rec15 := api.RememberRequest{ScopeIDs: api.ScopeIDs{UserID: "erin", RunID: "r1"}, Text: "Erin rides the 7:40 train to work.", Time: when.Add(-time.Hour).UTC()}
+	chatTime := when.Add(-48 * time.Hour).UTC()
+	msgs := []memory.Turn{
+		{Role: "system", Text: "You are a helpful assistant."},
+		{Role: "user", Text: "Hi! I'm Erin and I'm allergic to peanuts.", Time: chatTime},
+		{Role: "assistant", Text: "Nice to meet you, Erin! I'll remember that.", Time: chatTime.Add(time.Minute)},
+		{Role: "user", Text: "haha ok. My sister Jenna moved to Denver last week.", Time: chatTime.Add(2 * time.Minute)},
+	}
+	msgs2 := []memory.Turn{{Role: "user", Text: "I run every morning before work.", Time: chatTime.Add(-time.Hour)},
+		{Role: "assistant", Text: "Great habit!", Time: chatTime.Add(-time.Hour + time.Minute)}}
+	msgs2JSON, _ := json.Marshal(msgs2)
+	msgsJSON, _ := json.Marshal(msgs)
+	rec16 := api.RememberRequest{ScopeIDs: api.ScopeIDs{UserID: "erin", AgentID: "coach"}, Messages: msgs, Infer: true, Tags: []string{"chat"}}
+	rec17 := api.RememberRequest{Session: "frank", Messages: msgs2}
+	f18 := api.ForgetRequest{ScopeIDs: api.ScopeIDs{UserID: "alice", RunID: "trip-42"}, All: true}
 	usage := "the CLI refuses it as a usage error (exit 2) before it sends a request"
 	admin := "store maintenance with the admin right: HTTP and the CLI only"
 	return []parityStep{
@@ -191,6 +216,24 @@ func paritySteps(when time.Time) []parityStep {
 			mcp: &parityMCP{"recall", r9}, noCLI: usage},
 		{name: "recall that counts as an access", route: "POST /v1/recall", lib: recall(r10), http: parityHTTP{method: "POST", path: "/v1/recall", body: r10},
 			mcp: &parityMCP{"recall", r10}, cli: []string{"recall", "--session", "bob", "--k", "1", "coffee"}},
+		{name: "recall in a user's run", route: "POST /v1/recall", lib: recall(r11), http: parityHTTP{method: "POST", path: "/v1/recall", body: r11},
+			mcp: &parityMCP{"recall", r11}, cli: []string{"recall", "--user-id", "alice", "--run-id", "other-run", "--k", "10", "--no-touch", r11.Query}},
+		{name: "recall in a session's agent and run", route: "POST /v1/recall", lib: recall(r12), http: parityHTTP{method: "POST", path: "/v1/recall", body: r12},
+			mcp: &parityMCP{"recall", r12}, cli: []string{"recall", "--session", "alice", "--agent-id", "planner", "--run-id", "other-run", "--no-touch", r12.Query}},
+		{name: "recall with a session and a user that differ", route: "POST /v1/recall", lib: recall(r13), http: parityHTTP{method: "POST", path: "/v1/recall", body: r13},
+			mcp: &parityMCP{"recall", r13}, cli: []string{"recall", "--session", "alice", "--user-id", "bob", "tea"}},
+		{name: "list a user's agent", route: "GET /v1/memories", lib: list(l14),
+			http: parityHTTP{method: "GET", path: "/v1/memories?user_id=alice&agent_id=planner"}, mcp: &parityMCP{"list", m{"user_id": "alice", "agent_id": "planner"}},
+			cli: []string{"list", "--user-id", "alice", "--agent-id", "planner"}},
+		{name: "remember in a user's run", route: "POST /v1/remember", lib: remember(rec15),
+			http: parityHTTP{method: "POST", path: "/v1/remember", body: rec15}, mcp: &parityMCP{"remember", rec15},
+			cli: []string{"remember", "--user-id", "erin", "--run-id", "r1", "--time", rec15.Time.Format(time.RFC3339), rec15.Text}, cliAnswer: rememberAnswer},
+		{name: "remember messages, inferred", route: "POST /v1/remember", lib: remember(rec16),
+			http: parityHTTP{method: "POST", path: "/v1/remember", body: rec16}, mcp: &parityMCP{"remember", rec16},
+			cli: []string{"remember", "--user-id", "erin", "--agent-id", "coach", "--tag", "chat", "--messages", "-", "--infer"}, stdin: string(msgsJSON)},
+		{name: "remember messages verbatim", route: "POST /v1/remember", lib: remember(rec17),
+			http: parityHTTP{method: "POST", path: "/v1/remember", body: rec17}, mcp: &parityMCP{"remember", rec17},
+			cli: []string{"remember", "--session", "frank", "--messages", "-"}, stdin: string(msgs2JSON)},
 		{name: "remember with time, context, tags and metadata", route: "POST /v1/remember", lib: remember(rec1),
 			http: parityHTTP{method: "POST", path: "/v1/remember", body: rec1}, mcp: &parityMCP{"remember", rec1},
 			cli: []string{"remember", "--session", "alice", "--context", rec1.Context, "--source", "chat", "--tag", "family", "--importance", "0.7",
@@ -252,6 +295,9 @@ func paritySteps(when time.Time) []parityStep {
 		{name: "forget for good", route: "POST /v1/forget", lib: forget(api.ForgetRequest{IDs: []string{"m4"}, Purge: true}),
 			http: parityHTTP{method: "POST", path: "/v1/forget", body: m{"ids": []string{"m4"}, "purge": true}}, mcp: &parityMCP{"forget", m{"ids": []string{"m4"}, "purge": true}},
 			cli: []string{"forget", "--purge", "m4"}},
+		{name: "forget a user's run", route: "POST /v1/forget", lib: forget(f18),
+			http: parityHTTP{method: "POST", path: "/v1/forget", body: f18}, mcp: &parityMCP{"forget", f18},
+			cli: []string{"forget", "--user-id", "alice", "--run-id", "trip-42", "--all"}},
 		{name: "forget an unknown ID", route: "POST /v1/forget", lib: forget(api.ForgetRequest{IDs: []string{"nosuch"}}),
 			http: parityHTTP{method: "POST", path: "/v1/forget", body: m{"ids": []string{"nosuch"}}}, mcp: &parityMCP{"forget", m{"ids": []string{"nosuch"}}},
 			cli: []string{"forget", "nosuch"}},
@@ -292,6 +338,10 @@ func paritySteps(when time.Time) []parityStep {
 			http: parityHTTP{method: "POST", path: "/v1/sessions/alice/turns", body: m{"role": "assistant", "text": "Have a good trip!"}},
 			mcp:  &parityMCP{"add_turn", m{"session": "alice", "role": "assistant", "text": "Have a good trip!"}},
 			cli:  []string{"context", "add", "--session", "alice", "--role", "assistant", "Have a good trip!"}},
+		{name: "distill a conversation", route: "POST /v1/sessions/{session}/distill",
+			lib:  func(ctx context.Context, l *api.Local) (any, error) { return l.Distill(ctx, "alice") },
+			http: parityHTTP{method: "POST", path: "/v1/sessions/alice/distill", body: m{}}, mcp: &parityMCP{"distill", m{"session": "alice"}},
+			cli: []string{"context", "distill", "--session", "alice"}},
 		{name: "clear a conversation", route: "DELETE /v1/sessions/{session}/context",
 			lib:  func(ctx context.Context, l *api.Local) (any, error) { return l.ClearContext(ctx, "alice") },
 			http: parityHTTP{method: "DELETE", path: "/v1/sessions/alice/context"}, mcp: &parityMCP{"clear_context", m{"session": "alice"}},
@@ -645,7 +695,7 @@ var serverPrefix = regexp.MustCompile(`^server https?://\S+: `)
 
 func cliOutcome(t *testing.T, dir string, st parityStep) outcome {
 	t.Helper()
-	out, errOut, code := memctl(t, dir, "", append([]string{"--json"}, st.cli...)...)
+	out, errOut, code := memctl(t, dir, st.stdin, append([]string{"--json"}, st.cli...)...)
 	if code != exitOK {
 		msg := strings.TrimPrefix(strings.TrimSpace(errOut), "memctl: ")
 		return outcome{msg: serverPrefix.ReplaceAllString(msg, ""), status: -code}
