@@ -127,6 +127,12 @@ func (a *app) checkLocal(ctx context.Context, prog func(done, total int64)) (che
 	if eo.Logger == nil {
 		eo.Logger = slog.New(slog.NewTextHandler(a.stderr, nil))
 	}
+	if eo.Key == nil {
+		var err error
+		if eo.Key, err = a.storeKey(); err != nil {
+			return checkOutcome{}, err
+		}
+	}
 	rep, err := engine.CheckDir(a.dir, eo, prog)
 	out := checkOutcome{Actions: rep.Actions}
 	var unreachable *engine.UnreachableError
