@@ -162,6 +162,10 @@ func ChangeKey(dir string, opts Options, old, new *Key) error {
 	if _, err := new.secret(); err != nil {
 		return err
 	}
+	// A wrong old key is refused before the lock file is written.
+	if _, err := loadKeys(opts.FS, dir, old, false); err != nil {
+		return err
+	}
 	lock, err := lockDir(opts.FS, filepath.Join(dir, "LOCK"), false)
 	if err != nil {
 		return err
