@@ -17,7 +17,7 @@ import (
 )
 
 func (a *app) initCommand() *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "init",
 		Short: "Create a store in --dir (opening an existing one is fine)",
 		Args:  noArgs,
@@ -33,6 +33,8 @@ func (a *app) initCommand() *cobra.Command {
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&a.encrypt, "encrypt", false, "create the store encrypted (docs/format/encryption.md); the passphrase or key file as for every command")
+	return cmd
 }
 
 func (a *app) rememberCommand() *cobra.Command {
