@@ -125,7 +125,7 @@ func (a *app) checkLocal(ctx context.Context, prog func(done, total int64)) (api
 	if eo.Key == nil {
 		var err error
 		if eo.Key, err = a.storeKey(); err != nil {
-			return checkOutcome{}, err
+			return api.CheckResult{}, err
 		}
 	}
 	rep, err := engine.CheckDir(a.dir, eo, prog)
