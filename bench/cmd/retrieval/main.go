@@ -95,11 +95,18 @@ func run(args []string, stdout io.Writer) error {
 	backend := fs.String("backend", "engine", "engine or mem")
 	syncWrites := fs.Bool("sync", false, "fsync every write (engine backend)")
 	conversation := fs.Bool("conversation", true, "remember the documents of each session as one conversation (memory.RememberConversation: neighbouring turns as context); off: one Remember per document")
+	assistant := fs.Bool("assistant", false, "the assistant evaluation (annotations.json in -data, every store and recall default; see assistant.go)")
+	now := fs.String("now", "", "-assistant: the clock at recall (RFC 3339 or YYYY-MM-DD; default the day after the newest memory)")
+	k := fs.Int("k", 5, "-assistant: results per question")
+	verbose := fs.Bool("v", false, "-assistant: print every question's results on stderr")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *data == "" {
 		return errors.New("-data is required")
+	}
+	if *assistant {
+		return runAssistant(context.Background(), *data, *now, *k, *verbose, stdout, os.Stderr)
 	}
 	rmode, ok := map[string]memory.Mode{"bm25": memory.ModeKeyword, "vector": memory.ModeVector, "hybrid": memory.ModeHybrid}[*mode]
 	if !ok {

@@ -1,0 +1,174 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+	"unicode/utf8"
+)
+
+// Superseding a memory of its own. A near-duplicate that changes a value replaces the memory it
+// resembles in place (facts.go, Remember). Most changed facts are not near-duplicates: "Marta
+// reshuffled her schedule, so my sessions are now Wednesdays at 5:45 pm" shares two words with
+// "Physio with Marta is every Monday at 8:00 am at the Danforth clinic". Remember looks for them
+// among the memories of the session that a keyword search and a vector search with the new
+// chunk find (supersedeCandidates from each, written at or before the chunk's time, not
+// superseded already), and compares sketches (sketch.go): the new chunk supersedes the best
+// candidate that it
+//
+//  1. announces a change of (a strong cue: "no longer", "switched to", "moved", "cancelled",
+//     "actually", 不再, 改成, 换成, 搬到, 取消, 其实 ...) and shares at least two terms with, or
+//     one term and an attribute or a changed value (a switched name counts: "Kindle" to
+//     "Kobo"), or, sharing no term, an attribute that an event of the chunk changes (moving
+//     house, a new job, an engagement) and that the candidate states more than any other
+//     candidate does (the one memory about where the user lives, for "周末终于搬到高新区了"); or
+//  2. changes a value of (a time, an amount, a quantity, a date, a negation) with a weak cue
+//     ("now", "since", "from July 1", 现在, 开始) and two shared terms, or one and an attribute;
+//     or
+//  3. changes a value of without any cue while sharing most of its terms (at least two, and
+//     at least 60% of the shorter text's): the departure time of the same flight;
+//
+// unless the two are about different people (a kinship word or possessive name in one that the
+// other lacks, "I like tea" and "my sister likes coffee"), which only a correction overrides,
+// or the chunk adds a fact ("also", "too", 也, 另外) without a strong cue. Both memories then
+// stay: the older one is marked (Memory.SupersededBy, SupersededAt), its previous version goes
+// to its History as ChangeSupersede with the superseding memory's ID (Version.By), and Recall
+// ranks it below its successor (recall.go). A memory with more than supersedeMaxRunes
+// characters is a document rather than a fact and takes no part.
+const (
+	supersedeCandidates = 8
+	supersedeMaxRunes   = 400
+)
+
+// supersedeVerdict is the outcome of comparing an older memory with a newer chunk.
+type supersedeVerdict struct {
+	ok    bool
+	score float64 // orders the candidates that pass
+}
+
+// judgeSupersede decides whether new (written later) supersedes old. attrDominant says that
+// old has more words of the attributes the two share than any other candidate.
+func judgeSupersede(old, new sketch, attrDominant bool) supersedeVerdict {
+	if personConflict(old, new) && !new.correction {
+		return supersedeVerdict{}
+	}
+	n := shared(old.terms, new.terms)
+	attr := old.attrs&new.attrs != 0
+	vconf := valueConflict(old, new)
+	score := 2 * float64(n)
+	if attr {
+		score++
+	}
+	if vconf {
+		score += 0.5
+	}
+	switch {
+	case new.cue == cueStrong:
+		// A switch names what replaced what ("Kindle" -> "Kobo"): a replaced name is a changed
+		// value here, where a near-duplicate merge reads it as another person or place.
+		// A negation alone is weak evidence: "不太爱开会" negates, but about something else.
+		changed := typedConflict(old, new) || switched(old.names, new.names) || new.correction
+		event := old.attrs&new.events != 0
+		if n >= 2 || n >= 1 && (attr || changed) || n == 0 && event && attrDominant {
+			return supersedeVerdict{ok: true, score: score}
+		}
+	case new.addition:
+	case new.cue == cueWeak:
+		if vconf && n >= 2 {
+			return supersedeVerdict{ok: true, score: score}
+		}
+	default:
+		if vconf && n >= 2 && float64(n) >= 0.6*float64(min(len(old.terms), len(new.terms))) {
+			return supersedeVerdict{ok: true, score: score}
+		}
+	}
+	return supersedeVerdict{}
+}
+
+// switched reports whether every name of old is gone from new and new has names old lacks.
+func switched(old, new []string) bool {
+	return len(old) > 0 && !slices.ContainsFunc(old, func(x string) bool { return slices.Contains(new, x) }) &&
+		slices.ContainsFunc(new, func(x string) bool { return !slices.Contains(old, x) })
+}
+
+// findSuperseded returns the stored memory of the session that a new chunk (text, vector v,
+// written at) supersedes, or nil. skip is the ID the chunk merges into, if any.
+func (s *Store) findSuperseded(ctx context.Context, coll Collection, session string, text string, v []float32, at time.Time, skip string) (*Memory, error) {
+	if utf8.RuneCountInString(text) > supersedeMaxRunes {
+		return nil, nil
+	}
+	newSk := sketchOf(text)
+	if newSk.cue == cueNone && len(newSk.values) == 0 && newSk.negations == 0 {
+		return nil, nil // nothing announces or carries a change
+	}
+	f := And(Eq(FieldSession, session), TimeRange(FieldUpdated, time.Time{}, at))
+	var cands []Memory
+	add := func(hits []Hit) {
+		for _, h := range hits {
+			m := h.Memory
+			if m.ID == skip || m.SupersededBy != "" || utf8.RuneCountInString(m.Text) > supersedeMaxRunes ||
+				slices.ContainsFunc(cands, func(c Memory) bool { return c.ID == m.ID }) {
+				continue
+			}
+			cands = append(cands, m)
+		}
+	}
+	hits, err := coll.SearchText(ctx, text, supersedeCandidates, f)
+	if err != nil {
+		return nil, fmt.Errorf("memory: supersede search: %w", err)
+	}
+	add(hits)
+	// Between candidates the sketches rate alike, the one keyword search ranks higher (rarer
+	// words in common) wins.
+	kw := map[string]float64{}
+	for _, h := range hits {
+		if len(hits) > 0 && hits[0].Score > 0 {
+			kw[h.Memory.ID] = h.Score / hits[0].Score
+		}
+	}
+	if hits, err = coll.SearchVector(ctx, v, supersedeCandidates, f); err != nil {
+		return nil, fmt.Errorf("memory: supersede search: %w", err)
+	}
+	add(slices.DeleteFunc(hits, func(h Hit) bool { return h.Score <= 0 }))
+	if newSk.cue == cueStrong && newSk.attrs != 0 {
+		// The memory stating the same attribute may share no word with the chunk: "我现在住在
+		// 武侯区" for "周末终于搬到高新区了".
+		if hits, err = coll.SearchText(ctx, attributeQuery(newSk.attrs), supersedeCandidates, f); err != nil {
+			return nil, fmt.Errorf("memory: supersede search: %w", err)
+		}
+		add(hits)
+	}
+	sks := make([]sketch, len(cands))
+	for i := range cands {
+		sks[i] = sketchOf(cands[i].Text)
+	}
+	best, bestScore := -1, 0.0
+	for i := range cands {
+		common := sks[i].attrs & newSk.attrs
+		w := sks[i].attributeWeight(common)
+		dominant := common != 0
+		for j := range cands {
+			if j != i && sks[j].attributeWeight(common) >= w {
+				dominant = false
+			}
+		}
+		v := judgeSupersede(sks[i], newSk, dominant)
+		v.score += kw[cands[i].ID]
+		if v.ok && (best < 0 || v.score > bestScore || v.score == bestScore && cands[i].Updated.After(cands[best].Updated)) {
+			best, bestScore = i, v.score
+		}
+	}
+	if best < 0 {
+		return nil, nil
+	}
+	// The hit may come without everything (vector, texts of lean searches): read it whole.
+	ms, err := coll.Get(ctx, []string{cands[best].ID})
+	if err != nil {
+		return nil, fmt.Errorf("memory: reading superseded %q: %w", cands[best].ID, err)
+	}
+	if len(ms) != 1 {
+		return nil, nil
+	}
+	return &ms[0], nil
+}
