@@ -37,6 +37,7 @@ type RememberOptions struct {
 
 	// NoSupersede skips supersede detection against the session's other memories (see
 	// supersede.go): the chunks mark no older memory as superseded. Near-duplicates still merge.
+	// A chunk with a Context (a conversation turn) never supersedes: it records what was said.
 	NoSupersede bool
 }
 
@@ -170,7 +171,7 @@ func (s *Store) Remember(ctx context.Context, session, text string, opts Remembe
 		}
 		put(m)
 		stale := ""
-		if !older && !opts.NoSupersede && s.opts.DedupThreshold >= 0 {
+		if !older && !opts.NoSupersede && opts.Context == "" && !s.opts.NoSupersede {
 			o, err := s.findSuperseded(ctx, coll, session, text, vecs[i], at, m.ID)
 			if err != nil {
 				return RememberResult{}, err

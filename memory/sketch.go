@@ -233,7 +233,7 @@ var attributeLexicon = []attribute{
 		[]string{"会员", "套餐", "订阅", "次卡", "月卡", "年卡"}, "", nil},
 	{"provider", []string{"internet", "broadband", "wifi", "phone", "mobile", "carrier", "electricity", "provider"},
 		[]string{"宽带", "网络", "手机", "流量", "电信", "移动", "联通"}, "", nil},
-	{"rent", []string{"rent", "rental", "lease", "warmmiete", "kaltmiete"},
+	{"rent", []string{"rent", "rental", "lease"},
 		[]string{"房租", "月租", "租金", "押一付"}, "", nil},
 	{"name", []string{"name", "named", "called", "spelled", "spells", "spell", "spelling"},
 		[]string{"名字", "叫", "写法", "怎么写"}, "", nil},

@@ -50,6 +50,9 @@ type Options struct {
 	// DedupThreshold is the cosine similarity at or above which a new chunk is merged into an
 	// existing memory of the same session (DefaultDedupThreshold); negative disables merging.
 	DedupThreshold float64
+	// NoSupersede turns off supersede detection (supersede.go) for every Remember: no memory is
+	// marked superseded by another (near-duplicate merges still supersede in place).
+	NoSupersede bool
 	// MaxTextBytes bounds the text of one Remember call (DefaultMaxTextBytes).
 	MaxTextBytes int
 	// EmbedBatch is how many texts go to the embedder in one call (DefaultEmbedBatch).

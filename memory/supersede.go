@@ -3,7 +3,9 @@ package memory
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"slices"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -28,6 +30,12 @@ import (
 //     or
 //  3. changes a value of without any cue while sharing most of its terms (at least two, and
 //     at least 60% of the shorter text's): the departure time of the same flight;
+//
+// A memory with a Context (a conversation turn remembered with its neighbours) is a record of
+// what was said rather than a fact, and takes no part either way: on LoCoMo's conversations,
+// turns full of "actually", "since" and "now" that share the speakers' names, detection marked
+// 348 of 2,760 turns, nearly all wrongly, and cost locomo-dev 0.05 nDCG@10. Facts distilled
+// from a conversation take part like any other memory.
 //
 // unless the two are about different people (a kinship word or possessive name in one that the
 // other lacks, "I like tea" and "my sister likes coffee"), which only a correction overrides,
@@ -86,6 +94,26 @@ func judgeSupersede(old, new sketch, attrDominant bool) supersedeVerdict {
 	return supersedeVerdict{}
 }
 
+// factLike reports whether a text can state a fact that supersedes or is superseded: at most
+// supersedeMaxRunes characters, no question, not addressed to someone ("you", 你), not a
+// transcript line ("Melanie: ..."). Chat messages remembered one by one are none of these.
+func factLike(text string) bool {
+	return utf8.RuneCountInString(text) <= supersedeMaxRunes && !strings.ContainsAny(text, "?？") &&
+		!addressedRE.MatchString(text) && !(speakerRE.MatchString(text) && !labelRE.MatchString(text)) && !chatRE.MatchString(text) &&
+		strings.Count(text, "!")+strings.Count(text, "！") < 2
+}
+
+var (
+	addressedRE = regexp.MustCompile(`(?i)\b(?:you|your|yours|you're|you’re|you've|you’ve|ya|y'all)\b|你|您`)
+	// speakerRE matches a transcript line: a role or one name, then a colon ("Melanie: ...",
+	// "assistant: ..."), but not a label that heads a note ("Correction: ...").
+	speakerRE = regexp.MustCompile(`^(?:(?i:user|assistant|system|human|ai|bot|agent)|\p{Lu}\p{Ll}+|\p{Han}{1,4}):\s*\S`)
+	labelRE   = regexp.MustCompile(`(?i)^(?:correction|update|note|reminder|fyi|ps|edit|important|todo|更正|更新|备注|提醒|注意):`)
+	// chatRE matches the openings of chat reactions ("Thanks, Gina!", "Hey Maria", "Wow,
+	// that's great") and a name called out at the start.
+	chatRE = regexp.MustCompile(`(?i)^(?:hey|hi|hello|thanks|thank you|thx|wow|whoa|yeah|yep|yes|yup|oh|ooh|oof|ugh|aw+|sure|congrats|congratulations|lol|haha\w*|omg|ok|okay|great|cool|nice|awesome|sounds|same|me too|agreed|totally|haha|哈哈|嗯|好的|谢谢|谢啦)\b|^\p{Lu}\p{Ll}+[,!]`)
+)
+
 // switched reports whether every name of old is gone from new and new has names old lacks.
 func switched(old, new []string) bool {
 	return len(old) > 0 && !slices.ContainsFunc(old, func(x string) bool { return slices.Contains(new, x) }) &&
@@ -95,7 +123,7 @@ func switched(old, new []string) bool {
 // findSuperseded returns the stored memory of the session that a new chunk (text, vector v,
 // written at) supersedes, or nil. skip is the ID the chunk merges into, if any.
 func (s *Store) findSuperseded(ctx context.Context, coll Collection, session string, text string, v []float32, at time.Time, skip string) (*Memory, error) {
-	if utf8.RuneCountInString(text) > supersedeMaxRunes {
+	if !factLike(text) {
 		return nil, nil
 	}
 	newSk := sketchOf(text)
@@ -107,7 +135,7 @@ func (s *Store) findSuperseded(ctx context.Context, coll Collection, session str
 	add := func(hits []Hit) {
 		for _, h := range hits {
 			m := h.Memory
-			if m.ID == skip || m.SupersededBy != "" || utf8.RuneCountInString(m.Text) > supersedeMaxRunes ||
+			if m.ID == skip || m.SupersededBy != "" || m.Context != "" || !factLike(m.Text) ||
 				slices.ContainsFunc(cands, func(c Memory) bool { return c.ID == m.ID }) {
 				continue
 			}

@@ -24,8 +24,9 @@ import (
 // where a newer one changes an older one's fact. It uses the library as an assistant would, with
 // every default: memory.Open in a temporary directory (lexical embedder, de-duplication,
 // supersede detection), one Remember per memory in time order with the memory's time, one
-// Recall per question in the question's session with RecallOptions{Session, K} and nothing else.
-// The clock is -now (default: the day after the newest memory).
+// Recall per question in the question's session with RecallOptions{Session, K} and nothing else
+// (unless -attr, -minscore, -minrel or -superseded say otherwise). The clock is -now (default:
+// the day after the newest memory).
 
 // annotations is annotations.json.
 type annotations struct {
@@ -75,7 +76,8 @@ type AssistantOutput struct {
 	Memories           int      `json:"memories"`
 }
 
-func runAssistant(ctx context.Context, data, now string, k int, verbose bool, stdout, stderr io.Writer) error {
+func runAssistant(ctx context.Context, data, now string, base memory.RecallOptions, verbose bool, stdout, stderr io.Writer) error {
+	k := base.K
 	ds, err := beir.Load(data, "")
 	if err != nil {
 		return err
@@ -189,7 +191,9 @@ func runAssistant(ctx context.Context, data, now string, k int, verbose bool, st
 		if !ok {
 			continue
 		}
-		rs, err := s.Recall(ctx, q.Text, memory.RecallOptions{Session: q.Session, K: k})
+		o := base
+		o.Session = q.Session
+		rs, err := s.Recall(ctx, q.Text, o)
 		if err != nil {
 			return fmt.Errorf("question %s: %w", q.ID, err)
 		}
@@ -253,7 +257,7 @@ func runAssistant(ctx context.Context, data, now string, k int, verbose bool, st
 				} else if slices.Contains(a.Stale, ranked[i]) {
 					mark = "x"
 				}
-				fmt.Fprintf(stderr, "   %s %s %.3f (fused %.3f decay %.3f) %s %q\n", mark, ranked[i], r.Score.Final, r.Score.Fused, r.Score.Decay, staleNote(r), r.Text)
+				fmt.Fprintf(stderr, "   %s %s %.3f (fused %.3f kw %.2f vec %.2f attr %.2f decay %.3f cur %.1f) %s %q\n", mark, ranked[i], r.Score.Final, r.Score.Fused, r.Score.KeywordNorm, r.Score.Vector, r.Score.Attribute, r.Score.Decay, r.Score.Current, staleNote(r), r.Text)
 			}
 		}
 	}
