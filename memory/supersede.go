@@ -28,8 +28,9 @@ import (
 //  2. changes a value of (a time, an amount, a quantity, a date, a negation) with a weak cue
 //     ("now", "since", "from July 1", 现在, 开始) and two shared terms, or one and an attribute;
 //     or
-//  3. changes a value of without any cue while sharing most of its terms (at least two, and
-//     at least 60% of the shorter text's): the departure time of the same flight;
+//  3. changes a value of without any cue while sharing nearly all terms (at least two, and
+//     at least 80% of either text's): the departure time of the same flight, not the return
+//     flight;
 //
 // A memory with a Context (a conversation turn remembered with its neighbours) is a record of
 // what was said rather than a fact, and takes no part either way: on LoCoMo's conversations,
@@ -87,7 +88,7 @@ func judgeSupersede(old, new sketch, attrDominant bool) supersedeVerdict {
 			return supersedeVerdict{ok: true, score: score}
 		}
 	default:
-		if vconf && n >= 2 && float64(n) >= 0.6*float64(min(len(old.terms), len(new.terms))) {
+		if vconf && n >= 2 && float64(n) >= 0.8*float64(max(len(old.terms), len(new.terms))) {
 			return supersedeVerdict{ok: true, score: score}
 		}
 	}

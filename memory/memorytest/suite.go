@@ -55,6 +55,9 @@ func Run(t *testing.T, newBackend func(t *testing.T) memory.Backend) {
 	for _, tc := range apiCases { // history.go
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newBackend) })
 	}
+	for _, tc := range currentCases { // current.go
+		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newBackend) })
+	}
 }
 
 func testRememberRecall(t *testing.T, newBackend func(*testing.T) memory.Backend) {
