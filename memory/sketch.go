@@ -46,6 +46,9 @@ type sketch struct {
 	cue        cueStrength
 	correction bool
 	addition   bool // "also", "too", "as well", 也, 还有, 另外: adds a fact rather than changing one
+	hedge      bool // "thinking about", "might", "maybe", 考虑, 打算, 可能: an intention, not a fact
+	stop       bool // ends a habit or state ("gave up", "no longer", "sold", 不再, 戒了, 取消): a negation of the old fact
+	valueCue   bool // a verb that changes a quantity: "raised to", "went up", 涨到, 降到
 }
 
 type cueStrength int
@@ -64,6 +67,7 @@ const (
 	valueQuantity
 	valueDate
 	valueWeekday
+	valuePhone
 	valueNumber
 )
 
@@ -85,6 +89,9 @@ func sketchOf(text string) sketch {
 	sk.subject = subjectOf(text, lower)
 	sk.cue, sk.correction = cueOf(lower)
 	sk.addition = additionRE.MatchString(lower) || containsAny(lower, zhAdditions)
+	sk.hedge = hedgeRE.MatchString(lower) || containsAny(lower, zhHedges)
+	sk.stop = enStopCues.MatchString(lower) || containsAny(lower, zhStopCues) || zhNotLePattern.MatchString(lower)
+	sk.valueCue = valueCueRE.MatchString(lower) || containsAny(lower, zhValueCues)
 	return sk
 }
 
@@ -125,7 +132,7 @@ var zhGeneric = func() map[string]bool {
 
 // zhFunctionChars are characters that make a Chinese character pair a grammatical one rather
 // than a content word.
-const zhFunctionChars = "的了是我你他她它们这那就都也还和与及或很吗呢吧啊呀哦嗯着过给把被让个在有要会能可以得地"
+const zhFunctionChars = "的了是我你们这那就都也还和与及或很吗呢吧啊呀哦嗯着过给把被让个"
 
 var (
 	// genericTerms are stemmed English words too common in personal notes to say what one is
@@ -164,15 +171,29 @@ func stemSet(words ...string) map[string]bool {
 	return m
 }
 
-// shared counts the terms of b that a has (see sketch for when two terms match).
+// shared counts the terms of b that a has (see sketch for when two terms match). Chinese
+// character pairs that chain in b and all match are a shared run of characters, which counts
+// one term per two characters: 羽毛球 (羽毛, 毛球) one, 上海出差 (上海, 海出, 出差) two.
 func shared(a, b []string) int {
-	n := 0
+	n, run := 0, 0 // run: characters of the current chain of matching Chinese pairs
+	prev := ""
 	for _, y := range b {
-		if slices.ContainsFunc(a, func(x string) bool { return termsMatch(x, y) }) {
-			n++
+		if !slices.ContainsFunc(a, func(x string) bool { return termsMatch(x, y) }) {
+			n, run, prev = n+run/2, 0, ""
+			continue
 		}
+		r, _ := utf8.DecodeRuneInString(y)
+		switch {
+		case !keyword.IsCJK(r):
+			n, run = n+run/2+1, 0
+		case run > 0 && strings.HasSuffix(prev, string(r)):
+			run++
+		default:
+			n, run = n+run/2, 2
+		}
+		prev = y
 	}
-	return n
+	return n + run/2
 }
 
 func termsMatch(x, y string) bool {
@@ -210,24 +231,25 @@ var attributeLexicon = []attribute{
 	{"work", []string{"work", "works", "working", "worked", "job", "jobs", "employer", "company", "office", "role", "position", "career",
 		"engineer", "designer", "developer", "nurse", "teacher", "manager", "hired", "offer", "promotion", "promoted", "resigned", "quit",
 		"colleague*", "boss", "salary", "startup", "team", "lead"},
-		[]string{"工作", "上班", "公司", "岗位", "职位", "入职", "离职", "辞职", "报到", "跳槽", "转正", "试用期", "工资", "薪", "同事", "领导", "老板", "组长", "开发", "工程师", "老师", "上司"},
+		[]string{"工作", "上班", "公司", "岗位", "职位", "经理", "入职", "离职", "辞职", "报到", "跳槽", "转正", "试用期", "工资", "薪", "同事", "领导", "老板", "组长", "开发", "工程师", "老师", "上司"},
 		`\bnew job\b|\bquit my job\b|\bresigned\b|\bgot hired\b|\blaid off\b|\b(?:signed|accepted) (?:the|an|a|their) [\w ]{0,30}offer\b|` +
 			`\bstart(?:s|ing)? (?:\w+ ){0,3}as (?:a|an|the|their|our|its)\b|\bpromot(?:ed|ion)\b|\blast day at\b`,
 		[]string{"离职", "辞职", "跳槽", "入职", "报到", "新公司", "新工作", "换工作", "升职"}},
 	{"relationship", []string{"married", "marry", "marrying", "marriage", "engaged", "engagement", "wedding", "partner", "boyfriend", "girlfriend",
-		"husband", "wife", "fiance", "fiancé", "fiancee", "fiancée", "divorced", "dating", "together", "proposed", "single"},
+		"husband", "wife", "fiance", "fiancé", "fiancee", "fiancée", "divorced", "dating", "together", "proposed", "single",
+		"seeing someone", "broke up", "split up", "relationship"},
 		[]string{"结婚", "订婚", "求婚", "男朋友", "女朋友", "老公", "老婆", "对象", "离婚", "在一起", "同居", "分手", "单身"},
 		`\b(?:got|we're|we are|i'm|i am|just) engaged\b|\bproposed\b|\bgot married\b|\bdivorced\b|\bbroke up\b|\bsplit up\b|\bmoved in together\b`,
 		[]string{"结婚了", "订婚", "求婚", "离婚", "分手", "住在一起", "同居"}},
 	{"diet", []string{"eat", "eats", "eating", "ate", "vegetarian", "vegan", "meat", "fish", "chicken", "pork", "beef", "diet", "food", "dairy", "gluten"},
 		[]string{"吃", "素食", "吃素", "荤", "肉", "忌口", "饮食"}, "", nil},
 	{"drink", []string{"coffee", "coffees", "tea", "drink", "drinks", "drinking", "caffeine", "decaf", "latte", "espresso", "cappuccino",
-		"americano", "flat white", "flat whites", "juice", "alcohol", "beer", "wine", "rooibos", "matcha"},
+		"americano", "mocha", "macchiato", "flat white", "flat whites", "juice", "alcohol", "beer", "wine", "matcha"},
 		[]string{"喝", "咖啡", "茶", "拿铁", "美式", "酒"}, "", nil},
 	{"medication", []string{"dose", "dosage", "pill", "pills", "mg", "mcg", "medication", "medicine", "prescription", "prescribed", "tablet", "tablets"},
 		[]string{"药", "剂量", "一片", "两片", "处方"}, "", nil},
 	{"transport", []string{"commute", "commuting", "bus", "train", "trains", "tram", "streetcar", "subway", "metro", "bike", "cycle", "cycling",
-		"car", "drive", "driving", "ticket", "pass", "bahncard", "railcard"},
+		"car", "drive", "driving", "ticket", "pass", "railcard"},
 		[]string{"地铁", "公交", "骑车", "开车", "通勤", "打车", "高铁", "火车"}, "", nil},
 	{"membership", []string{"subscription", "subscriptions", "subscribe", "subscribed", "membership", "member", "gym"},
 		[]string{"会员", "套餐", "订阅", "次卡", "月卡", "年卡"}, "", nil},
@@ -240,7 +262,7 @@ var attributeLexicon = []attribute{
 	{"birthday", []string{"birthday", "born"}, []string{"生日"}, "", nil},
 	{"class", []string{"class", "classes", "course", "lesson", "lessons", "tutor", "tutoring", "exam", "studying"},
 		[]string{"课", "考试", "辅导", "培训"}, "", nil},
-	{"sport", []string{"gym", "running", "football", "badminton", "climbing", "bouldering", "swimming", "yoga", "tennis", "pilates", "physio"},
+	{"sport", []string{"gym", "running", "football", "badminton", "climbing", "bouldering", "swimming", "yoga", "tennis", "pilates"},
 		[]string{"运动", "健身", "跑步", "羽毛球", "攀岩", "游泳", "瑜伽", "网球"}, "", nil},
 }
 
@@ -420,9 +442,9 @@ var (
 // now on, which counts only with a changed value. A cue followed by a word that makes its clause
 // a time ("after moving", 搬家以后) is weak.
 var (
-	enStrongCues = regexp.MustCompile(`\b(?:no longer|not a single|cut out|off (?:\w+ )?(?:completely|entirely)|completely off|` +
+	enStrongCues = regexp.MustCompile(`\b(?:no longer|not a single|cut out|(?:my|our) new|(?:got|bought) (?:a|an|my|our) new|sold|gave away|given away|got rid of|given up|turns out|turned out|off (?:\w+ )?(?:completely|entirely)|completely off|` +
 		`signed (?:the|an|a|my) [\w ]{0,30}offer|accepted (?:the|an|a|their) [\w ]{0,30}offer|new job|start(?:s|ing)? (?:\w+ ){0,3}as (?:a|an|the|their|our|its)|` +
-		`any ?more|not any longer|switch(?:ed|ing)? (?:to|from|over|back)|switched|` +
+		`any ?more|not any longer|switch(?:ed|ing)? (?:to|from|over|back|my|our|the|it|them|jobs|providers|plans)\b|` +
 		`chang(?:ed|ing) (?:to|my|our|it|the)|moved|moving (?:to|into)|instead|replac(?:ed|ing)|cancell?(?:ed|ing)|called off|` +
 		`correction|actually|i was wrong|by mistake|mistaken|stopped|quit|gave up|giving up|no more|reschedul\w*|reshuffl\w*|` +
 		`postpon\w*|pushed back|moved up|(?:went|goes|going|gone|go) (?:up|down)|` +
@@ -431,9 +453,12 @@ var (
 		`(?:got|we're|we are|i'm|i am|just) engaged|proposed|left my|not [a-z]+ anymore)\b`)
 	enWeakCues = regexp.MustCompile(`\b(?:now|these days|nowadays|since|starting|start(?:s|ed)?|from (?:\d|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|next|now|today|tomorrow|monday|tuesday|wednesday|thursday|friday|saturday|sunday)|` +
 		`again|new|signed|engaged|proposed|off|currently)\b`)
-	enCorrections = regexp.MustCompile(`\b(?:correction|actually|i was wrong|by mistake|mistaken|misspelled|typo)\b`)
+	enCorrections = regexp.MustCompile(`\b(?:correction|actually|i was wrong|by mistake|mistaken|misspelled|typo|turns out|turned out)\b`)
+	// enStopCues and zhStopCues end a habit or a state: the new text negates the old one.
+	enStopCues = regexp.MustCompile(`\b(?:no longer|not any ?more|not a single|cut out|off (?:\w+ )?(?:completely|entirely)|gave up|given up|giving up|stopped|quit|no more|sold|gave away|got rid of|cancell?ed|called off)\b`)
+	zhStopCues = []string{"不再", "戒了", "戒掉", "停了", "取消", "已经不", "卖了", "卖掉", "送人", "不用了", "没有再"}
 	zhStrongCues  = []string{"不再", "改成", "改为", "改到", "改喝", "改吃", "改用", "改去", "改了", "换成", "换到", "换了", "换工作", "搬到", "搬去",
-		"搬家", "搬进", "取消", "其实", "记错", "写错", "搞错", "说错", "弄错", "更正", "纠正", "已经不", "不再", "离职", "辞职", "跳槽", "转正",
+		"搬家", "搬进", "取消", "其实", "记错", "卖了", "卖掉", "新买", "换了新", "写错", "搞错", "说错", "弄错", "更正", "纠正", "已经不", "不再", "离职", "辞职", "跳槽", "转正",
 		"升职", "调到", "涨到", "降到", "涨了", "降了", "推迟", "延期", "戒了", "戒掉", "停了", "分手", "离婚", "订婚", "没有再", "不用了", "不去了",
 		"不上了", "不喝了", "不吃了", "不做了"}
 	zhWeakCues       = []string{"现在", "如今", "目前", "开始", "以后", "从此", "又", "新家", "新公司", "新工作", "新房", "新的", "终于", "正式"}
@@ -441,6 +466,10 @@ var (
 	zhTimeClause     = []string{"以后", "之后", "后", "前", "的时候", "时"}
 	enTimeClauseRE   = regexp.MustCompile(`\b(?:after|since|before|when|once) (?:i |we |he |she |they )?(?:moved|moving|switched|switching|quit|quitting|left|leaving|changed|changing)\b`)
 	additionRE       = regexp.MustCompile(`\b(?:also|too|as well|another|in addition|besides)\b`)
+	hedgeRE          = regexp.MustCompile(`\b(?:thinking (?:about|of)|considering|consider|might|maybe|perhaps|hoping to|hope to|would like to|want to|wants to|planning to|plan to|if we|if i|in case|wondering)\b`)
+	zhHedges         = []string{"考虑", "打算", "可能", "也许", "如果", "想要", "计划", "希望", "看看要不要", "要不要"}
+	valueCueRE       = regexp.MustCompile(`\b(?:(?:raised|increased|decreased|lowered|reduced|bumped|cut|upped|dropped|changed)(?: \w+){0,4} (?:up |down )?(?:to|by)|(?:went|goes|going|gone|go) (?:up|down))\b`)
+	zhValueCues      = []string{"涨到", "降到", "涨了", "降了", "调到", "提高到", "降低到", "增加到", "减少到", "改成", "改为"}
 	zhAdditions      = []string{"也", "还有", "另外", "此外", "再加"}
 	zhNotLePattern   = regexp.MustCompile(`不[^，。！？,.!?]{0,4}了`)
 	enNotAnymorePatt = regexp.MustCompile(`\bnot\b[^.!?;]{0,40}\b(?:anymore|any more|any longer)\b`)
@@ -488,6 +517,7 @@ var (
 	moneyRE    = regexp.MustCompile(`[€$£¥￥]\s?\d[\d,.]*|\d[\d,.]*\s?(?:euros?|eur|dollars?|usd|cad|pounds?|gbp|rmb|yuan|块钱|块|元|欧元|欧|美元|刀)`)
 	quantityRE = regexp.MustCompile(`\d[\d,.]*\s?(?:mcg|µg|mg|g|kg|ml|l|km|m|cm|iu|minutes?|mins?|hours?|hrs?|days?|weeks?|months?|years?|gb|mb|mbit|克|公斤|毫克|微克|分钟|小时|天|周|个月|年|兆|次|片|杯)\b?`)
 	dateRE     = regexp.MustCompile(`\b\d{4}-\d{2}-\d{2}\b|\d{1,2}月\d{1,2}[日号]?|[一二三四五六七八九十]{1,3}月[一二三四五六七八九十]{1,3}[日号]|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.? \d{1,2}(?:st|nd|rd|th)?\b|\b\d{1,2}(?:st|nd|rd|th)? (?:of )?(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\b|\b(?:january|february|march|april|june|july|august|september|october|november|december)\b`)
+	phoneRE    = regexp.MustCompile(`\+?\d[\d ()-]{6,}\d`)
 	weekdayRE  = regexp.MustCompile(`\b(?:mon|tues|wednes|thurs|fri|satur|sun)days?\b|(?:周|星期|礼拜)[一二三四五六日天]`)
 )
 
@@ -501,9 +531,17 @@ func valuesOf(lower string) map[valueKind][]string {
 	for _, k := range []struct {
 		kind valueKind
 		re   *regexp.Regexp
-	}{{valueTime, timeRE}, {valueMoney, moneyRE}, {valueDate, dateRE}, {valueWeekday, weekdayRE}, {valueQuantity, quantityRE}} {
+	}{{valuePhone, phoneRE}, {valueTime, timeRE}, {valueMoney, moneyRE}, {valueDate, dateRE}, {valueWeekday, weekdayRE}, {valueQuantity, quantityRE}} {
 		for _, m := range k.re.FindAllString(rest, -1) {
 			m = strings.Join(strings.Fields(m), "")
+			if k.kind == valuePhone {
+				m = strings.Map(func(r rune) rune {
+					if unicode.IsDigit(r) {
+						return r
+					}
+					return -1
+				}, m)
+			}
 			if k.kind == valueWeekday {
 				m = strings.TrimSuffix(m, "s")
 			}
@@ -530,12 +568,27 @@ func valueConflict(a, b sketch) bool {
 	return negationFlip(a, b) || typedConflict(a, b)
 }
 
+// numbersDiffer reports whether a and b both state values (of any kind, plain numbers too) and
+// not the same ones.
+func numbersDiffer(a, b sketch) bool {
+	var x, y []string
+	for _, v := range a.values {
+		x = append(x, v...)
+	}
+	for _, v := range b.values {
+		y = append(y, v...)
+	}
+	slices.Sort(x)
+	slices.Sort(y)
+	return len(x) > 0 && len(y) > 0 && !slices.Equal(x, y)
+}
+
 // negationFlip reports whether one of a and b negates and the other does not.
 func negationFlip(a, b sketch) bool { return a.negations%2 != b.negations%2 }
 
 // typedConflict reports whether a and b state different values of a kind both have.
 func typedConflict(a, b sketch) bool {
-	for _, k := range []valueKind{valueTime, valueMoney, valueQuantity, valueDate, valueWeekday} {
+	for _, k := range []valueKind{valuePhone, valueTime, valueMoney, valueQuantity, valueDate, valueWeekday} {
 		if len(a.values[k]) > 0 && len(b.values[k]) > 0 && !slices.Equal(a.values[k], b.values[k]) {
 			return true
 		}

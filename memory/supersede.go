@@ -14,37 +14,43 @@ import (
 // resembles in place (facts.go, Remember). Most changed facts are not near-duplicates: "Marta
 // reshuffled her schedule, so my sessions are now Wednesdays at 5:45 pm" shares two words with
 // "Physio with Marta is every Monday at 8:00 am at the Danforth clinic". Remember looks for them
-// among the memories of the session that a keyword search and a vector search with the new
-// chunk find (supersedeCandidates from each, written at or before the chunk's time, not
-// superseded already), and compares sketches (sketch.go): the new chunk supersedes the best
-// candidate that it
+// among the memories of the session that three searches find with the new chunk
+// (supersedeCandidates each, written at or before the chunk's time, not superseded already): a
+// keyword search with its text, a vector search with its vector and, when it announces a change,
+// a keyword search with the words of its attributes (sketch.go). It compares sketches, and the
+// chunk supersedes the best candidate that it
 //
 //  1. announces a change of (a strong cue: "no longer", "switched to", "moved", "cancelled",
-//     "actually", 不再, 改成, 换成, 搬到, 取消, 其实 ...) and shares at least two terms with, or
-//     one term and an attribute or a changed value (a switched name counts: "Kindle" to
-//     "Kobo"), or, sharing no term, an attribute that an event of the chunk changes (moving
-//     house, a new job, an engagement) and that the candidate states more than any other
-//     candidate does (the one memory about where the user lives, for "周末终于搬到高新区了"); or
+//     "actually", "my new", "sold", 不再, 改成, 换成, 搬到, 取消, 其实 ...) and shares at least two
+//     terms with, or one term and an attribute or a changed value (another time, amount,
+//     quantity, date, weekday or phone number; a switched name, "Kindle" to "Kobo"; a
+//     correction; the end of a habit, "gave up", 不再), or, sharing no term, an attribute that
+//     an event of the chunk changes (moving house, a new job, an engagement) or a verb that
+//     changes a quantity changes with another number ("房租涨到4500" for "月租4200"), when the
+//     candidate states that attribute more than any other candidate does (the one memory about
+//     where the user lives, for "周末终于搬到高新区了"); or
 //  2. changes a value of (a time, an amount, a quantity, a date, a negation) with a weak cue
-//     ("now", "since", "from July 1", 现在, 开始) and two shared terms, or one and an attribute;
-//     or
-//  3. changes a value of without any cue while sharing nearly all terms (at least two, and
-//     at least 80% of either text's): the departure time of the same flight, not the return
+//     ("now", "since", "from July 1", 现在, 开始) and two shared terms; or
+//  3. changes a value of without any cue while sharing nearly all terms (at least two, and at
+//     least 80% of either text's): the departure time of the same flight, not the return
 //     flight;
 //
-// A memory with a Context (a conversation turn remembered with its neighbours) is a record of
-// what was said rather than a fact, and takes no part either way: on LoCoMo's conversations,
-// turns full of "actually", "since" and "now" that share the speakers' names, detection marked
-// 348 of 2,760 turns, nearly all wrongly, and cost locomo-dev 0.05 nDCG@10. Facts distilled
-// from a conversation take part like any other memory.
+// unless the chunk only states an intention ("thinking about moving", 考虑, 打算), adds a fact
+// without a strong cue ("also", "too", 也, 另外), or the two say at their start that they are
+// about different people ("I like tea" and "my sister likes coffee"; a correction overrides
+// that). Between candidates that pass, the one sharing more terms wins, then the one keyword
+// search ranks higher. Both memories then stay: the older one is marked (Memory.SupersededBy,
+// SupersededAt), its previous version goes to its History as ChangeSupersede with the
+// superseding memory's ID (Version.By), and Recall ranks it below its successor (current.go).
 //
-// unless the two are about different people (a kinship word or possessive name in one that the
-// other lacks, "I like tea" and "my sister likes coffee"), which only a correction overrides,
-// or the chunk adds a fact ("also", "too", 也, 另外) without a strong cue. Both memories then
-// stay: the older one is marked (Memory.SupersededBy, SupersededAt), its previous version goes
-// to its History as ChangeSupersede with the superseding memory's ID (Version.By), and Recall
-// ranks it below its successor (recall.go). A memory with more than supersedeMaxRunes
-// characters is a document rather than a fact and takes no part.
+// Only facts take part (factLike): a memory of more than supersedeMaxRunes characters is a
+// document; a question, a message addressed to someone ("you", 你), a chat reaction ("Thanks,
+// Gina!", "Wow"), a text with two exclamation marks or a transcript line ("Melanie: ...") is
+// conversation; so is a memory with a Context (a turn remembered with its neighbours). On
+// LoCoMo's conversations remembered turn by turn without these rules, detection marked 348 of
+// 2,760 turns, nearly all wrongly, and cost locomo-dev 0.05 nDCG@10; with them it marks none
+// (11 when the speakers' names are stripped from the turns). Facts distilled from a
+// conversation take part like any other memory.
 const (
 	supersedeCandidates = 8
 	supersedeMaxRunes   = 400
@@ -73,13 +79,18 @@ func judgeSupersede(old, new sketch, attrDominant bool) supersedeVerdict {
 		score += 0.5
 	}
 	switch {
+	case new.hedge:
+		// An intention ("thinking about moving to York") changes nothing yet.
 	case new.cue == cueStrong:
 		// A switch names what replaced what ("Kindle" -> "Kobo"): a replaced name is a changed
 		// value here, where a near-duplicate merge reads it as another person or place.
 		// A negation alone is weak evidence: "不太爱开会" negates, but about something else.
-		changed := typedConflict(old, new) || switched(old.names, new.names) || new.correction
+		changed := typedConflict(old, new) || switched(old.names, new.names) || new.correction || new.stop
 		event := old.attrs&new.events != 0
-		if n >= 2 || n >= 1 && (attr || changed) || n == 0 && event && attrDominant {
+		// A verb that changes a quantity ("房租涨到4500", "raised the fee to") with another number
+		// for an attribute both state needs no word in common ("月租4200").
+		quantity := attr && new.valueCue && numbersDiffer(old, new)
+		if n >= 2 || n >= 1 && (attr || changed) || n == 0 && (event || quantity) && attrDominant {
 			return supersedeVerdict{ok: true, score: score}
 		}
 	case new.addition:

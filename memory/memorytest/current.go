@@ -22,6 +22,7 @@ var currentCases = []struct {
 	{"AsOf", testAsOf},
 	{"DecayOrdersOldMemories", testDecayOrdersOldMemories},
 	{"MinScoreDefaults", testMinScoreDefaults},
+	{"LifeLogs", testLifeLogs},
 }
 
 // background are unrelated facts of the session each supersede golden runs in, so that
@@ -336,6 +337,123 @@ func testMinScoreDefaults(t *testing.T, newBackend func(*testing.T) memory.Backe
 		o.Session = "m"
 		if _, err := s.Recall(ctx, q, o); err == nil {
 			t.Fatalf("%+v accepted", o)
+		}
+	}
+}
+
+// lifeLogs are two users' notes over a few months, in time order, with the pairs (older index,
+// newer index) where the newer note changes the older one's fact; no other pair may supersede.
+var lifeLogs = []struct {
+	name    string
+	notes   []string
+	changes [][2]int
+}{
+	{"en", []string{
+		/* 0 */ "I work as a data analyst at Brightline Insurance in Leeds.",
+		/* 1 */ "My partner Sam is a primary school teacher.",
+		/* 2 */ "We rent a two-bed flat on Clarendon Road for £950 a month.",
+		/* 3 */ "I cycle to work most days, it takes about 20 minutes.",
+		/* 4 */ "Gym sessions are Tuesday and Thursday at 6:30 pm at PureGym.",
+		/* 5 */ "I'm lactose intolerant, so oat milk in coffee please.",
+		/* 6 */ "Our dog Pepper is a three-year-old spaniel.",
+		/* 7 */ "Pepper's vet is Dr. Hughes at Hyde Park Vets.",
+		/* 8 */ "Mum lives in Sheffield; I visit her every other Sunday.",
+		/* 9 */ "My passport expires in March 2027.",
+		/* 10 */ "Sam's birthday is on 14 August.",
+		/* 11 */ "Booked a table at Ivy Asia for Sam's birthday dinner at 7:30 pm.",
+		/* 12 */ "I'm learning Spanish on Duolingo, 15 minutes a day.",
+		/* 13 */ "Car insurance renews on 1 June with Admiral.",
+		/* 14 */ "The boiler service is booked for 12 May between 8 and 12.",
+		/* 15 */ "Got a new job: from 3 June I'm a senior analyst at Northwind Health.",
+		/* 16 */ "Sam wants a new bike for Christmas.",
+		/* 17 */ "The gym moved my sessions to Monday and Wednesday at 7 pm.",
+		/* 18 */ "Pepper had her booster jab today.",
+		/* 19 */ "The landlord raised the rent to £1,000 a month from July.",
+		/* 20 */ "Mum is coming to stay with us next weekend.",
+		/* 21 */ "I switched off notifications for work email after 6 pm.",
+		/* 22 */ "Booked the boiler service for 19 May instead, the engineer was ill.",
+		/* 23 */ "Sam and I are thinking about moving to York next year.",
+		/* 24 */ "The car needs new tyres before the MOT.",
+		/* 25 */ "Sam's birthday dinner moved to 8 pm.",
+		/* 26 */ "I cancelled my Netflix subscription.",
+		/* 27 */ "Work is crazy busy this month, lots of late nights.",
+	}, [][2]int{{0, 15}, {4, 17}, {2, 19}, {14, 22}, {11, 25}}},
+	{"zh", []string{
+		/* 0 */ "我在杭州的一家外贸公司做会计。",
+		/* 1 */ "老公在医院当护士，经常上夜班。",
+		/* 2 */ "我们住在西湖区文三路的一个老小区，月租4200。",
+		/* 3 */ "每天坐公交上班，大概40分钟。",
+		/* 4 */ "周二和周四晚上七点去健身房。",
+		/* 5 */ "我对芒果过敏，点外卖记得备注。",
+		/* 6 */ "女儿今年5岁，在星星幼儿园上中班。",
+		/* 7 */ "我妈住在宁波，每个月回去看她一次。",
+		/* 8 */ "护照明年3月到期。",
+		/* 9 */ "女儿每周六上午十点上钢琴课。",
+		/* 10 */ "家里的宽带是电信的，每个月100块。",
+		/* 11 */ "国庆去厦门玩，10月2日的动车，早上八点出发。",
+		/* 12 */ "老公想给女儿买一辆自行车。",
+		/* 13 */ "钢琴课改到周日下午三点了。",
+		/* 14 */ "房东说下个月开始房租涨到4500。",
+		/* 15 */ "厦门的动车改成10月3日了，还是早上八点。",
+		/* 16 */ "我妈下周来杭州住几天。",
+		/* 17 */ "在考虑明年搬到滨江区。",
+		/* 18 */ "宽带换成移动的了，每个月80块。",
+		/* 19 */ "今天加班到很晚，好累。",
+		/* 20 */ "女儿的幼儿园下周开家长会。",
+	}, [][2]int{{9, 13}, {2, 14}, {11, 15}, {10, 18}}},
+	{"mixed", []string{
+		/* 0 */ "My phone number is 07700 900123.",
+		/* 1 */ "I cycle to the office every day along the canal.",
+		/* 2 */ "I'm seeing someone, his name is Marco.",
+		/* 3 */ "The weekly team meeting is on Thursdays at 2 pm.",
+		/* 4 */ "Our wedding is planned for Lisbon in September.",
+		/* 5 */ "I drive a blue Ford Focus.",
+		/* 6 */ "I have two sugars in my tea.",
+		/* 7 */ "Our landlord is Mr. Green, he lives downstairs.",
+		/* 8 */ "I'm allergic to cats.",
+		/* 9 */ "Ella started swimming lessons on Saturday mornings.",
+		/* 10 */ "My new number is 07700 900456.",
+		/* 11 */ "These days I take the bus to the office instead of cycling.",
+		/* 12 */ "Marco and I broke up last week.",
+		/* 13 */ "The team meeting is now on Fridays at 3 pm.",
+		/* 14 */ "Turns out the wedding will be in Porto, not Lisbon.",
+		/* 15 */ "Sold the Ford Focus, we're car-free now.",
+		/* 16 */ "I've given up sugar completely.",
+		/* 17 */ "The building was sold, our landlord is now Ms. Ortiz.",
+		/* 18 */ "Ella loves her swimming teacher.",
+		/* 19 */ "We got a kitten called Miso.",
+		/* 20 */ "我每周三晚上去上吉他课。",
+		/* 21 */ "吉他课停了，老师回老家了。",
+		/* 22 */ "儿子的班主任是刘老师。",
+		/* 23 */ "儿子这学期换了班主任，现在是陈老师。",
+	}, [][2]int{{0, 10}, {1, 11}, {2, 12}, {3, 13}, {4, 14}, {5, 15}, {6, 16}, {7, 17}, {20, 21}, {22, 23}}},
+}
+
+// testLifeLogs: detection over realistic notes marks exactly the changed facts.
+func testLifeLogs(t *testing.T, newBackend func(*testing.T) memory.Backend) {
+	for _, log := range lifeLogs {
+		s, clk := NewStore(t, newBackend(t), memory.Options{Embedder: mustLexical(t)})
+		start := clk.Now().Add(-time.Duration(len(log.notes)+1) * 3 * day)
+		ids := make([]string, len(log.notes))
+		got := map[[2]int]bool{}
+		for i, n := range log.notes {
+			r := Remember(t, s, "u", n, memory.RememberOptions{Time: start.Add(time.Duration(i) * 3 * day)})
+			ids[i] = r.IDs[0]
+			if old := r.Supersedes[0]; old != "" {
+				got[[2]int{slices.Index(ids, old), i}] = true
+			}
+			if r.Merged[0] && r.Superseded[0] {
+				got[[2]int{slices.Index(ids, r.IDs[0]), i}] = true
+			}
+		}
+		for _, c := range log.changes {
+			if !got[c] {
+				t.Errorf("%s: %q did not supersede %q", log.name, log.notes[c[1]], log.notes[c[0]])
+			}
+			delete(got, c)
+		}
+		for c := range got {
+			t.Errorf("%s: %q superseded %q", log.name, log.notes[c[1]], log.notes[c[0]])
 		}
 	}
 }
