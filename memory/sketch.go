@@ -455,9 +455,9 @@ var (
 		`again|new|signed|engaged|proposed|off|currently)\b`)
 	enCorrections = regexp.MustCompile(`\b(?:correction|actually|i was wrong|by mistake|mistaken|misspelled|typo|turns out|turned out)\b`)
 	// enStopCues and zhStopCues end a habit or a state: the new text negates the old one.
-	enStopCues = regexp.MustCompile(`\b(?:no longer|not any ?more|not a single|cut out|off (?:\w+ )?(?:completely|entirely)|gave up|given up|giving up|stopped|quit|no more|sold|gave away|got rid of|cancell?ed|called off)\b`)
-	zhStopCues = []string{"不再", "戒了", "戒掉", "停了", "取消", "已经不", "卖了", "卖掉", "送人", "不用了", "没有再"}
-	zhStrongCues  = []string{"不再", "改成", "改为", "改到", "改喝", "改吃", "改用", "改去", "改了", "换成", "换到", "换了", "换工作", "搬到", "搬去",
+	enStopCues   = regexp.MustCompile(`\b(?:no longer|not any ?more|not a single|cut out|off (?:\w+ )?(?:completely|entirely)|gave up|given up|giving up|stopped|quit|no more|sold|gave away|got rid of|cancell?ed|called off)\b`)
+	zhStopCues   = []string{"不再", "戒了", "戒掉", "停了", "取消", "已经不", "卖了", "卖掉", "送人", "不用了", "没有再"}
+	zhStrongCues = []string{"不再", "改成", "改为", "改到", "改喝", "改吃", "改用", "改去", "改了", "换成", "换到", "换了", "换工作", "搬到", "搬去",
 		"搬家", "搬进", "取消", "其实", "记错", "卖了", "卖掉", "新买", "换了新", "写错", "搞错", "说错", "弄错", "更正", "纠正", "已经不", "不再", "离职", "辞职", "跳槽", "转正",
 		"升职", "调到", "涨到", "降到", "涨了", "降了", "推迟", "延期", "戒了", "戒掉", "停了", "分手", "离婚", "订婚", "没有再", "不用了", "不去了",
 		"不上了", "不喝了", "不吃了", "不做了"}
