@@ -11,29 +11,31 @@ import (
 	"golang.org/x/text/unicode/norm"
 )
 
-// A sketch is what supersede detection (supersede.go) and the recall-time conflict check read
-// from a memory's text, in English and Chinese, without a model:
+// A sketch is what supersede detection (supersede.go) and the recall-time conflict check
+// (current.go) read from a memory's text, in English and Chinese, without a model:
 //
 //   - terms: what the text is about, its salient index terms: stemmed English words of three
 //     letters or more that are neither stopwords, question words, numbers, date words nor
-//     generic verbs, and Chinese character pairs without a function character (的, 了, 是,
-//     我 ...). Two texts share a term when the terms are equal or, for English terms of four
-//     letters or more, one starts the other ("read" and "reader", "warm" and "warmmiete") or,
-//     from five letters, ends it ("ticket" and "deutschlandticket");
+//     generic words, and Chinese character pairs without a function character (的, 了, 是,
+//     我 ...) that are not generic either (现在, 今天, 工作 ...). Two texts share a term when the
+//     terms are equal or, for English terms of four letters or more, one starts the other
+//     ("read" and "reader") or, from five letters, ends it (compounds: "ticket" and
+//     "dayticket"); shared Chinese pairs that chain count one term per two characters (shared);
 //   - attributes: which kinds of personal fact the text states (where one lives, work, a
-//     relationship, diet, drinks, medication, transport, a membership or plan, a provider, rent
-//     and prices, a name, a birthday, a class, a sport), from a small bilingual lexicon
-//     (attributeLexicon);
-//   - values: typed values (times of day, amounts of money, quantities with a unit, dates,
-//     weekdays, other numbers) and the parity of negations (facts.go);
-//   - persons: kinship and relationship words (sister, mom, 妹妹, 老公 ...) and possessive names
-//     ("Tom's"): who the fact is about when it is not the user;
+//     relationship, diet, drinks, medication, transport, a membership, a provider, rent, a name,
+//     a birthday, a class, a sport), from a small bilingual lexicon (attributeLexicon), with the
+//     events that change some of them by themselves (moving house, a new job, an engagement);
+//   - values: typed values (phone numbers, times of day, amounts of money, dates, weekdays,
+//     quantities with a unit, other numbers) and the parity of negations (facts.go);
+//   - subject: who the text says at its start that it is about: the user ("I", "my", 我), a
+//     person ("my sister", "Mum", "Tom's", 我妹妹, 雨桐的), or no one in particular;
 //   - cue: how strongly the text announces a change: strong ("no longer", "switched to",
-//     "moved", "cancelled", "correction", "actually", 不再, 改成, 换成, 搬到, 取消, 其实, 记错, 已经不
-//     ...), weak ("now", "since", "from July 1", "starting", "new", 现在, 开始, 新 ...), or none;
-//     a cue inside a clause that only dates something ("after moving", 搬家以后) is weak. A
-//     correction ("correction", "actually", "I was wrong", 其实, 记错, 写错) is marked apart: it may
-//     replace a name.
+//     "moved", "cancelled", "correction", "actually", "my new", "sold", 不再, 改成, 换成, 搬到,
+//     取消, 其实, 记错, 已经不 ...), weak ("now", "since", "from July 1", "starting", 现在, 开始,
+//     新家 ...), or none; a cue inside a clause that only dates something ("after moving",
+//     搬家以后) does not count. Corrections ("correction", "actually", "turns out", 其实, 记错),
+//     ends of habits ("gave up", "no longer", 不再, 戒了), quantity verbs ("raised to", 涨到),
+//     intentions ("thinking about", 打算) and additions ("also", 也) are marked apart.
 type sketch struct {
 	terms      []string
 	attrs      uint32
