@@ -453,8 +453,8 @@ var (
 		`(?:bumped|raised|increased|decreased|lowered|reduced|cut|upped|dropped)(?: \w+){0,4} (?:up |down |back )?(?:to|by)|` +
 		`lapse[ds]?|resigned|promot(?:ed|ion)|from now on|broke up|split up|divorced|got married|` +
 		`(?:got|we're|we are|i'm|i am|just) engaged|proposed|left my|not [a-z]+ anymore)\b`)
-	enWeakCues = regexp.MustCompile(`\b(?:now|these days|nowadays|since|starting|start(?:s|ed)?|from (?:\d|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|next|now|today|tomorrow|monday|tuesday|wednesday|thursday|friday|saturday|sunday)|` +
-		`again|new|signed|engaged|proposed|off|currently)\b`)
+	enWeakCues = regexp.MustCompile(`\b(?:now|these days|nowadays|since|starting|start(?:s|ed)?|from (?:\d|(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*|next|now|today|tomorrow|monday|tuesday|wednesday|thursday|friday|saturday|sunday)|` +
+		`again|new|signed|engaged|proposed|currently)\b`)
 	enCorrections = regexp.MustCompile(`\b(?:correction|actually|i was wrong|by mistake|mistaken|misspelled|typo|turns out|turned out)\b`)
 	// enStopCues and zhStopCues end a habit or a state: the new text negates the old one.
 	enStopCues   = regexp.MustCompile(`\b(?:no longer|not any ?more|not a single|cut out|off (?:\w+ )?(?:completely|entirely)|gave up|given up|giving up|stopped|quit|no more|sold|gave away|got rid of|cancell?ed|called off)\b`)
@@ -515,7 +515,7 @@ func cueOf(lower string) (cueStrength, bool) {
 }
 
 var (
-	timeRE     = regexp.MustCompile(`\b\d{1,2}[:.]\d{2}\b(?:\s?[ap]\.?m\.?)?|\b\d{1,2}\s?[ap]\.?m\.?\b|[零〇一二两三四五六七八九十\d]{1,3}点(?:半|[零〇一二三四五六七八九十\d]{1,3}分?)?`)
+	timeRE     = regexp.MustCompile(`\b\d{1,2}[:.]\d{2}\b(?:\s?(?:[ap]m\b|[ap]\.m\.))?|\b\d{1,2}\s?(?:[ap]m\b|[ap]\.m\.)|[零〇一二两三四五六七八九十\d]{1,3}点(?:半|[零〇一二三四五六七八九十\d]{1,3}分?)?`)
 	moneyRE    = regexp.MustCompile(`[€$£¥￥]\s?\d[\d,.]*|\d[\d,.]*\s?(?:euros?|eur|dollars?|usd|cad|pounds?|gbp|rmb|yuan|块钱|块|元|欧元|欧|美元|刀)`)
 	quantityRE = regexp.MustCompile(`\d[\d,.]*\s?(?:mcg|µg|mg|g|kg|ml|l|km|m|cm|iu|minutes?|mins?|hours?|hrs?|days?|weeks?|months?|years?|gb|mb|mbit|克|公斤|毫克|微克|分钟|小时|天|周|个月|年|兆|次|片|杯)\b?`)
 	dateRE     = regexp.MustCompile(`\b\d{4}-\d{2}-\d{2}\b|\d{1,2}月\d{1,2}[日号]?|[一二三四五六七八九十]{1,3}月[一二三四五六七八九十]{1,3}[日号]|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.? \d{1,2}(?:st|nd|rd|th)?\b|\b\d{1,2}(?:st|nd|rd|th)? (?:of )?(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\b|\b(?:january|february|march|april|june|july|august|september|october|november|december)\b`)
