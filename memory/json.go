@@ -103,15 +103,19 @@ func (v *Vector) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-// ResultJSON is a recalled memory in JSON: the memory and why it came back.
+// ResultJSON is a recalled memory in JSON: the memory, why it came back, and whether a newer
+// memory changes it (Result.Stale, Newer, Replaces; left out when not).
 type ResultJSON struct {
 	MemoryJSON
-	Score Score `json:"score"`
+	Score    Score    `json:"score"`
+	Stale    bool     `json:"stale,omitempty"`
+	Newer    string   `json:"newer,omitempty"`
+	Replaces []string `json:"replaces,omitempty"`
 }
 
 // ResultToJSON returns r's JSON form (without the vector).
 func ResultToJSON(r *Result) ResultJSON {
-	return ResultJSON{MemoryJSON: ToJSON(&r.Memory, false), Score: r.Score}
+	return ResultJSON{MemoryJSON: ToJSON(&r.Memory, false), Score: r.Score, Stale: r.Stale, Newer: r.Newer, Replaces: r.Replaces}
 }
 
 // VersionJSON is an earlier version of a memory in JSON (History).
