@@ -76,7 +76,7 @@ type AssistantOutput struct {
 	Memories           int      `json:"memories"`
 }
 
-func runAssistant(ctx context.Context, data, now string, base memory.RecallOptions, verbose bool, stdout, stderr io.Writer) error {
+func runAssistant(ctx context.Context, data, now string, noSupersede bool, base memory.RecallOptions, verbose bool, stdout, stderr io.Writer) error {
 	k := base.K
 	ds, err := beir.Load(data, "")
 	if err != nil {
@@ -113,7 +113,7 @@ func runAssistant(ctx context.Context, data, now string, base memory.RecallOptio
 	}
 	defer os.RemoveAll(dir)
 	cur := clock
-	s, err := memory.Open(dir, memory.OpenOptions{Options: memory.Options{Clock: func() time.Time { return cur }},
+	s, err := memory.Open(dir, memory.OpenOptions{Options: memory.Options{Clock: func() time.Time { return cur }, NoSupersede: noSupersede},
 		Engine: engine.Options{UnsafeNoSync: true}})
 	if err != nil {
 		return err

@@ -99,6 +99,7 @@ func run(args []string, stdout io.Writer) error {
 	minScore := fs.Float64("minscore", 0, "least Final score (0: the library default; negative: none)")
 	minRel := fs.Float64("minrel", 0, "least fraction of the best Final score (0: the library default; negative: none)")
 	superseded := fs.String("superseded", "demote", "what recall does with stale memories: demote (the default), hide or keep")
+	noSupersede := fs.Bool("nosupersede", false, "turn supersede detection off (memory.Options.NoSupersede)")
 	assistant := fs.Bool("assistant", false, "the assistant evaluation (annotations.json in -data, every store and recall default; see assistant.go)")
 	now := fs.String("now", "", "-assistant: the clock at recall (RFC 3339 or YYYY-MM-DD; default the day after the newest memory)")
 	k := fs.Int("k", 5, "-assistant: results per question")
@@ -114,7 +115,7 @@ func run(args []string, stdout io.Writer) error {
 		return fmt.Errorf("unknown -superseded %q", *superseded)
 	}
 	if *assistant {
-		return runAssistant(context.Background(), *data, *now, memory.RecallOptions{K: *k, AttributeWeight: *attrW, MinScore: *minScore,
+		return runAssistant(context.Background(), *data, *now, *noSupersede, memory.RecallOptions{K: *k, AttributeWeight: *attrW, MinScore: *minScore,
 			MinRelative: *minRel, Superseded: policy}, *verbose, stdout, os.Stderr)
 	}
 	rmode, ok := map[string]memory.Mode{"bm25": memory.ModeKeyword, "vector": memory.ModeVector, "hybrid": memory.ModeHybrid}[*mode]
@@ -146,6 +147,7 @@ func run(args []string, stdout io.Writer) error {
 		newest = time.Now()
 	}
 	opts := memory.Options{
+		NoSupersede:  *noSupersede,
 		Embedder:     emb,
 		ChunkChars:   *chunkChars,
 		MaxTextBytes: engine.MaxTextLen,
