@@ -93,7 +93,8 @@
 // kinds of fact it asks about (attributeLexicon: where one lives, work, a relationship, diet
 // ...), which adds RecallOptions.AttributeWeight (0.4) × the memory's score there (Score.Attribute)
 // of what Fused lacks to 1, and loses the words that only ask for the present (now, these days,
-// 现在); statements (a claim searched for evidence) and questions naming someone else do not. Then
+// 现在); statements (a claim searched for evidence) and questions not in the first person do
+// not. Then
 // each candidate is reranked by
 //
 //	Final  = min(1, Fused × Decay × Weight × Current)          (every part but Weight in [0, 1])

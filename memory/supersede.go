@@ -15,7 +15,9 @@ import (
 // reshuffled her schedule, so my sessions are now Wednesdays at 5:45 pm" shares two words with
 // "Physio with Marta is every Monday at 8:00 am at the Danforth clinic". Remember looks for them
 // among the memories of the session that three searches find with the new chunk
-// (supersedeCandidates each, written at or before the chunk's time, not superseded already): a
+// (supersedeCandidates each, written before the chunk's time, not superseded already: a change
+// is later than what it changes, and memories written at the same instant, one import, have no
+// order): a
 // keyword search with its text, a vector search with its vector and, when it announces a change,
 // a keyword search with the words of its attributes (sketch.go). It compares sketches, and the
 // chunk supersedes the best candidate that it
@@ -147,7 +149,7 @@ func (s *Store) findSuperseded(ctx context.Context, coll Collection, session str
 	add := func(hits []Hit) {
 		for _, h := range hits {
 			m := h.Memory
-			if m.ID == skip || m.SupersededBy != "" || m.Context != "" || !factLike(m.Text) ||
+			if m.ID == skip || m.SupersededBy != "" || m.Context != "" || !m.Updated.Before(at) || !factLike(m.Text) ||
 				slices.ContainsFunc(cands, func(c Memory) bool { return c.ID == m.ID }) {
 				continue
 			}
