@@ -207,6 +207,21 @@ func testSupersedePolicies(t *testing.T, newBackend func(*testing.T) memory.Back
 	if _, err := s.Recall(ctx, q, memory.RecallOptions{Session: "u", Superseded: 7}); err == nil {
 		t.Fatal("unknown policy accepted")
 	}
+	// A wrong supersede is undone by Update (Current) or by reverting to the version before it.
+	m, err := s.Update(ctx, old.IDs[0], memory.UpdateOptions{Current: true})
+	if err != nil || m.SupersededBy != "" || !m.SupersededAt.IsZero() {
+		t.Fatalf("Update Current: %+v %v", m, err)
+	}
+	rs, _ = s.Recall(ctx, q, memory.RecallOptions{Session: "u", NoTouch: true})
+	if len(rs) == 0 || rs[0].ID != old.IDs[0] || rs[0].Stale {
+		t.Fatalf("after Update Current: %+v", rs)
+	}
+	s4, _ := NewStore(t, newBackend(t), memory.Options{Embedder: mustLexical(t)})
+	o4 := Remember(t, s4, "u", "Choir practice is on Monday evenings at the church hall.", memory.RememberOptions{Time: now.Add(-60 * day)})
+	Remember(t, s4, "u", "Choir practice switched to Wednesday evenings.", memory.RememberOptions{Time: now.Add(-20 * day)})
+	if m, err := s4.Revert(ctx, o4.IDs[0], 1); err != nil || m.SupersededBy != "" {
+		t.Fatalf("Revert to before the supersede: %+v %v", m, err)
+	}
 
 	// Written without detection, the conflict is found at recall.
 	s2, _ := NewStore(t, newBackend(t), memory.Options{Embedder: mustLexical(t), NoSupersede: true})
