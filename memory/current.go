@@ -172,47 +172,42 @@ func (s *Store) currentFirst(ctx context.Context, coll Collection, p *recallPlan
 		markStale(&all[i], h.ID, p)
 		all[j].Replaces = append(all[j].Replaces, all[i].ID)
 	}
-	// Conflicts nobody recorded, among the best candidates.
+	// Conflicts nobody recorded, among the best candidates: first the pairs that can be one by
+	// their scores and times, then their texts.
 	sortRanked(all)
 	window := min(len(all), max(conflictWindow, p.K))
-	if err := loadTexts(ctx, coll, all[:window]); err != nil {
-		return nil, err
-	}
-	var sks []*sketch
-	sk := func(i int) *sketch {
-		for len(sks) <= i {
-			sks = append(sks, nil)
-		}
-		if sks[i] == nil && all[i].Text != "" {
-			x := sketchOf(all[i].Text)
-			sks[i] = &x
-		}
-		return sks[i]
-	}
+	var pairs [][2]int
+	var involved []int
 	for i := 0; i < window; i++ {
-		a := &all[i]
-		if a.Stale || a.Score.Fused <= 0 {
+		for j := i + 1; j < window; j++ {
+			a, b := &all[i], &all[j]
+			if !a.Stale && !b.Stale && a.Score.Fused > 0 && b.Session == a.Session && b.Updated.After(a.Updated) && b.product >= closeRelevance*a.product {
+				pairs = append(pairs, [2]int{i, j})
+				involved = append(involved, i, j)
+			}
+		}
+	}
+	if len(pairs) > 0 {
+		if err := loadTextsAt(ctx, coll, all, involved); err != nil {
+			return nil, err
+		}
+	}
+	for _, pr := range pairs {
+		a, b := &all[pr[0]], &all[pr[1]]
+		if a.Stale || a.Context != "" || b.Context != "" || a.Text == "" || b.Text == "" {
 			continue
 		}
-		for j := i + 1; j < window; j++ {
-			b := &all[j]
-			if b.Stale || b.Session != a.Session || !b.Updated.After(a.Updated) || b.product < closeRelevance*a.product ||
-				a.Context != "" || b.Context != "" {
-				continue
-			}
-			sa, sb := sk(i), sk(j)
-			if sa == nil || sb == nil || sb.cue != cueStrong || !factLike(a.Text) || !factLike(b.Text) || !judgeSupersede(*sa, *sb, false).ok {
-				continue
-			}
-			// Only the order changes: the newer ranks just above the older, whose score is
-			// otherwise its own (the sketches can be wrong, and nothing was recorded).
-			a.Stale, a.Newer = true, b.ID
-			b.Replaces = append(b.Replaces, a.ID)
-			if p.Superseded != SupersededKeep {
-				a.Score.Current = min(1, b.product/a.product*0.999)
-				p.score(a)
-			}
-			break
+		sb := s.sketch(b.Text)
+		if sb.cue != cueStrong || !factLike(b.Text) || !factLike(a.Text) || !judgeSupersede(*s.sketch(a.Text), *sb, false).ok {
+			continue
+		}
+		// Only the order changes: the newer ranks just above the older, whose score is otherwise
+		// its own (the sketches can be wrong, and nothing was recorded).
+		a.Stale, a.Newer = true, b.ID
+		b.Replaces = append(b.Replaces, a.ID)
+		if p.Superseded != SupersededKeep {
+			a.Score.Current = min(1, b.product/a.product*0.999)
+			p.score(a)
 		}
 	}
 	if p.Superseded == SupersededHide {

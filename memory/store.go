@@ -173,6 +173,9 @@ type Store struct {
 	hist   Collection // the history collection, once opened (history.go)
 
 	touch touchStats // recall.go
+
+	skMu     sync.Mutex
+	sketches map[string]*sketch // sketch.go: Store.sketch's cache
 }
 
 // KV keys the memory layer uses; everything it keeps outside collections lives under "memory/".

@@ -140,7 +140,7 @@ func (s *Store) findSuperseded(ctx context.Context, coll Collection, session str
 	if !factLike(text) {
 		return nil, nil
 	}
-	newSk := sketchOf(text)
+	newSk := *s.sketch(text)
 	if newSk.cue == cueNone && len(newSk.values) == 0 && newSk.negations == 0 {
 		return nil, nil // nothing announces or carries a change
 	}
@@ -183,7 +183,7 @@ func (s *Store) findSuperseded(ctx context.Context, coll Collection, session str
 	}
 	sks := make([]sketch, len(cands))
 	for i := range cands {
-		sks[i] = sketchOf(cands[i].Text)
+		sks[i] = *s.sketch(cands[i].Text)
 	}
 	best, bestScore := -1, 0.0
 	for i := range cands {
