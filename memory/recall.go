@@ -139,8 +139,10 @@ const (
 	SupersededKeep
 )
 
-// RecallOptions tune one Recall. The zero value recalls the 5 best memories of session "" by
-// hybrid search with weighted fusion, 10%/day decay on last access and importance weighting.
+// RecallOptions tune one Recall. The zero value recalls at most the 5 best memories of session
+// "" by hybrid search with weighted fusion (and the attribute list for first-person questions),
+// decay from the last write, importance weighting, current facts first (SupersededDemote), and
+// nothing under DefaultMinScore or DefaultMinRelative of the best.
 type RecallOptions struct {
 	// Session scopes the recall; a session with no memories gives an empty result.
 	Session string
