@@ -96,7 +96,7 @@ func TestBadRequests(t *testing.T) {
 	for name, run := range map[string]func() error{
 		"mode":       func() error { _, err := l.Recall(ctx, RecallRequest{Query: "x", Mode: "fuzzy"}); return err },
 		"fusion":     func() error { _, err := l.Recall(ctx, RecallRequest{Query: "x", Fusion: "max"}); return err },
-		"min score":  func() error { _, err := l.Recall(ctx, RecallRequest{Query: "x", MinScore: 2}); return err },
+		"min score":  func() error { _, err := l.Recall(ctx, RecallRequest{Query: "x", MinScore: new(2.0)}); return err },
 		"importance": func() error { _, err := l.Remember(ctx, RememberRequest{Text: "x", Importance: -1}); return err },
 		"time": func() error {
 			_, err := l.Remember(ctx, RememberRequest{Text: "x", Time: time.Now().Add(48 * time.Hour)})

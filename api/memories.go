@@ -44,14 +44,26 @@ func (l *Local) Remember(ctx context.Context, req RememberRequest) (RememberResp
 	return RememberResponse{IDs: res.IDs, Merged: res.Merged, Superseded: res.Superseded, Older: res.Older}, nil
 }
 
-// Options returns the memory.RecallOptions req asks for: its mode and fusion parsed, its session
-// and scope resolved (ScopeIDs; the scope's condition ANDed with the filter).
-func (req *RecallRequest) Options() (memory.RecallOptions, error) {
+// Options returns the memory.RecallOptions req asks for: its mode, fusion, superseded policy and
+// as_of parsed (a relative as_of against now), its floors mapped (nil: the defaults, 0: none), its
+// session and scope resolved (ScopeIDs; the scope's condition ANDed with the filter).
+func (req *RecallRequest) Options(now time.Time) (memory.RecallOptions, error) {
 	o := memory.RecallOptions{
 		Session: req.Session, AllSessions: req.AllSessions, K: req.K,
 		VectorWeight: req.VectorWeight, KeywordWeight: req.KeywordWeight,
-		MinScore: req.MinScore, SourceWeights: req.SourceWeights, NoTouch: req.NoTouch,
+		MinScore: floor(req.MinScore), MinRelative: floor(req.MinRelative), SourceWeights: req.SourceWeights, NoTouch: req.NoTouch,
 		Decay: memory.Decay{Off: req.NoDecay}, Filter: req.Filter, Turns: req.Turns,
+	}
+	if req.AsOf != "" {
+		t, err := ParseWhen(req.AsOf, now, true)
+		if err != nil {
+			return o, badRequest("as_of: %v", err)
+		}
+		o.AsOf = t
+	}
+	var err error
+	if o.Superseded, err = ParseSuperseded(req.Superseded); err != nil {
+		return o, err
 	}
 	if req.AllSessions && req.ScopeIDs.given() {
 		return o, badRequest("all_sessions recalls from every session; user_id, agent_id and run_id name one (across sessions, filter on metadata.agent_id or metadata.run_id)")
@@ -68,6 +80,18 @@ func (req *RecallRequest) Options() (memory.RecallOptions, error) {
 	return o, err
 }
 
+// floor maps a request's score floor onto memory.RecallOptions': nil is the default (0 there),
+// 0 none (negative there).
+func floor(f *float64) float64 {
+	switch {
+	case f == nil:
+		return 0
+	case *f == 0:
+		return -1
+	}
+	return *f
+}
+
 // Recall answers the memories of req.Session (or of every session the caller may read, with
 // AllSessions) most relevant to the query, says whether an empty answer comes from an empty
 // session, and builds the prompt block when PromptTokens asks for one.
@@ -79,7 +103,7 @@ func (l *Local) Recall(ctx context.Context, req RecallRequest) (RecallResponse, 
 	if err := req.check(); err != nil {
 		return RecallResponse{}, err
 	}
-	o, err := req.Options()
+	o, err := req.Options(l.opts.Now())
 	if err != nil {
 		return RecallResponse{}, err
 	}

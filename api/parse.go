@@ -37,6 +37,20 @@ func ParseFusion(s string) (memory.Fusion, error) {
 	return 0, badRequest("unknown fusion %q (want weighted or rrf)", s)
 }
 
+// ParseSuperseded reads what a recall does with memories that newer ones change: demote (also
+// ""), hide or keep.
+func ParseSuperseded(s string) (memory.SupersededPolicy, error) {
+	switch s {
+	case "", "demote":
+		return memory.SupersededDemote, nil
+	case "hide":
+		return memory.SupersededHide, nil
+	case "keep":
+		return memory.SupersededKeep, nil
+	}
+	return 0, badRequest("unknown superseded %q (want demote, hide or keep)", s)
+}
+
 // ParseWhen reads a time: RFC 3339, a date (its start, or its end for
 // endOfDay, in UTC), or an age before now (7d, 36h, 90m).
 func ParseWhen(s string, now time.Time, endOfDay bool) (time.Time, error) {
@@ -137,8 +151,11 @@ func (req *RecallRequest) check() error {
 			return err
 		}
 	}
-	if math.IsNaN(req.MinScore) || req.MinScore < 0 || req.MinScore > 1 {
-		return badRequest("min_score %g outside [0, 1] (scores are on a [0, 1] scale)", req.MinScore)
+	if f := req.MinScore; f != nil && (math.IsNaN(*f) || *f < 0 || *f > 1) {
+		return badRequest("min_score %g outside [0, 1] (scores are on a [0, 1] scale)", *f)
+	}
+	if f := req.MinRelative; f != nil && (math.IsNaN(*f) || *f < 0 || *f > 1) {
+		return badRequest("min_relative %g outside [0, 1] (a fraction of the best result's score)", *f)
 	}
 	if req.PromptTokens < 0 || req.PromptTokens > MaxPromptTokens {
 		return badRequest("prompt_tokens %d outside [0, %d]", req.PromptTokens, MaxPromptTokens)

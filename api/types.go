@@ -73,7 +73,15 @@ type RecallRequest struct {
 	Fusion        string             `json:"fusion,omitempty" jsonschema:"hybrid fusion: weighted (default) or rrf"`
 	VectorWeight  float64            `json:"vector_weight,omitempty" jsonschema:"weight of the vector score in weighted fusion"`
 	KeywordWeight float64            `json:"keyword_weight,omitempty" jsonschema:"weight of the keyword score in weighted fusion"`
-	MinScore      float64            `json:"min_score,omitempty" jsonschema:"drop memories whose final score (0 to 1) is below this"`
+	// MinScore and MinRelative are the recall's floors: nil means memory.DefaultMinScore (0.05)
+	// and DefaultMinRelative (0.2), 0 no floor.
+	MinScore    *float64 `json:"min_score,omitempty" jsonschema:"drop memories whose final score (0 to 1) is below this; omitted: 0.05, 0: no floor"`
+	MinRelative *float64 `json:"min_relative,omitempty" jsonschema:"drop memories whose final score is below this fraction (0 to 1) of the best result's; omitted: 0.2, 0: none"`
+	// AsOf answers from what the store held then (memory.RecallOptions.AsOf), in ParseWhen's
+	// forms.
+	AsOf string `json:"as_of,omitempty" jsonschema:"answer from what was true then: RFC 3339, YYYY-MM-DD (its end), or an age such as 30d; omitted: now"`
+	// Superseded is what happens to memories that newer ones change (ParseSuperseded).
+	Superseded    string             `json:"superseded,omitempty" jsonschema:"memories that newer ones change: demote (default: ranked below the newer one and marked stale), hide, or keep (ranked by their own score, still marked)"`
 	NoDecay       bool               `json:"no_decay,omitempty" jsonschema:"rank without the time decay"`
 	SourceWeights map[string]float64 `json:"source_weights,omitempty" jsonschema:"score multipliers by source"`
 	NoTouch       bool               `json:"no_touch,omitempty" jsonschema:"do not count this recall as an access of the memories"`

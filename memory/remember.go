@@ -177,7 +177,7 @@ func (s *Store) Remember(ctx context.Context, session, text string, opts Remembe
 		put(m)
 		stale := ""
 		if !older && !opts.NoSupersede && opts.Context == "" && !s.opts.NoSupersede {
-			o, err := s.findSuperseded(ctx, coll, session, text, vecs[i], at, m.ID)
+			o, err := s.findSuperseded(ctx, coll, session, sameScope(opts.Metadata), text, vecs[i], at, m.ID)
 			if err != nil {
 				return RememberResult{}, err
 			}

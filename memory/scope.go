@@ -12,8 +12,9 @@ import "strings"
 //     them selects exactly those memories of the session (Scope.Filter); one that does not name
 //     them selects the whole session, as mem0 does.
 //   - A memory belongs to the one scope its metadata says: Remember merges a near-duplicate only
-//     into a memory of the same scope (sameScope: the same agent_id and run_id, or none), and a
-//     distillation updates or deletes only memories of the scope it writes to. Update keeps a
+//     into, and supersedes only, a memory of the same scope (sameScope: the same agent_id and
+//     run_id, or none), and a distillation updates or deletes only memories of the scope it
+//     writes to. Update keeps a
 //     memory's scope unless its new metadata names another.
 //
 // So user "alex" with run "trip-42" is session "alex", metadata run_id "trip-42"; agent "planner"

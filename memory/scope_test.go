@@ -132,6 +132,20 @@ func TestScopeIsolation(t *testing.T) {
 				t.Fatalf("distilled memory %+v", ms)
 			}
 
+			// A changed fact supersedes within its scope only.
+			old, err := s.Remember(ctx, session, "My flight leaves at 7:40.", RememberOptions{Metadata: trip.Metadata(), Time: fixtureEpoch.Add(-time.Hour)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			elsewhere, err := s.Remember(ctx, session, "Update: my flight now leaves at 9:15.", RememberOptions{Metadata: other.Metadata()})
+			if err != nil || elsewhere.Supersedes[0] != "" {
+				t.Fatalf("a change in run other-run superseded %q of run trip-42: %v", elsewhere.Supersedes, err)
+			}
+			here, err := s.Remember(ctx, session, "Update: my flight now leaves at 9:15.", RememberOptions{Metadata: trip.Metadata()})
+			if err != nil || (here.Supersedes[0] != old.IDs[0] && !(here.Merged[0] && here.Superseded[0])) {
+				t.Fatalf("the same change in run trip-42 did not supersede: %+v %v", here, err)
+			}
+
 			before, _ := s.Count(ctx, nil)
 			for _, bad := range []map[string]any{{MetaRunID: 7.0}, {MetaAgentID: ""}, {MetaRunID: true}} {
 				if _, err := s.Remember(ctx, session, "x", RememberOptions{Metadata: bad}); !errors.Is(err, ErrInvalidInput) {

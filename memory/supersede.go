@@ -134,9 +134,10 @@ func switched(old, new []string) bool {
 		slices.ContainsFunc(new, func(x string) bool { return !slices.Contains(old, x) })
 }
 
-// findSuperseded returns the stored memory of the session that a new chunk (text, vector v,
-// written at) supersedes, or nil. skip is the ID the chunk merges into, if any.
-func (s *Store) findSuperseded(ctx context.Context, coll Collection, session string, text string, v []float32, at time.Time, skip string) (*Memory, error) {
+// findSuperseded returns the stored memory of the session and scope (a filter: sameScope) that a
+// new chunk (text, vector v, written at) supersedes, or nil. skip is the ID the chunk merges into,
+// if any.
+func (s *Store) findSuperseded(ctx context.Context, coll Collection, session string, scope *Filter, text string, v []float32, at time.Time, skip string) (*Memory, error) {
 	if !factLike(text) {
 		return nil, nil
 	}
@@ -144,7 +145,7 @@ func (s *Store) findSuperseded(ctx context.Context, coll Collection, session str
 	if newSk.cue == cueNone && len(newSk.values) == 0 && newSk.negations == 0 {
 		return nil, nil // nothing announces or carries a change
 	}
-	f := And(Eq(FieldSession, session), TimeRange(FieldUpdated, time.Time{}, at))
+	f := And(Eq(FieldSession, session), scope, TimeRange(FieldUpdated, time.Time{}, at))
 	var cands []Memory
 	add := func(hits []Hit) {
 		for _, h := range hits {

@@ -278,6 +278,8 @@ func (a *app) recallCommand() *cobra.Command {
 		turns        []string
 		ff           filterFlags
 		sf           scopeFlags
+		minScore     float64
+		minRelative  float64
 	)
 	cmd := &cobra.Command{
 		Use:   "recall [QUERY]",
@@ -299,6 +301,20 @@ func (a *app) recallCommand() *cobra.Command {
 			}
 			sf.apply(cmd, &req.Session)
 			req.ScopeIDs = sf.ids
+			if cmd.Flags().Changed("min-score") {
+				req.MinScore = &minScore
+			}
+			if cmd.Flags().Changed("min-relative") {
+				req.MinRelative = &minRelative
+			}
+			if _, err := api.ParseSuperseded(req.Superseded); err != nil {
+				return usagef("unknown --superseded %q (want demote, hide or keep)", req.Superseded)
+			}
+			if req.AsOf != "" {
+				if _, err := api.ParseWhen(req.AsOf, time.Now(), true); err != nil {
+					return usagef("--as-of: %v", err)
+				}
+			}
 			for _, t := range turns {
 				req.Turns = append(req.Turns, memory.Turn{Text: t})
 			}
@@ -355,7 +371,10 @@ func (a *app) recallCommand() *cobra.Command {
 	f.StringVar(&req.Fusion, "fusion", "weighted", "hybrid fusion: weighted (scores in [0, 1] that --min-score can cut) or rrf")
 	f.Float64Var(&req.VectorWeight, "vector-weight", 0, "weight of the vector score in weighted fusion (0 with --keyword-weight 0: the store's default)")
 	f.Float64Var(&req.KeywordWeight, "keyword-weight", 0, "weight of the keyword score in weighted fusion")
-	f.Float64Var(&req.MinScore, "min-score", 0, "drop results whose final score (0 to 1) is below this")
+	f.Float64Var(&minScore, "min-score", memory.DefaultMinScore, "drop results whose final score (0 to 1) is below this; 0: no floor")
+	f.Float64Var(&minRelative, "min-relative", memory.DefaultMinRelative, "drop results whose final score is below this fraction of the best one's; 0: none")
+	f.StringVar(&req.AsOf, "as-of", "", "answer from what was true then: RFC 3339, YYYY-MM-DD (its end), or an age (30d)")
+	f.StringVar(&req.Superseded, "superseded", "demote", "memories that newer ones change: demote (below the newer one, marked), hide, or keep (own score, marked)")
 	f.BoolVar(&req.NoDecay, "no-decay", false, "rank without the time decay")
 	f.BoolVar(&req.NoTouch, "no-touch", false, "do not count this recall as an access")
 	f.StringArrayVar(&turns, "turn", nil, "a turn of the recent conversation, oldest first (repeat); the latest weigh most")
@@ -384,7 +403,8 @@ func lexicalStore(ctx context.Context, ops api.Ops) bool {
 func results(resp api.RecallResponse) []memory.Result {
 	out := make([]memory.Result, len(resp.Results))
 	for i := range resp.Results {
-		out[i] = memory.Result{Memory: resp.Results[i].Memory(), Score: resp.Results[i].Score}
+		r := &resp.Results[i]
+		out[i] = memory.Result{Memory: r.Memory(), Score: r.Score, Stale: r.Stale, Newer: r.Newer, Replaces: r.Replaces}
 	}
 	return out
 }
@@ -401,16 +421,29 @@ func printResults(w io.Writer, rs []memory.Result, explain bool) {
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	if explain {
-		// KEYWORD is BM25 on the 0-1 scale fusion uses (over the query's best); BM25 is the raw score.
-		fmt.Fprintln(tw, "#\tFINAL\tVECTOR\tKEYWORD\tBM25\tFUSED\tDECAY\tWEIGHT\tSESSION\tTEXT")
+		// KEYWORD is BM25 on the 0-1 scale fusion uses (over the query's best); BM25 is the raw
+		// score; CURRENT is 1, or the penalty of a memory a newer one changes.
+		fmt.Fprintln(tw, "#\tFINAL\tVECTOR\tKEYWORD\tBM25\tFUSED\tDECAY\tWEIGHT\tCURRENT\tSESSION\tTEXT")
 	} else {
 		fmt.Fprintln(tw, "#\tSCORE\tSESSION\tTEXT")
 	}
+	at := map[string]int{}
+	for i, r := range rs {
+		at[r.ID] = i + 1
+	}
 	for i, r := range rs {
 		text := oneLine(r.Text, 80)
+		if r.Stale { // a newer memory changes it: say which, as the prompt block does
+			if n, ok := at[r.Newer]; ok {
+				text += fmt.Sprintf(" (outdated: see #%d)", n)
+			} else {
+				text += " (outdated by " + sanitize(r.Newer) + ")"
+			}
+		}
 		if explain {
 			s := r.Score
-			fmt.Fprintf(tw, "%d\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.3f\t%.3f\t%s\t%s\n", i+1, s.Final, s.Vector, s.KeywordNorm, s.Keyword, s.Fused, s.Decay, s.Weight, sanitize(r.Session), text)
+			fmt.Fprintf(tw, "%d\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.3f\t%.3f\t%.2f\t%s\t%s\n", i+1, s.Final, s.Vector, s.KeywordNorm, s.Keyword, s.Fused, s.Decay, s.Weight, s.Current,
+				sanitize(r.Session), text)
 		} else {
 			fmt.Fprintf(tw, "%d\t%.4f\t%s\t%s\n", i+1, r.Score.Final, sanitize(r.Session), text)
 		}

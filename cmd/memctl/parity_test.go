@@ -92,7 +92,7 @@ var parityOutside = map[string]string{
 
 // parityKnownIDs are the IDs the seed and the steps choose; other IDs are
 // new memories' and compare as "<new-id>".
-var parityKnownIDs = []string{"m1", "m2", "m3", "m4", "m5", "m6", "m7", "m8", "m9", "t1", "t2", "nosuch"}
+var parityKnownIDs = []string{"m1", "m2", "m3", "m4", "m5", "m6", "m7", "m8", "m9", "m10", "m11", "t1", "t2", "nosuch"}
 
 func str(s string) *string { return &s }
 
@@ -102,6 +102,8 @@ func paritySeed(t *testing.T, when time.Time) string {
 	dir := filepath.Join(t.TempDir(), "seed")
 	var b strings.Builder
 	old := when.Add(-390 * 24 * time.Hour)
+	// m11 changed m10's fact when it was written (memory.Memory.SupersededBy).
+	superseded := fmt.Sprintf(`"superseded_by":"m11","superseded_at":%q`, when.UTC().Format(time.RFC3339Nano))
 	for _, m := range []struct {
 		id, session, text, extra string
 		at                       time.Time
@@ -116,6 +118,8 @@ func paritySeed(t *testing.T, when time.Time) string {
 		// mem0's scopes: user alice's runs, one with an agent (memory.Scope).
 		{"m8", "alice", "Alice flies to Lisbon in June.", `"metadata":{"run_id":"trip-42"}`, when},
 		{"m9", "alice", "Alice flies to Porto in May.", `"metadata":{"run_id":"other-run","agent_id":"planner"}`, when},
+		{"m10", "bob", "Bob works at Acme as an engineer.", superseded, when.Add(-20 * 24 * time.Hour)},
+		{"m11", "bob", "Bob now works at Initech as an engineer.", ``, when},
 	} {
 		extra := m.extra
 		if extra != "" {
@@ -167,7 +171,7 @@ func paritySteps(when time.Time) []parityStep {
 		Source: "chat", Tags: []string{"family"}, Importance: 0.7, Time: rememberTime, Metadata: m{"confidence": 0.9}}
 	rec2 := api.RememberRequest{Session: "alice", Text: "Alice prefers oolong tea in the morning.", Time: olderTime}
 	r3 := api.RecallRequest{Session: "alice", Query: "tea", K: 3, NoTouch: true}
-	r4 := api.RecallRequest{Session: "alice", Query: "Alice tea Osaka morning", Mode: "keyword", MinScore: 0.7, NoTouch: true}
+	r4 := api.RecallRequest{Session: "alice", Query: "Alice tea Osaka morning", Mode: "keyword", MinScore: new(0.7), NoTouch: true}
 	r5 := api.RecallRequest{AllSessions: true, Query: "coffee", K: 4, Fusion: "rrf", VectorWeight: 0.3, KeywordWeight: 0.7, NoDecay: true, NoTouch: true}
 	r6 := api.RecallRequest{Session: "alice", Turns: turns, Filter: travel, NoTouch: true}
 	r7 := api.RecallRequest{Session: "nobody", Query: "tea", NoTouch: true}
@@ -179,6 +183,13 @@ func paritySteps(when time.Time) []parityStep {
 	r11 := api.RecallRequest{ScopeIDs: api.ScopeIDs{UserID: "alice", RunID: "other-run"}, Query: "Alice flies", K: 10, NoTouch: true}
 	r12 := api.RecallRequest{Session: "alice", ScopeIDs: api.ScopeIDs{AgentID: "planner", RunID: "other-run"}, Query: "Alice flies", NoTouch: true}
 	r13 := api.RecallRequest{Session: "alice", ScopeIDs: api.ScopeIDs{UserID: "bob"}, Query: "tea"}
+	// Current facts: a superseded memory demoted (the default), hidden, kept; the floors; as_of.
+	r20 := api.RecallRequest{Session: "bob", Query: "where does Bob work", NoTouch: true}
+	r21 := api.RecallRequest{Session: "bob", Query: "where does Bob work", Superseded: "hide", MinScore: new(0.0), NoTouch: true}
+	r22 := api.RecallRequest{Session: "bob", Query: "where does Bob work", Superseded: "keep", MinRelative: new(0.5), NoTouch: true}
+	r23 := api.RecallRequest{Session: "bob", Query: "where does Bob work", AsOf: when.Add(-24 * time.Hour).Format(time.RFC3339), NoTouch: true}
+	r24 := api.RecallRequest{Session: "alice", Query: "tea", AsOf: when.Add(time.Hour).Format("2006-01-02T15:04:05Z07:00"), MinScore: new(0.0), MinRelative: new(0.0), NoTouch: true}
+	r25 := api.RecallRequest{Session: "bob", Query: "Bob", Superseded: "drop"}
 	l14 := api.ListRequest{ScopeIDs: api.ScopeIDs{UserID: "alice", AgentID: "planner"}}
 	// Times of their own, so that listings newest first order them alike in every door.
 	rec15 := api.RememberRequest{ScopeIDs: api.ScopeIDs{UserID: "erin", RunID: "r1"}, Text: "Erin rides the 7:40 train to work.", Time: when.Add(-time.Hour).UTC()}
@@ -216,6 +227,18 @@ func paritySteps(when time.Time) []parityStep {
 			mcp: &parityMCP{"recall", r9}, noCLI: usage},
 		{name: "recall that counts as an access", route: "POST /v1/recall", lib: recall(r10), http: parityHTTP{method: "POST", path: "/v1/recall", body: r10},
 			mcp: &parityMCP{"recall", r10}, cli: []string{"recall", "--session", "bob", "--k", "1", "coffee"}},
+		{name: "recall of a changed fact", route: "POST /v1/recall", lib: recall(r20), http: parityHTTP{method: "POST", path: "/v1/recall", body: r20},
+			mcp: &parityMCP{"recall", r20}, cli: []string{"recall", "--session", "bob", "--no-touch", r20.Query}},
+		{name: "recall hiding what is superseded, no score floor", route: "POST /v1/recall", lib: recall(r21), http: parityHTTP{method: "POST", path: "/v1/recall", body: r21},
+			mcp: &parityMCP{"recall", r21}, cli: []string{"recall", "--session", "bob", "--superseded", "hide", "--min-score", "0", "--no-touch", r21.Query}},
+		{name: "recall keeping the first release's ranking, a relative floor", route: "POST /v1/recall", lib: recall(r22), http: parityHTTP{method: "POST", path: "/v1/recall", body: r22},
+			mcp: &parityMCP{"recall", r22}, cli: []string{"recall", "--session", "bob", "--superseded", "keep", "--min-relative", "0.5", "--no-touch", r22.Query}},
+		{name: "recall as of before the change", route: "POST /v1/recall", lib: recall(r23), http: parityHTTP{method: "POST", path: "/v1/recall", body: r23},
+			mcp: &parityMCP{"recall", r23}, cli: []string{"recall", "--session", "bob", "--as-of", r23.AsOf, "--no-touch", r23.Query}},
+		{name: "recall as of before an update, no floors", route: "POST /v1/recall", lib: recall(r24), http: parityHTTP{method: "POST", path: "/v1/recall", body: r24},
+			mcp: &parityMCP{"recall", r24}, cli: []string{"recall", "--session", "alice", "--as-of", r24.AsOf, "--min-score", "0", "--min-relative", "0", "--no-touch", r24.Query}},
+		{name: "recall with an unknown superseded policy", route: "POST /v1/recall", lib: recall(r25), http: parityHTTP{method: "POST", path: "/v1/recall", body: r25},
+			mcp: &parityMCP{"recall", r25}, noCLI: usage},
 		{name: "recall in a user's run", route: "POST /v1/recall", lib: recall(r11), http: parityHTTP{method: "POST", path: "/v1/recall", body: r11},
 			mcp: &parityMCP{"recall", r11}, cli: []string{"recall", "--user-id", "alice", "--run-id", "other-run", "--k", "10", "--no-touch", r11.Query}},
 		{name: "recall in a session's agent and run", route: "POST /v1/recall", lib: recall(r12), http: parityHTTP{method: "POST", path: "/v1/recall", body: r12},
