@@ -67,12 +67,12 @@ type RecallRequest struct {
 	Query   string `json:"query,omitempty" jsonschema:"what to look for (may be empty when turns are given)"`
 	Session string `json:"session,omitempty" jsonschema:"the session to recall from (or give user_id, agent_id or run_id); omitted: the default session"`
 	ScopeIDs
-	AllSessions   bool               `json:"all_sessions,omitempty" jsonschema:"recall from every session the caller may read instead"`
-	K             int                `json:"k,omitempty" jsonschema:"how many memories to return (default 5)"`
-	Mode          string             `json:"mode,omitempty" jsonschema:"candidate sources: hybrid (default), vector or keyword"`
-	Fusion        string             `json:"fusion,omitempty" jsonschema:"hybrid fusion: weighted (default) or rrf"`
-	VectorWeight  float64            `json:"vector_weight,omitempty" jsonschema:"weight of the vector score in weighted fusion"`
-	KeywordWeight float64            `json:"keyword_weight,omitempty" jsonschema:"weight of the keyword score in weighted fusion"`
+	AllSessions   bool    `json:"all_sessions,omitempty" jsonschema:"recall from every session the caller may read instead"`
+	K             int     `json:"k,omitempty" jsonschema:"how many memories to return (default 5)"`
+	Mode          string  `json:"mode,omitempty" jsonschema:"candidate sources: hybrid (default), vector or keyword"`
+	Fusion        string  `json:"fusion,omitempty" jsonschema:"hybrid fusion: weighted (default) or rrf"`
+	VectorWeight  float64 `json:"vector_weight,omitempty" jsonschema:"weight of the vector score in weighted fusion"`
+	KeywordWeight float64 `json:"keyword_weight,omitempty" jsonschema:"weight of the keyword score in weighted fusion"`
 	// MinScore and MinRelative are the recall's floors: nil means memory.DefaultMinScore (0.05)
 	// and DefaultMinRelative (0.2), 0 no floor.
 	MinScore    *float64 `json:"min_score,omitempty" jsonschema:"drop memories whose final score (0 to 1) is below this; omitted: 0.05, 0: no floor"`
