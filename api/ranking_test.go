@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -54,5 +55,32 @@ func TestRecallDefaultsMatchLibrary(t *testing.T) {
 		if _, err := req.Options(now); !errors.Is(err, ErrBadRequest) {
 			t.Errorf("%s: %v", name, err)
 		}
+	}
+}
+
+// TestScoreFloorDefaults: a request without min_score and min_relative drops what scores under
+// the library's floors; 0 turns them off.
+func TestScoreFloorDefaults(t *testing.T) {
+	l := newLocal(t)
+	// The others share a word ("in") or character n-grams only: under a fifth of the best.
+	for _, text := range []string{"Alice prefers green tea in the morning.", "Bob lives in Oslo.", "Carol works in Lima.",
+		"Mornings are for greenery and teapots.", "Teatime in Greenland."} {
+		remember(t, l, "s", text)
+	}
+	ctx := WithCaller(context.Background(), LocalCaller)
+	def, err := l.Recall(ctx, RecallRequest{Session: "s", Query: "green tea in the morning", K: 10, NoTouch: true})
+	if err != nil || len(def.Results) == 0 {
+		t.Fatal(def, err)
+	}
+	best := def.Results[0].Score.Final
+	for _, r := range def.Results {
+		if r.Score.Final < memory.DefaultMinScore || r.Score.Final < memory.DefaultMinRelative*best {
+			t.Errorf("default floors kept %q at %.3f (best %.3f)", r.Text, r.Score.Final, best)
+		}
+	}
+	zero := 0.0
+	all, err := l.Recall(ctx, RecallRequest{Session: "s", Query: "green tea in the morning", K: 10, NoTouch: true, MinScore: &zero, MinRelative: &zero})
+	if err != nil || len(all.Results) <= len(def.Results) {
+		t.Fatalf("without floors %d results, with the defaults %d: %v", len(all.Results), len(def.Results), err)
 	}
 }
