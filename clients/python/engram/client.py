@@ -123,12 +123,34 @@ class Client:
 
     # -- long-term memory ------------------------------------------------------------------
 
-    def remember(self, session: str, text: str, *, source: Optional[str] = None, tags: Optional[Sequence[str]] = None,
+    def remember(self, session: Optional[str], text: str, *, source: Optional[str] = None, tags: Optional[Sequence[str]] = None,
                  importance: Optional[float] = None, time: Optional[str] = None,
-                 metadata: Optional[Mapping[str, Any]] = None) -> JSON:
-        """Remember text (chunked) in a session: ``{"ids", "merged", "superseded", "older"}``, one entry per chunk."""
+                 metadata: Optional[Mapping[str, Any]] = None, context: Optional[str] = None,
+                 user_id: Optional[str] = None, agent_id: Optional[str] = None, run_id: Optional[str] = None) -> JSON:
+        """Remember text (chunked) in a session: ``{"ids", "merged", "superseded", "older"}``, one entry per chunk.
+
+        ``user_id``, ``agent_id`` and ``run_id`` are mem0's scopes: the session is the user_id
+        (session's other name), else the agent_id, else the run_id; the others are kept on the
+        memories (metadata ``agent_id``, ``run_id``) and select them in recall, list and forget."""
         return self.request("POST", "/v1/remember", _drop_none({
-            "session": session, "text": text, "source": source, "tags": list(tags) if tags is not None else None,
+            "session": session, "user_id": user_id, "agent_id": agent_id, "run_id": run_id, "text": text, "context": context,
+            "source": source, "tags": list(tags) if tags is not None else None,
+            "importance": importance, "time": time, "metadata": dict(metadata) if metadata is not None else None}))
+
+    def remember_messages(self, session: Optional[str], messages: Sequence[Mapping[str, Any]], *, infer: bool = False,
+                          source: Optional[str] = None, tags: Optional[Sequence[str]] = None, importance: Optional[float] = None,
+                          time: Optional[str] = None, metadata: Optional[Mapping[str, Any]] = None, context: Optional[str] = None,
+                          user_id: Optional[str] = None, agent_id: Optional[str] = None, run_id: Optional[str] = None) -> JSON:
+        """Remember a conversation: messages ``{"role", "text", "time"?}``, oldest first (system ones
+        are skipped). With ``infer`` only what the user states about themselves becomes memories
+        (updating or deleting those it changes); without, every message is stored verbatim.
+        Returns ``{"turns", "events": [{"event", "id", "memory", "previous"?, "time"}], "fallback"?}``
+        (a key without the read right gets the events without texts). ``time`` is the time of
+        messages without one."""
+        return self.request("POST", "/v1/remember", _drop_none({
+            "session": session, "user_id": user_id, "agent_id": agent_id, "run_id": run_id,
+            "messages": [dict(m) for m in messages], "infer": infer or None, "context": context,
+            "source": source, "tags": list(tags) if tags is not None else None,
             "importance": importance, "time": time, "metadata": dict(metadata) if metadata is not None else None}))
 
     def recall(self, query: str, session: Optional[str] = None, *, all_sessions: bool = False, k: Optional[int] = None,
@@ -136,26 +158,54 @@ class Client:
                vector_weight: Optional[float] = None, keyword_weight: Optional[float] = None,
                min_score: Optional[float] = None, no_decay: bool = False,
                source_weights: Optional[Mapping[str, float]] = None, no_touch: bool = False,
-               prompt_tokens: Optional[int] = None, turns: Optional[Sequence[Mapping[str, Any]]] = None) -> JSON:
-        """Recall the memories best matching query: ``{"results": [memory + "score"], "prompt"?, "session_empty"?}``."""
-        if session is None and not all_sessions:
-            raise ValueError("recall needs a session, or all_sessions=True")
+               prompt_tokens: Optional[int] = None, turns: Optional[Sequence[Mapping[str, Any]]] = None,
+               min_relative: Optional[float] = None, as_of: Optional[str] = None, superseded: Optional[str] = None,
+               user_id: Optional[str] = None, agent_id: Optional[str] = None, run_id: Optional[str] = None) -> JSON:
+        """Recall the memories best matching query: ``{"results": [memory + "score"], "prompt"?, "session_empty"?}``.
+
+        ``min_score`` and ``min_relative`` are the floors (None: the server's defaults 0.05 and
+        0.2; 0: none); ``as_of`` answers from what was true then (RFC 3339, a date, or an age
+        such as ``30d``); ``superseded`` is demote (default), hide or keep. A result a newer
+        memory changes carries ``stale`` and ``newer``."""
+        if session is None and not all_sessions and user_id is None and agent_id is None and run_id is None:
+            raise ValueError("recall needs a session (or user_id, agent_id, run_id), or all_sessions=True")
         return self.request("POST", "/v1/recall", _drop_none({
-            "query": query, "session": session if session is not None else "", "all_sessions": all_sessions or None,
+            "query": query, "session": session, "user_id": user_id, "agent_id": agent_id, "run_id": run_id,
+            "all_sessions": all_sessions or None,
             "k": k, "filter": dict(filter) if filter is not None else None, "mode": mode, "fusion": fusion,
             "vector_weight": vector_weight, "keyword_weight": keyword_weight, "min_score": min_score,
+            "min_relative": min_relative, "as_of": as_of, "superseded": superseded,
             "no_decay": no_decay or None, "source_weights": dict(source_weights) if source_weights else None,
             "no_touch": no_touch or None, "prompt_tokens": prompt_tokens,
             "turns": [dict(t) for t in turns] if turns else None}))
 
     def forget(self, ids: Optional[Sequence[str]] = None, *, session: Optional[str] = None, all: bool = False,
-               filter: Optional[Filter] = None) -> int:
-        """Delete memories: by IDs (all must exist, or nothing is deleted: NotFoundError names the
-        others), every memory of a session (``session=S, all=True``), or those a filter selects
-        (with ``session``: only there). Returns how many were deleted."""
-        body = _drop_none({"ids": list(ids) if ids else None, "session": session, "all": all or None,
-                           "filter": dict(filter) if filter is not None else None})
-        return self.request("POST", "/v1/forget", body)["forgotten"]
+               filter: Optional[Filter] = None, purge: bool = False, user_id: Optional[str] = None,
+               agent_id: Optional[str] = None, run_id: Optional[str] = None) -> int:
+        """Forget memories: by IDs (all must exist, or nothing is forgotten: NotFoundError names the
+        others), every memory of a session or scope (``session=S`` or ``user_id``, ``agent_id``,
+        ``run_id`` with ``all=True``), or those a filter selects (with a session: only there).
+        Forgotten memories stay restorable (``forgotten``, ``restore``) for the server's
+        retention; ``purge`` deletes for good. Returns how many were forgotten."""
+        return self.forget_answer(ids, session=session, all=all, filter=filter, purge=purge,
+                                  user_id=user_id, agent_id=agent_id, run_id=run_id)["forgotten"]
+
+    def forget_answer(self, ids: Optional[Sequence[str]] = None, *, session: Optional[str] = None, all: bool = False,
+                      filter: Optional[Filter] = None, purge: bool = False, user_id: Optional[str] = None,
+                      agent_id: Optional[str] = None, run_id: Optional[str] = None) -> JSON:
+        """``forget``'s whole answer: ``{"forgotten", "restorable", "purge_after"?, "purged"?}``."""
+        body = _drop_none({"ids": list(ids) if ids else None, "session": session, "user_id": user_id, "agent_id": agent_id,
+                           "run_id": run_id, "all": all or None, "filter": dict(filter) if filter is not None else None,
+                           "purge": purge or None})
+        return self.request("POST", "/v1/forget", body)
+
+    def forgotten(self, session: Optional[str] = None) -> List[JSON]:
+        """The trash: forgotten memories (of one session), each with ``forgotten`` and ``purge_after``."""
+        return self.request("GET", "/v1/forgotten", query={"session": session})["memories"]
+
+    def restore(self, ids: Sequence[str]) -> int:
+        """Bring forgotten memories back under their IDs (all or nothing). Returns how many."""
+        return self.request("POST", "/v1/restore", {"ids": list(ids)})["restored"]
 
     def get(self, id: str, *, vector: bool = False) -> JSON:
         """One memory by ID (NotFoundError when there is none, or it is outside the key's scope)."""
@@ -163,11 +213,14 @@ class Client:
 
     def list(self, session: Optional[str] = None, *, where: Optional[Filter] = None, tags: Optional[Sequence[str]] = None,
              source: Optional[str] = None, since: Optional[str] = None, until: Optional[str] = None,
-             limit: Optional[int] = None, cursor: Optional[str] = None) -> JSON:
+             limit: Optional[int] = None, cursor: Optional[str] = None, user_id: Optional[str] = None,
+             agent_id: Optional[str] = None, run_id: Optional[str] = None) -> JSON:
         """One page of memories, newest first: ``{"memories": [...], "next_cursor"?}``. ``tags``
-        must all be present; ``since``/``until`` (RFC 3339) bound the creation time."""
+        must all be present; ``since``/``until`` (RFC 3339) bound the creation time; ``user_id``,
+        ``agent_id`` and ``run_id`` select a scope as ``remember`` stores it."""
         return self.request("GET", "/v1/memories", query={
-            "session": session, "where": dict(where) if where is not None else None, "tag": list(tags) if tags else None,
+            "session": session, "user_id": user_id, "agent_id": agent_id, "run_id": run_id,
+            "where": dict(where) if where is not None else None, "tag": list(tags) if tags else None,
             "source": source, "since": since, "until": until, "limit": limit, "cursor": cursor})
 
     def iter_memories(self, session: Optional[str] = None, *, page_size: int = 100, **filters: Any) -> Iterator[JSON]:
@@ -222,6 +275,11 @@ class Client:
     def add_turn(self, session: str, role: str, text: str, *, time: Optional[str] = None) -> JSON:
         return self.request("POST", "/v1/sessions/" + urllib.parse.quote(session, safe="") + "/turns",
                             _drop_none({"role": role, "text": text, "time": time}))
+
+    def distill(self, session: str) -> JSON:
+        """Turn the session's turns not yet distilled into long-term memories (what the user states
+        about themselves); ``{"turns", "events", "fallback"?}``. Distilling again stores nothing new."""
+        return self.request("POST", "/v1/sessions/" + urllib.parse.quote(session, safe="") + "/distill", {})
 
     def clear_context(self, session: str) -> None:
         self.request("DELETE", "/v1/sessions/" + urllib.parse.quote(session, safe="") + "/context")

@@ -1,6 +1,7 @@
 """Tests of the engram Python client against a real ``memctl serve`` (ENGRAM_URL); the Go test
 clients/python/python_test.go builds memctl, starts it on a free port and runs these."""
 
+import datetime
 import os
 import unittest
 import uuid
@@ -162,15 +163,120 @@ class Mem0FacadeTest(unittest.TestCase):
 
 @unittest.skipUnless(URL, "ENGRAM_URL names no running memctl serve")
 class Mem0ScopeTest(unittest.TestCase):
+    """mem0's user_id, agent_id and run_id as scopes, and every argument the facade takes,
+    against a real server."""
+
     def setUp(self) -> None:
         self.m = Memory(url=URL)
+        self.c = self.m.client
 
     def test_run_scope_isolation(self) -> None:
+        # The quoted bug: search(user_id="alex", run_id="other-run") found a memory added under trip-42.
         user = session()
         self.m.add("I am flying to Lisbon on Friday.", user_id=user, run_id="trip-42", infer=False)
         self.assertEqual(self.m.search("Lisbon", user_id=user, run_id="other-run")["results"], [])
         found = self.m.search("Lisbon", user_id=user, run_id="trip-42")["results"]
         self.assertEqual([x["memory"] for x in found], ["I am flying to Lisbon on Friday."])
+        self.assertEqual((found[0]["user_id"], found[0]["run_id"]), (user, "trip-42"))
+
+    def test_scope_isolation(self) -> None:
+        user, agent = session(), session()
+        text = "The team meets in Lisbon on Friday."
+        ids = {}
+        for name, scope in {"user": {"user_id": user}, "user+run": {"user_id": user, "run_id": "r1"},
+                            "user+agent": {"user_id": user, "agent_id": agent},
+                            "user+agent+run": {"user_id": user, "agent_id": agent, "run_id": "r1"},
+                            "agent": {"agent_id": agent}, "agent+run": {"agent_id": agent, "run_id": "r1"}}.items():
+            r = self.m.add(text, infer=False, **scope)["results"]
+            self.assertEqual([x["event"] for x in r], ["ADD"], name)  # the same text in another scope never merges
+            ids[name] = r[0]["id"]
+
+        def found(**scope: str) -> set:
+            got = {x["id"] for x in self.m.search("Lisbon", **scope)["results"]}
+            self.assertEqual(got, {x["id"] for x in self.m.get_all(**scope)["results"]}, scope)
+            return got
+
+        self.assertEqual(found(user_id=user), {ids[k] for k in ("user", "user+run", "user+agent", "user+agent+run")})
+        self.assertEqual(found(user_id=user, run_id="r1"), {ids["user+run"], ids["user+agent+run"]})
+        self.assertEqual(found(user_id=user, agent_id=agent), {ids["user+agent"], ids["user+agent+run"]})
+        self.assertEqual(found(user_id=user, agent_id=agent, run_id="r1"), {ids["user+agent+run"]})
+        self.assertEqual(found(user_id=user, run_id="r2"), set())
+        self.assertEqual(found(agent_id=agent), {ids["agent"], ids["agent+run"]})
+        self.assertEqual(found(agent_id=agent, run_id="r1"), {ids["agent+run"]})
+        self.assertEqual(found(run_id="r1"), set())  # a run alone is a session of its own
+        item = self.m.search("Lisbon", agent_id=agent, run_id="r1")["results"][0]
+        self.assertEqual((item["agent_id"], item["run_id"]), (agent, "r1"))
+        self.assertNotIn("run_id", item["metadata"])
+        # delete_all of a run leaves the rest of the user's memories.
+        self.assertEqual(self.m.delete_all(user_id=user, run_id="r1")["message"], "2 memories deleted successfully!")
+        self.assertEqual(found(user_id=user), {ids["user"], ids["user+agent"]})
+        with self.assertRaises(ValueError):
+            self.m.search("Lisbon", user_id="")
+
+    def test_argument_mapping(self) -> None:
+        user = session()
+        r = self.m.add("I keep bees on the roof.", user_id=user, run_id="r1", infer=False, importance=0.9,
+                       time="2024-05-01T10:00:00Z", source="chat", tags=["hobby"], metadata={"mood": "calm"})
+        got = self.c.get(r["results"][0]["id"])
+        self.assertEqual((got["session"], got["importance"], got["created"], got["source"], got["tags"]),
+                         (user, 0.9, "2024-05-01T10:00:00Z", "chat", ["hobby"]))
+        self.assertEqual(got["metadata"], {"mood": "calm", "run_id": "r1"})
+        when = datetime.datetime(2024, 6, 2, 8, 30, tzinfo=datetime.timezone.utc)
+        r = self.m.add({"role": "user", "content": "I started learning the cello."}, user_id=user, infer=False, time=when)
+        self.assertEqual(self.c.get(r["results"][0]["id"])["created"], "2024-06-02T08:30:00Z")
+        # infer (mem0's default): what the user states, not the small talk or the assistant's boilerplate.
+        r = self.m.add([{"role": "system", "content": "be nice"},
+                        {"role": "user", "content": "Hi! haha ok. My sister Jenna moved to Denver last week.", "time": "2024-07-01T09:00:00Z"},
+                        {"role": "assistant", "content": "Nice to meet you! I'll remember that."},
+                        {"role": "user", "content": "thanks lol"}], user_id=user)["results"]
+        self.assertEqual([(x["event"], x["memory"]) for x in r], [("ADD", "My sister Jenna moved to Denver last week.")])
+        got = self.c.get(r[0]["id"])
+        self.assertEqual((got["source"], got["created"]), ("conversation", "2024-07-01T09:00:00Z"))
+        self.assertEqual([x["memory"] for x in self.m.search("Denver", user_id=user, threshold=1)["results"]], [])
+        self.assertEqual(self.m.search("Denver sister", user_id=user, threshold=0)["results"][0]["id"], r[0]["id"])
+        # Arguments the facade does not know are refused, not ignored.
+        with self.assertRaises(TypeError) as e:
+            self.m.add("x", user_id=user, memory_type="procedural_memory")
+        self.assertIn("memory_type", str(e.exception))
+        with self.assertRaises(TypeError):
+            self.m.search("x", user_id=user, rerank=True)
+        with self.assertRaises(TypeError):
+            self.m.get_all(user_id=user, version="v1.1")
+        with self.assertRaises(ValueError):
+            self.m.add([{"role": "user", "content": "x", "name": "alex"}], user_id=user)
+        with self.assertRaises(BadRequestError):
+            self.m.add("x", user_id=user, importance=2)
+        self.assertEqual(len(self.m.get_all(user_id=user)["results"]), 3)
+
+    def test_reset(self) -> None:
+        a, b = session(), session()
+        ids = [self.m.add("Reset me: the spare key is under the mat.", user_id=a, run_id="r1", infer=False)["results"][0]["id"],
+               self.m.add("Reset me: the spare key is under the mat.", user_id=a, infer=False)["results"][0]["id"],
+               self.m.add("Reset me too: the bike lock code is 4711.", user_id=b, infer=False)["results"][0]["id"]]
+        r = self.m.reset(user_id=a, run_id="r1")
+        self.assertEqual((r["forgotten"], r["restorable"]), (1, True))
+        self.assertIn("purge_after", r)
+        self.assertEqual([x["id"] for x in self.m.get_all(user_id=a)["results"]], [ids[1]])
+        r = self.m.reset()  # mem0's reset(): every session the key can reach
+        self.assertGreaterEqual(r["forgotten"], 2)
+        self.assertEqual(self.m.get_all(user_id=a)["results"] + self.m.get_all(user_id=b)["results"], [])
+        trash = {m["id"] for m in self.c.forgotten()}
+        self.assertLessEqual(set(ids), trash)
+        self.assertEqual(self.c.restore(ids), 3)
+        self.assertEqual(len(self.m.get_all(user_id=a)["results"]), 2)
+        self.assertEqual(self.m.get(ids[2])["memory"], "Reset me too: the bike lock code is 4711.")
+
+    def test_client_messages_and_distill(self) -> None:
+        s = session()
+        r = self.c.remember_messages(s, [{"role": "user", "text": "I moved to Porto in March."},
+                                         {"role": "assistant", "text": "Got it!"}], infer=True)
+        self.assertEqual((r["turns"], [e["memory"] for e in r["events"]]), (2, ["I moved to Porto in March."]))
+        self.c.add_turn(s, "user", "I work night shifts at the hospital now.")
+        d = self.c.distill(s)
+        self.assertEqual([e["memory"] for e in d["events"]], ["I work night shifts at the hospital now."])
+        self.assertEqual(self.c.distill(s)["events"], [])
+        with self.assertRaises(BadRequestError):
+            self.c.remember_messages(s, [{"role": "user", "text": "x"}], user_id="someone-else")
 
 
 class OfflineTest(unittest.TestCase):

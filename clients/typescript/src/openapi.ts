@@ -25,22 +25,34 @@ export interface ErrorBody {
   stored_ids?: string[];
 }
 
+/** text or messages */
 export interface RememberRequest {
   /** namespace of the memories; "" is the default session */
   session?: string;
+  /** mem0's user_id: another name for the session (give one, or both equal) */
+  user_id?: string;
+  /** mem0's agent_id: the session when neither session nor user_id is given, else only memories of this agent (metadata agent_id) */
+  agent_id?: string;
+  /** mem0's run_id: the session when nothing else names one, else only memories of this run (metadata run_id) */
+  run_id?: string;
   /** text to remember; chunked into paragraphs and sentences */
-  text: string;
+  text?: string;
+  /** instead of text: a conversation to remember, oldest first (mem0's add(messages)); system and blank messages are skipped (at most 1000 items) */
+  messages?: Turn[];
+  /** with messages: keep only what the user states about themselves (facts, plans, preferences, corrections), updating or deleting the memories it changes; without, every message is stored verbatim */
+  infer?: boolean;
   /** text around the memory (a turn's neighbouring turns) that keyword search matches it by at a third of the weight; text and context together must fit the text limit */
   context?: string;
   source?: string;
   tags?: string[];
   /** (minimum 0; maximum 1) */
   importance?: number;
-  /** when the memory was formed; default now; from 1970 to 24 hours ahead (format date-time) */
+  /** when the memory was formed (for messages: of those without a time); default now; from 1970 to 24 hours ahead (format date-time) */
   time?: string;
   metadata?: Metadata;
 }
 
+/** for a text: ids, merged, superseded, older (one entry per chunk); for messages: turns, events, fallback */
 export interface RememberResponse {
   ids?: string[];
   /** true where a chunk updated a near-duplicate memory */
@@ -49,6 +61,32 @@ export interface RememberResponse {
   superseded?: boolean[];
   /** true where a chunk was dated before the memory's last update: the newer text stays, the chunk is in its history */
   older?: boolean[];
+  /** messages: how many were read */
+  turns?: number;
+  /** messages: the memories written and deleted, in order */
+  events?: MemoryEvent[];
+  /** messages: why the built-in distiller stood in for the configured one */
+  fallback?: string;
+}
+
+export interface MemoryEvent {
+  /** update: an existing memory's text replaced (also an add merged into a near-duplicate) */
+  event: "add" | "update" | "delete";
+  id: string;
+  /** the memory's text now (delete: the text deleted); absent for a key without the read right */
+  memory?: string;
+  /** the text an update replaced, when known; absent for a key without the read right */
+  previous?: string;
+  /** the memory's time: that of the message it came from (format date-time) */
+  time?: string;
+}
+
+export interface DistillResult {
+  /** how many turns were read */
+  turns: number;
+  events: MemoryEvent[];
+  /** why the built-in distiller stood in for the configured one */
+  fallback?: string;
 }
 
 /** query, turns or both */
@@ -62,6 +100,13 @@ export interface RecallRequest {
     time?: string;
   }[];
   session?: string;
+  /** mem0's user_id: another name for the session (give one, or both equal) */
+  user_id?: string;
+  /** mem0's agent_id: the session when neither session nor user_id is given, else only memories of this agent (metadata agent_id) */
+  agent_id?: string;
+  /** mem0's run_id: the session when nothing else names one, else only memories of this run (metadata run_id) */
+  run_id?: string;
+  /** every session the key may read (not with user_id, agent_id or run_id) */
   all_sessions?: boolean;
   /** default 5 (minimum 0; maximum 1000) */
   k?: number;
@@ -72,8 +117,14 @@ export interface RecallRequest {
   vector_weight?: number;
   /** (minimum 0; maximum 1000) */
   keyword_weight?: number;
-  /** (minimum 0; maximum 1) */
+  /** drop memories whose final score is below this; omitted: 0.05, 0: no floor (minimum 0; maximum 1) */
   min_score?: number;
+  /** drop memories whose final score is below this fraction of the best result's; omitted: 0.2, 0: none (minimum 0; maximum 1) */
+  min_relative?: number;
+  /** answer from what was true then: RFC 3339, YYYY-MM-DD (its end), or an age such as 30d; omitted: now */
+  as_of?: string;
+  /** memories that newer ones change: demote (ranked below the newer one, marked stale), hide, or keep (ranked by their own score, still marked) (default "demote") */
+  superseded?: "demote" | "hide" | "keep";
   no_decay?: boolean;
   source_weights?: { [key: string]: number };
   /** do not count this recall as an access */
@@ -90,14 +141,25 @@ export interface Score {
   keyword?: number;
   /** keyword over the best BM25 score among the query's candidates: the keyword part on the scale of fused and final (minimum 0; maximum 1) */
   keyword_norm?: number;
+  /** the memory's score in the attribute list (a question about one of the user's own facts) over that list's best; absent when the query asks about none (minimum 0; maximum 1) */
+  attribute?: number;
   fused?: number;
   decay?: number;
   weight?: number;
+  /** 1, or the penalty (0.5) of a memory that a newer one changes */
+  current?: number;
+  /** min(1, fused × decay × weight × current) */
   final?: number;
 }
 
 export type RecallResult = Memory & {
   score?: Score;
+  /** a newer memory changes this one's fact (superseded when written, or in conflict at about the same relevance) */
+  stale?: boolean;
+  /** with stale: the ID of that newer memory */
+  newer?: string;
+  /** the older memories among the candidates whose facts this one changes */
+  replaces?: string[];
 };
 
 export interface RecallResponse {
@@ -107,11 +169,17 @@ export interface RecallResponse {
   session_empty?: boolean;
 }
 
-/** one of: ids (all must exist and be in the key's scope, else 404 naming the others and nothing is deleted), session with all, or filter (with session: only there). Without purge, on a store that keeps forgotten memories (memctl serve: --forget-retention, 30 days by default), the memories move to the trash and POST /v1/restore brings them back until purge_after */
+/** one of: ids (all must exist and be in the key's scope, else 404 naming the others and nothing is deleted), session (or user_id, agent_id, run_id) with all, or filter (with session: only there). Without purge, on a store that keeps forgotten memories (memctl serve: --forget-retention, 30 days by default), the memories move to the trash and POST /v1/restore brings them back until purge_after */
 export interface ForgetRequest {
   ids?: string[];
   session?: string;
-  /** with session: forget every memory of it */
+  /** mem0's user_id: another name for the session (give one, or both equal) */
+  user_id?: string;
+  /** mem0's agent_id: the session when neither session nor user_id is given, else only memories of this agent (metadata agent_id) */
+  agent_id?: string;
+  /** mem0's run_id: the session when nothing else names one, else only memories of this run (metadata run_id) */
+  run_id?: string;
+  /** with session (or user_id, agent_id, run_id): forget every memory of it */
   all?: boolean;
   filter?: Filter;
   /** delete for good, with the copies in the trash and the archive and the history; ids may then name memories that are only forgotten or archived */
@@ -208,7 +276,7 @@ export interface TaskReceipt {
 /** engram's JSON filter language (docs/format/filter.md): members are ANDed; keys are fields (session, source, tags, importance, access_count, created, updated, last_access, metadata.KEY) or and/or/not; a field takes a value (equality) or {eq, ne, in, range: {gte, gt, lte, lt}, exists} */
 export type Filter = { [key: string]: unknown };
 
-/** the caller's own attributes: strings, numbers or booleans */
+/** the caller's own attributes: strings, numbers or booleans; agent_id and run_id (non-empty strings) are the memory's scope within its session (mem0's agent_id and run_id) */
 export type Metadata = { [key: string]: string | number | boolean };
 
 /** the one JSON form of a memory (docs/format/export.md) */
@@ -227,6 +295,10 @@ export interface Memory {
   /** null until first recalled (format date-time) */
   last_access: string | null;
   access_count: number;
+  /** the newer memory of the session that changed this one's fact; absent while current */
+  superseded_by?: string;
+  /** when superseded_by was written (format date-time) */
+  superseded_at?: string;
   /** only where asked for */
   vector?: number[];
 }
@@ -236,6 +308,8 @@ export interface Version {
   change?: "merge" | "supersede" | "older" | "update" | "restore";
   /** (format date-time) */
   at?: string;
+  /** supersede: the memory that changed this one's fact, when it is a memory of its own */
+  by?: string;
   memory?: Memory;
 }
 
@@ -314,7 +388,7 @@ export interface Operations {
     body: undefined;
     response: unknown;
   };
-  /** Remember text (a write that has begun is finished even past the timeout; one failing part way names what it stored in stored_ids) */
+  /** Remember text or messages (a write that has begun is finished even past the timeout; one failing part way names what it stored in stored_ids) */
   "POST /v1/remember": {
     path: Record<string, never>;
     query: Record<string, never>;
@@ -391,6 +465,15 @@ export interface Operations {
     query: Record<string, never>;
     body: Turn;
     response: Conversation | ConversationReceipt;
+  };
+  /** Distill the session's turns not yet distilled into long-term memories (turns leaving the buffer are distilled by themselves); no body */
+  "POST /v1/sessions/{session}/distill": {
+    path: {
+      session: string;
+    };
+    query: Record<string, never>;
+    body: undefined;
+    response: DistillResult;
   };
   /** List tasks (working memory) */
   "GET /v1/tasks": {
@@ -482,6 +565,12 @@ export interface Operations {
     query: {
       /** only this session */
       session?: string;
+      /** mem0's user_id: another name for session */
+      user_id?: string;
+      /** mem0's agent_id: the session when neither session nor user_id is given, else only memories of this agent */
+      agent_id?: string;
+      /** mem0's run_id: the session when nothing else names one, else only memories of this run */
+      run_id?: string;
       /** a filter in the JSON filter language */
       where?: string;
       /** memories carrying this tag (repeatable: every one) */
@@ -731,15 +820,17 @@ export interface Operations {
 export const schemaFields = {
   "Job": ["cancel_requested","done","error","finished","id","kind","result","started","state","total","unit"],
   "ErrorBody": ["error","stored_ids"],
-  "RememberRequest": ["context","importance","metadata","session","source","tags","text","time"],
-  "RememberResponse": ["ids","merged","older","superseded"],
-  "RecallRequest": ["all_sessions","filter","fusion","k","keyword_weight","min_score","mode","no_decay","no_touch","prompt_tokens","query","session","source_weights","turns","vector_weight"],
-  "Score": ["decay","final","fused","keyword","keyword_norm","vector","weight"],
-  "RecallResult": ["access_count","created","id","importance","last_access","metadata","score","session","source","tags","text","updated","vector"],
+  "RememberRequest": ["agent_id","context","importance","infer","messages","metadata","run_id","session","source","tags","text","time","user_id"],
+  "RememberResponse": ["events","fallback","ids","merged","older","superseded","turns"],
+  "MemoryEvent": ["event","id","memory","previous","time"],
+  "DistillResult": ["events","fallback","turns"],
+  "RecallRequest": ["agent_id","all_sessions","as_of","filter","fusion","k","keyword_weight","min_relative","min_score","mode","no_decay","no_touch","prompt_tokens","query","run_id","session","source_weights","superseded","turns","user_id","vector_weight"],
+  "Score": ["attribute","current","decay","final","fused","keyword","keyword_norm","vector","weight"],
+  "RecallResult": ["access_count","created","id","importance","last_access","metadata","newer","replaces","score","session","source","stale","superseded_at","superseded_by","tags","text","updated","vector"],
   "RecallResponse": ["prompt","results","session_empty"],
-  "ForgetRequest": ["all","filter","ids","purge","session"],
+  "ForgetRequest": ["agent_id","all","filter","ids","purge","run_id","session","user_id"],
   "ForgetResponse": ["forgotten","purge_after","purged","restorable"],
-  "ForgottenMemory": ["access_count","created","forgotten","id","importance","last_access","metadata","purge_after","session","source","tags","text","updated","vector"],
+  "ForgottenMemory": ["access_count","created","forgotten","id","importance","last_access","metadata","purge_after","session","source","superseded_at","superseded_by","tags","text","updated","vector"],
   "Turn": ["role","text","time"],
   "Conversation": ["compressed","session","summary","turns"],
   "Step": ["name","result","started","status","updated"],
@@ -749,8 +840,8 @@ export const schemaFields = {
   "TaskReceipt": ["id","session","status","steps","updated"],
   "Filter": [],
   "Metadata": [],
-  "Memory": ["access_count","created","id","importance","last_access","metadata","session","source","tags","text","updated","vector"],
-  "Version": ["at","change","memory","version"],
+  "Memory": ["access_count","created","id","importance","last_access","metadata","session","source","superseded_at","superseded_by","tags","text","updated","vector"],
+  "Version": ["at","by","change","memory","version"],
   "ListResponse": ["memories","next_cursor"],
   "UpdateRequest": ["importance","metadata","source","tags","text"],
   "HistoryResponse": ["id","versions"],
@@ -765,15 +856,16 @@ export const operations = {
   "GET /metrics": {"method":"GET","path":"/metrics","pathParams":[],"query":[],"body":"none","bodyRequired":false,"bodyFields":[],"status":200,"response":"untyped","responseFields":[]},
   "GET /openapi.json": {"method":"GET","path":"/openapi.json","pathParams":[],"query":[],"body":"none","bodyRequired":false,"bodyFields":[],"status":200,"response":"untyped","responseFields":[]},
   "POST /mcp": {"method":"POST","path":"/mcp","pathParams":[],"query":[],"body":"none","bodyRequired":false,"bodyFields":[],"status":200,"response":"untyped","responseFields":[]},
-  "POST /v1/remember": {"method":"POST","path":"/v1/remember","pathParams":[],"query":[],"body":"json","bodyRequired":true,"bodyFields":["context","importance","metadata","session","source","tags","text","time"],"status":200,"response":"json","responseFields":["ids","merged","older","superseded"]},
-  "POST /v1/recall": {"method":"POST","path":"/v1/recall","pathParams":[],"query":[],"body":"json","bodyRequired":true,"bodyFields":["all_sessions","filter","fusion","k","keyword_weight","min_score","mode","no_decay","no_touch","prompt_tokens","query","session","source_weights","turns","vector_weight"],"status":200,"response":"json","responseFields":["prompt","results","session_empty"]},
-  "POST /v1/forget": {"method":"POST","path":"/v1/forget","pathParams":[],"query":[],"body":"json","bodyRequired":true,"bodyFields":["all","filter","ids","purge","session"],"status":200,"response":"json","responseFields":["forgotten","purge_after","purged","restorable"]},
+  "POST /v1/remember": {"method":"POST","path":"/v1/remember","pathParams":[],"query":[],"body":"json","bodyRequired":true,"bodyFields":["agent_id","context","importance","infer","messages","metadata","run_id","session","source","tags","text","time","user_id"],"status":200,"response":"json","responseFields":["events","fallback","ids","merged","older","superseded","turns"]},
+  "POST /v1/recall": {"method":"POST","path":"/v1/recall","pathParams":[],"query":[],"body":"json","bodyRequired":true,"bodyFields":["agent_id","all_sessions","as_of","filter","fusion","k","keyword_weight","min_relative","min_score","mode","no_decay","no_touch","prompt_tokens","query","run_id","session","source_weights","superseded","turns","user_id","vector_weight"],"status":200,"response":"json","responseFields":["prompt","results","session_empty"]},
+  "POST /v1/forget": {"method":"POST","path":"/v1/forget","pathParams":[],"query":[],"body":"json","bodyRequired":true,"bodyFields":["agent_id","all","filter","ids","purge","run_id","session","user_id"],"status":200,"response":"json","responseFields":["forgotten","purge_after","purged","restorable"]},
   "GET /v1/forgotten": {"method":"GET","path":"/v1/forgotten","pathParams":[],"query":["session"],"body":"none","bodyRequired":false,"bodyFields":[],"status":200,"response":"json","responseFields":["memories"]},
   "POST /v1/restore": {"method":"POST","path":"/v1/restore","pathParams":[],"query":[],"body":"json","bodyRequired":true,"bodyFields":["ids"],"status":200,"response":"json","responseFields":["restored"]},
   "GET /v1/sessions": {"method":"GET","path":"/v1/sessions","pathParams":[],"query":[],"body":"none","bodyRequired":false,"bodyFields":[],"status":200,"response":"untyped","responseFields":[]},
   "GET /v1/sessions/{session}/context": {"method":"GET","path":"/v1/sessions/{session}/context","pathParams":["session"],"query":[],"body":"none","bodyRequired":false,"bodyFields":[],"status":200,"response":"json","responseFields":["compressed","session","summary","turns"]},
   "DELETE /v1/sessions/{session}/context": {"method":"DELETE","path":"/v1/sessions/{session}/context","pathParams":["session"],"query":[],"body":"none","bodyRequired":false,"bodyFields":[],"status":200,"response":"untyped","responseFields":[]},
   "POST /v1/sessions/{session}/turns": {"method":"POST","path":"/v1/sessions/{session}/turns","pathParams":["session"],"query":[],"body":"json","bodyRequired":true,"bodyFields":["role","text","time"],"status":200,"response":"json","responseFields":["compressed","session","summary","turns"]},
+  "POST /v1/sessions/{session}/distill": {"method":"POST","path":"/v1/sessions/{session}/distill","pathParams":["session"],"query":[],"body":"none","bodyRequired":false,"bodyFields":[],"status":200,"response":"json","responseFields":["events","fallback","turns"]},
   "GET /v1/tasks": {"method":"GET","path":"/v1/tasks","pathParams":[],"query":[],"body":"none","bodyRequired":false,"bodyFields":[],"status":200,"response":"json","responseFields":["tasks"]},
   "POST /v1/tasks": {"method":"POST","path":"/v1/tasks","pathParams":[],"query":[],"body":"json","bodyRequired":true,"bodyFields":["goal","id","session"],"status":201,"response":"json","responseFields":["created","finished","goal","id","next","session","status","steps","updated"]},
   "GET /v1/tasks/{id}": {"method":"GET","path":"/v1/tasks/{id}","pathParams":["id"],"query":["session"],"body":"none","bodyRequired":false,"bodyFields":[],"status":200,"response":"json","responseFields":["created","finished","goal","id","next","session","status","steps","updated"]},
@@ -781,12 +873,12 @@ export const operations = {
   "POST /v1/tasks/{id}/steps": {"method":"POST","path":"/v1/tasks/{id}/steps","pathParams":["id"],"query":["session"],"body":"json","bodyRequired":true,"bodyFields":["name","next","result","status"],"status":200,"response":"json","responseFields":["created","finished","goal","id","next","session","status","steps","updated"]},
   "POST /v1/tasks/{id}/finish": {"method":"POST","path":"/v1/tasks/{id}/finish","pathParams":["id"],"query":["session"],"body":"json","bodyRequired":false,"bodyFields":["status"],"status":200,"response":"json","responseFields":["created","finished","goal","id","next","session","status","steps","updated"]},
   "GET /v1/stats": {"method":"GET","path":"/v1/stats","pathParams":[],"query":[],"body":"none","bodyRequired":false,"bodyFields":[],"status":200,"response":"untyped","responseFields":[]},
-  "GET /v1/memories": {"method":"GET","path":"/v1/memories","pathParams":[],"query":["session","where","tag","source","since","until","limit","cursor"],"body":"none","bodyRequired":false,"bodyFields":[],"status":200,"response":"json","responseFields":["memories","next_cursor"]},
-  "GET /v1/memories/{id}": {"method":"GET","path":"/v1/memories/{id}","pathParams":["id"],"query":["vector"],"body":"none","bodyRequired":false,"bodyFields":[],"status":200,"response":"json","responseFields":["access_count","created","id","importance","last_access","metadata","session","source","tags","text","updated","vector"]},
+  "GET /v1/memories": {"method":"GET","path":"/v1/memories","pathParams":[],"query":["session","user_id","agent_id","run_id","where","tag","source","since","until","limit","cursor"],"body":"none","bodyRequired":false,"bodyFields":[],"status":200,"response":"json","responseFields":["memories","next_cursor"]},
+  "GET /v1/memories/{id}": {"method":"GET","path":"/v1/memories/{id}","pathParams":["id"],"query":["vector"],"body":"none","bodyRequired":false,"bodyFields":[],"status":200,"response":"json","responseFields":["access_count","created","id","importance","last_access","metadata","session","source","superseded_at","superseded_by","tags","text","updated","vector"]},
   "DELETE /v1/memories/{id}": {"method":"DELETE","path":"/v1/memories/{id}","pathParams":["id"],"query":[],"body":"none","bodyRequired":false,"bodyFields":[],"status":200,"response":"json","responseFields":["deleted"]},
-  "PATCH /v1/memories/{id}": {"method":"PATCH","path":"/v1/memories/{id}","pathParams":["id"],"query":[],"body":"json","bodyRequired":true,"bodyFields":["importance","metadata","source","tags","text"],"status":200,"response":"json","responseFields":["access_count","created","id","importance","last_access","metadata","session","source","tags","text","updated","vector"]},
+  "PATCH /v1/memories/{id}": {"method":"PATCH","path":"/v1/memories/{id}","pathParams":["id"],"query":[],"body":"json","bodyRequired":true,"bodyFields":["importance","metadata","source","tags","text"],"status":200,"response":"json","responseFields":["access_count","created","id","importance","last_access","metadata","session","source","superseded_at","superseded_by","tags","text","updated","vector"]},
   "GET /v1/memories/{id}/history": {"method":"GET","path":"/v1/memories/{id}/history","pathParams":["id"],"query":[],"body":"none","bodyRequired":false,"bodyFields":[],"status":200,"response":"json","responseFields":["id","versions"]},
-  "POST /v1/memories/{id}/revert": {"method":"POST","path":"/v1/memories/{id}/revert","pathParams":["id"],"query":[],"body":"json","bodyRequired":true,"bodyFields":["version"],"status":200,"response":"json","responseFields":["access_count","created","id","importance","last_access","metadata","session","source","tags","text","updated","vector"]},
+  "POST /v1/memories/{id}/revert": {"method":"POST","path":"/v1/memories/{id}/revert","pathParams":["id"],"query":[],"body":"json","bodyRequired":true,"bodyFields":["version"],"status":200,"response":"json","responseFields":["access_count","created","id","importance","last_access","metadata","session","source","superseded_at","superseded_by","tags","text","updated","vector"]},
   "POST /v1/export": {"method":"POST","path":"/v1/export","pathParams":[],"query":[],"body":"json","bodyRequired":true,"bodyFields":["filter","vectors"],"status":200,"response":"ndjson","responseFields":[]},
   "POST /v1/cleanup": {"method":"POST","path":"/v1/cleanup","pathParams":[],"query":[],"body":"json","bodyRequired":true,"bodyFields":["dry_run","filter","include_recalled","older_than_days"],"status":200,"response":"json","responseFields":["batch","count","dry_run","ids","memories"]},
   "GET /v1/admin/stats": {"method":"GET","path":"/v1/admin/stats","pathParams":[],"query":[],"body":"none","bodyRequired":false,"bodyFields":[],"status":200,"response":"untyped","responseFields":[]},
