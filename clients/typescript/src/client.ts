@@ -54,6 +54,7 @@ export const ROUTES = {
   cleanup: "POST /v1/cleanup",
   context: "GET /v1/sessions/{session}/context",
   addTurn: "POST /v1/sessions/{session}/turns",
+  distill: "POST /v1/sessions/{session}/distill",
   clearContext: "DELETE /v1/sessions/{session}/context",
   tasks: "GET /v1/tasks",
   startTask: "POST /v1/tasks",
@@ -189,12 +190,18 @@ export type Recalled = RecallResult & { score: Required<Score> };
 /** What recall answers. */
 export type RecallAnswer = Omit<ResponseOf<"POST /v1/recall">, "results"> & { results: Recalled[] };
 /** What remember answers: one entry per chunk in each list. */
-export type RememberAnswer = WithRequired<ResponseOf<"POST /v1/remember">, "ids" | "merged" | "superseded" | "older">;
+export type RememberAnswer = WithRequired<Pick<ResponseOf<"POST /v1/remember">, "ids" | "merged" | "superseded" | "older">, "ids" | "merged" | "superseded" | "older">;
+/** What remember answers for messages, and distill: how many were read and the memories written and deleted (texts absent for a key without the read right). */
+export type DistillAnswer = WithRequired<Pick<ResponseOf<"POST /v1/remember">, "turns" | "events" | "fallback">, "turns" | "events">;
 /** One page of list. */
 export type MemoryPage = WithRequired<ResponseOf<"GET /v1/memories">, "memories">;
 
-/** What remember takes besides the session and the text. */
-export type RememberOptions = Omit<BodyOf<"POST /v1/remember">, "session" | "text">;
+/** What remember takes besides the session and the text (user_id, agent_id and run_id: mem0's scopes). */
+export type RememberOptions = Omit<BodyOf<"POST /v1/remember">, "session" | "text" | "messages" | "infer">;
+/** What rememberMessages takes besides the session and the messages: infer, and what remember takes. */
+export type RememberMessagesOptions = Omit<BodyOf<"POST /v1/remember">, "session" | "text" | "messages">;
+/** A message of a conversation to remember: role, text and time. */
+export type MessageTurn = NonNullable<BodyOf<"POST /v1/remember">["messages"]>[number];
 /** What recall takes besides the query and the session. */
 export type RecallOptions = Omit<RecallRequest, "query" | "session">;
 /** What list takes: a session, tags, source, since, until, limit, cursor, and where (a filter, as an object or its JSON). */
@@ -425,9 +432,23 @@ export class Client {
 
   // -- long-term memory -------------------------------------------------------------------
 
-  /** Remember text in a session (chunked): ids, merged, superseded and older, one entry per chunk. */
+  /**
+   * Remember text in a session (chunked): ids, merged, superseded and older, one entry per chunk.
+   * With user_id, agent_id or run_id in options (mem0's scopes) the session may be "" : the
+   * first of them names it, and the others are kept on the memories.
+   */
   async remember(session: string, text: string, options: RememberOptions = {}): Promise<RememberAnswer> {
     return (await this.call("remember", { body: { ...options, session, text } })) as RememberAnswer;
+  }
+
+  /**
+   * Remember a conversation (system messages are skipped): with infer only what the user states
+   * about themselves, updating or deleting the memories it changes; without, every message
+   * verbatim. Answers turns and events (add, update, delete; texts only for a key that may read).
+   */
+  async rememberMessages(session: string, messages: MessageTurn[], options: RememberMessagesOptions = {}): Promise<DistillAnswer> {
+    const r = await this.call("remember", { body: { ...options, session, messages } });
+    return { ...r, turns: r.turns ?? 0, events: r.events ?? [] } as DistillAnswer;
   }
 
   /**
@@ -439,8 +460,8 @@ export class Client {
   recall(request: RecallRequest): Promise<RecallAnswer>;
   async recall(query: string | RecallRequest, session?: string, options: RecallOptions = {}): Promise<RecallAnswer> {
     const body: RecallRequest = typeof query === "string" ? { ...options, query, session } : query;
-    if (body.session === undefined && !body.all_sessions) {
-      throw new TypeError("recall needs a session, or all_sessions: true");
+    if (body.session === undefined && !body.all_sessions && body.user_id === undefined && body.agent_id === undefined && body.run_id === undefined) {
+      throw new TypeError("recall needs a session (or user_id, agent_id, run_id), or all_sessions: true");
     }
     const r = await this.call("recall", { body });
     return { ...r, results: (r.results ?? []) as Recalled[] };
@@ -527,6 +548,11 @@ export class Client {
   /** Append a turn; older turns are summarized past the token budget. Answers the conversation. */
   addTurn(session: string, role: string, text: string, options: { time?: string } = {}) {
     return this.call("addTurn", { path: { session }, body: dropUndefined({ role, text, time: options.time }) });
+  }
+  /** Turn the session's turns not yet distilled into long-term memories; distilling again stores nothing new. */
+  async distill(session: string): Promise<DistillAnswer> {
+    const r = await this.call("distill", { path: { session } });
+    return { ...r, turns: r.turns ?? 0, events: r.events ?? [] } as DistillAnswer;
   }
   /** Clear the session's conversation. */
   clearContext(session: string) {

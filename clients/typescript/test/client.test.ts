@@ -147,8 +147,19 @@ test("short-term memory and tasks", server, async () => {
   const conv = await c.context(s);
   assert.deepEqual(conv.turns.map((t) => t.role), ["user", "assistant"]);
   assert.equal(conv.session, s);
+  // The user's turn becomes a memory when distilled, once.
+  const d = await c.distill(s);
+  assert.deepEqual([d.turns, d.events.map((e) => [e.event, e.memory])], [2, [["add", "I land in Osaka on Friday."]]]);
+  assert.deepEqual((await c.distill(s)).events, []);
   assert.deepEqual(await c.clearContext(s), { cleared: true });
   assert.deepEqual((await c.context(s)).turns, []);
+  // A conversation remembered at once: verbatim, or inferred; scoped as mem0 does.
+  const verbatim = await c.rememberMessages(s, [{ role: "user", text: "ok thanks" }, { role: "assistant", text: "You're welcome!" }]);
+  assert.equal(verbatim.events.length, 2);
+  const inferred = await c.rememberMessages("", [{ role: "user", text: "ok thanks. I'm a night nurse now." }], { infer: true, user_id: s, run_id: "r1" });
+  assert.deepEqual(inferred.events.map((e) => e.memory), ["I'm a night nurse now."]);
+  assert.equal((await c.get(inferred.events[0]!.id)).metadata?.run_id, "r1");
+  assert.deepEqual((await c.recall({ query: "nurse", user_id: s, run_id: "r2" })).results, []);
 
   const started = await c.startTask("plan the trip", { id: "trip", session: s });
   assert.equal(started.status, "active");
