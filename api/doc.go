@@ -12,11 +12,12 @@
 //
 // # Operations
 //
-// Ops is the data operations as one interface: remember, recall, forget
-// (by IDs, a whole session, or a filter; purge), restore and the trash,
-// get, list, update, delete, history, revert, sessions, a session's
-// conversation (context, add a turn, clear) and tasks (list, read, start,
-// record a step, finish, delete). Local implements it on a *memory.Store;
+// Ops is the data operations as one interface: remember (a text, or a
+// conversation's messages with infer, answering the distillation's events),
+// recall, forget (by IDs, a whole session or scope, or a filter; purge),
+// restore and the trash, get, list, update, delete, history, revert,
+// sessions, a session's conversation (context, add a turn, distill, clear)
+// and tasks (list, read, start, record a step, finish, delete). Local implements it on a *memory.Store;
 // memctl implements it over a server's HTTP API, so its commands and
 // `memctl mcp` act and answer the same whether the store is open here or
 // held by a running server. Local also runs the store-wide operations:
@@ -28,10 +29,24 @@
 // routes' first release) and jsonschema descriptions (the MCP tools' input
 // schemas), so a field added to a request reaches HTTP and MCP at once.
 // The parsing the doors share lives here too: ParseMode and ParseFusion
-// (hybrid, vector, keyword or bm25; weighted or rrf), ParseWhen (RFC 3339, a
-// date, or an age such as 7d), and Selection, the tag, source, since and
-// until shorthand that list and memctl's filter flags take. Recall answers
-// SessionEmpty when an empty result comes from a session without memories.
+// (hybrid, vector, keyword or bm25; weighted or rrf), ParseSuperseded
+// (demote, hide, keep), ParseWhen (RFC 3339, a date, or an age such as 7d:
+// since, until, a recall's as_of), and Selection, the tag, source, since and
+// until shorthand that list and memctl's filter flags take. A recall's
+// min_score and min_relative left out are the library's floors (0.05 and a
+// fifth of the best), 0 none. Recall answers SessionEmpty when an empty
+// result comes from a session without memories.
+//
+// # Scopes
+//
+// ScopeIDs is mem0's user_id, agent_id and run_id, which remember, recall,
+// list and forget take besides or instead of the session, mapped by
+// memory.Scope (one mapping in every door): the session is the user_id (the
+// session's other name: a request giving both must give the same), else the
+// agent_id, else the run_id; the IDs the session does not take are stored on
+// the memories as the metadata agent_id and run_id, and a request naming
+// them selects exactly those memories of the session. The caller's rights
+// and scope apply to the session they resolve to.
 //
 // # Callers, rights and scopes
 //

@@ -61,6 +61,21 @@
 // a memory, and Export and ReadExport write and read the versioned export format
 // (docs/format/export.md).
 //
+// # Scopes
+//
+// The session is the isolation boundary: what keys are scoped to, and what Recall, AddTurn and
+// every door take. mem0's user_id, agent_id and run_id map onto it through Scope (scope.go), the
+// one mapping every door and importer/mem0 use: the session is the user_id when given, else the
+// agent_id, else the run_id (Scope.Session); the IDs the session does not take are stored on
+// each memory under the reserved metadata keys MetaAgentID and MetaRunID ("agent_id", "run_id":
+// Scope.Metadata, non-empty strings, filterable like any metadata), and Scope.Filter selects
+// exactly them within the session, so a recall, list or forget that names a run finds nothing of
+// another run, and one that names none sees the whole session. A memory belongs to one scope:
+// Remember merges a near-duplicate only into, and supersedes only, a memory of the same session
+// with the same agent_id and run_id (or none); a distillation is shown, and so updates or
+// deletes, only memories of the scope it writes to; Update keeps the scope keys unless the new
+// metadata names them. A user and an agent of the same name share a session.
+//
 // # Conversations
 //
 // A conversation turn often answers in words its neighbours hold ("Yes! It was amazing" after
@@ -80,8 +95,9 @@
 // distills the turns that compression pushes out of the short-term window, Distill the turns
 // still in it, and RememberMessages with MessagesOptions.Infer the messages it is given (without
 // Infer it stores each message verbatim, mem0's infer=False). What the user states about
-// themselves, their plans, preferences and corrections becomes memories of the session, with
-// source "conversation" (DistillSource), the time of its turn and the turn before it as Context;
+// themselves, their plans, preferences and corrections becomes memories of the session (and of
+// the scope its metadata names: see Scopes), with source "conversation" (DistillSource), the time
+// of its turn and the turn before it as Context;
 // small talk, questions and the assistant's turns do not. The default RuleDistiller needs no
 // model (English and Chinese first-person statements, corrections and continuations, kept
 // verbatim); ollama.Distiller asks a local model for add, update, delete or none against the

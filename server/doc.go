@@ -4,7 +4,7 @@
 // at /openapi.json, and the Model Context Protocol over streamable HTTP at
 // /mcp: remember, recall, forget, restore, forgotten and sessions, single
 // memories (get, list, update, delete, history, revert), short-term memory
-// (context, add_turn, clear_context) and working memory (tasks, task,
+// (context, add_turn, distill, clear_context) and working memory (tasks, task,
 // start_task, update_step, finish_task, delete_task). NewMCP builds the same
 // MCP tools for other transports (memctl mcp serves them over stdio), and
 // NewMCPFor builds them over any api.Ops (memctl mcp on a store a server
@@ -24,6 +24,11 @@
 // cmd/memctl's TestParity sends the same requests through the library,
 // HTTP, MCP and memctl and compares the answers. The request and answer
 // types keep their server names as aliases (RememberRequest = api.RememberRequest).
+// POST /v1/remember takes a text or a conversation's messages (with infer),
+// POST /v1/sessions/{session}/distill distills a session's short-term turns,
+// and remember, recall, list (?user_id=&agent_id=&run_id=) and forget take
+// mem0's scope IDs (api.ScopeIDs), which name the session the key's scope
+// is checked against.
 //
 // # Administration and the dashboard
 //

@@ -24,6 +24,20 @@
 // every command opens it with that model when --embedder is not given; a
 // store without a record opens with the built-in lexical embedder.
 //
+// # Scopes and conversations
+//
+// remember, recall, list and forget take mem0's --user-id, --agent-id and
+// --run-id (api.ScopeIDs, memory.Scope): with one given and no --session on
+// the command line, they name the session and a default session
+// (ENGRAM_SESSION, the config file) gives way. remember --messages FILE (or -)
+// remembers a conversation, a JSON array of {"role", "text" (or mem0's
+// "content"), "time"}, verbatim or with --infer distilled; context distill
+// distills a session's short-term turns. recall takes --as-of,
+// --superseded, --min-score and --min-relative (0 turns a floor off), marks
+// results a newer memory changes, and with --explain ends with
+// memory.LexicalNote on a store that uses the built-in lexical embedder
+// (through a server: when the key may read its statistics).
+//
 // # Through a running server
 //
 // While `memctl serve` holds a store, the commands that read or write it
