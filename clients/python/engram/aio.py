@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import socket
 import ssl as _ssl
 import time as _time
 import urllib.parse
@@ -50,11 +51,16 @@ class _Conn:
                 and not getattr(self.reader, "_buffer", b"") and now - self.idle_since < expiry)
 
     def abort(self) -> None:
-        """Drop the connection now (the server sees it close); safe on a closed loop."""
+        """Drop the connection now (the server sees it close), also where its loop has closed."""
         try:
             self.writer.transport.abort()
-        except Exception:  # noqa: BLE001 - its loop may be closed already
-            pass
+        except RuntimeError:  # the loop is closed: end the TCP connection at least
+            sock = self.writer.get_extra_info("socket")
+            if sock is not None:
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
 
 
 async def _read_head(reader: asyncio.StreamReader) -> Tuple[int, str, Dict[str, str]]:
@@ -211,6 +217,9 @@ class _Pool:
         return resp
 
     async def close(self) -> None:
+        if self.loop is not asyncio.get_running_loop():
+            self._bind()  # they belong to a loop that is gone
+            return
         idle, self.idle = self.idle, []
         for c in idle:
             c.writer.close()
