@@ -241,7 +241,10 @@ class AsyncClient:
     awaits a request closes its connection and leaves the client usable. Use it as
     ``async with AsyncClient(...) as c:`` or call ``await c.aclose()``. An AsyncClient serves one
     event loop at a time (a later ``asyncio.run`` may use it again); it is not thread-safe.
-    Proxies (``HTTP_PROXY``) are not used.
+    Proxies (``HTTP_PROXY``) are not used. A GET or DELETE whose pooled connection the server
+    had closed is sent again on a new one; a POST or PATCH is not (it fails with status 0),
+    as the server may have acted on it: idle connections are dropped after ``keepalive``
+    seconds, before the server's own idle limit (two minutes), so this is rare.
     """
 
     def __init__(self, url: str = DEFAULT_URL, token: Optional[str] = None, timeout: float = 30.0, *,
@@ -269,7 +272,8 @@ class AsyncClient:
         return f"AsyncClient({self.url!r})"
 
     async def aclose(self) -> None:
-        """Close the idle connections (requests in flight close theirs when done)."""
+        """Close the idle connections. The client stays usable (a later request connects
+        anew); a request still in flight when it is called pools its connection as usual."""
         await self._pool.close()
 
     async def __aenter__(self) -> "AsyncClient":
