@@ -22,7 +22,7 @@ from .errors import EngramError
 
 __all__ = ["AsyncClient"]
 
-_IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
+_RESENDABLE = frozenset({"GET", "HEAD"})  # reads: sending one twice changes nothing
 _MAX_HEADERS = 200
 
 
@@ -199,8 +199,8 @@ class _Pool:
                 resp, keep = await _exchange(conn, head, body, method)
             except _Closed:
                 # A reused connection the server closed as we sent on it: nothing was answered,
-                # so a request that may be repeated goes once more, on a new connection.
-                if not (reused and method in _IDEMPOTENT):
+                # so a read goes once more, on a new connection.
+                if not (reused and method in _RESENDABLE):
                     raise
                 conn.abort()
                 conn = await self._open()
@@ -241,10 +241,10 @@ class AsyncClient:
     awaits a request closes its connection and leaves the client usable. Use it as
     ``async with AsyncClient(...) as c:`` or call ``await c.aclose()``. An AsyncClient serves one
     event loop at a time (a later ``asyncio.run`` may use it again); it is not thread-safe.
-    Proxies (``HTTP_PROXY``) are not used. A GET or DELETE whose pooled connection the server
-    had closed is sent again on a new one; a POST or PATCH is not (it fails with status 0),
-    as the server may have acted on it: idle connections are dropped after ``keepalive``
-    seconds, before the server's own idle limit (two minutes), so this is rare.
+    Proxies (``HTTP_PROXY``) are not used. A GET whose pooled connection the server had
+    closed is sent again on a new one; a write is not (it fails with status 0), as the server
+    may have acted on it: idle connections are dropped after ``keepalive`` seconds, before the
+    server's own idle limit (two minutes), so this is rare.
     """
 
     def __init__(self, url: str = DEFAULT_URL, token: Optional[str] = None, timeout: float = 30.0, *,

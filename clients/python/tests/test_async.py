@@ -317,9 +317,10 @@ class FakeServer:
     """An HTTP/1.1 server on the test's loop: handler answers each request with bytes, or None
     to answer nothing and wait for the client to close (counted in ``aborted``)."""
 
-    def __init__(self, handler: Handler, close_after_answer: bool = False) -> None:
+    def __init__(self, handler: Handler, close_after_answer: bool = False, drop_second: bool = False) -> None:
         self.handler = handler
         self.close_after_answer = close_after_answer
+        self.drop_second = drop_second  # close a connection when its second request arrives, unanswered
         self.connections = 0
         self.requests: List[Tuple[str, str, Dict[str, str], bytes]] = []
         self.aborted = 0
@@ -338,9 +339,9 @@ class FakeServer:
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.connections += 1
         try:
-            while True:
+            for n in range(1 << 30):
                 line = await reader.readline()
-                if not line:
+                if not line or (self.drop_second and n == 1):
                     return
                 method, target, _ = line.decode().split(" ", 2)
                 headers = {}
@@ -416,6 +417,18 @@ class TransportTest(Case):
             for i in range(5):  # each answer's connection is gone by the next request
                 self.assertEqual((await c.request("GET", f"/{i}"))["target"], f"/{i}")
             self.assertEqual(srv.connections, 5)
+
+    async def test_stale_connection_resends_reads_only(self) -> None:
+        async with FakeServer(echo, drop_second=True) as srv, AsyncClient(srv.url) as c:
+            self.assertEqual((await c.request("GET", "/1"))["target"], "/1")
+            self.assertEqual((await c.request("GET", "/2"))["target"], "/2")  # dropped, then sent again
+            self.assertEqual(srv.connections, 2)
+            with self.assertRaises(EngramError) as e:  # a write is not sent twice
+                await c.request("POST", "/3")
+            self.assertEqual(e.exception.status, 0)
+            self.assertIn("closed the connection without answering", e.exception.message)
+            self.assertEqual([r[1] for r in srv.requests], ["/1", "/2"])
+            self.assertEqual((await c.request("POST", "/4"))["target"], "/4")
 
     async def test_connection_close_and_body_to_eof(self) -> None:
         async def close(*_: Any) -> bytes:
