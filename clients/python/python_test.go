@@ -158,9 +158,19 @@ func TestPythonClient(t *testing.T) {
 			if !bytes.Contains(out, []byte("OK")) || bytes.Contains(out, []byte("skipped")) {
 				t.Fatalf("python tests with %s did not all run:\n%s", py, out)
 			}
-			t.Logf("%s: %s", py, lastLine(out))
+			t.Logf("%s: %s, %s", py, ranLine(out), lastLine(out))
 		})
 	}
+}
+
+// ranLine is unittest's "Ran N tests in Ts" line.
+func ranLine(b []byte) string {
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "Ran ") {
+			return l
+		}
+	}
+	return "no Ran line"
 }
 
 func lastLine(b []byte) string {
