@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/engramdb/engram/internal/crypt"
 	"github.com/engramdb/engram/wal"
 )
 
@@ -64,6 +65,15 @@ type DB struct {
 	lenient       bool
 	replaySkipped int
 
+	// keys are the data keys of an encrypted store (nil: plaintext);
+	// replaced, never changed, under writeMu when a session key is made
+	// or destroyed. walSeq is the sequence of the last sealed WAL record
+	// (encryption.md); purgedParts counts replayed parts whose session
+	// key was destroyed.
+	keys        *crypt.Keys
+	walSeq      uint64
+	purgedParts int
+
 	// actions are what Open did to the files besides reading them (with
 	// ReadOnly: what it would do); see OpenActions.
 	actions []string
@@ -103,6 +113,12 @@ func (d *DB) logAndApply(o *walOp) error {
 	payload := encodeOp(o)
 	if len(payload) > MaxBatchBytes {
 		return fmt.Errorf("%w: batch encodes to %d bytes, limit %d; split it", ErrInvalid, len(payload), MaxBatchBytes)
+	}
+	if d.keys != nil {
+		var err error
+		if payload, err = d.sealOp(o); err != nil {
+			return err
+		}
 	}
 	lsn, err := d.log.Append(payload)
 	if err != nil {

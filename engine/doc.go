@@ -18,6 +18,8 @@
 //	CURRENT     names the newest manifest (docs/format/manifest.md)
 //	wal/        the write-ahead log (package wal)
 //	seg/NNNNNNNN.seg   immutable segment files (docs/format/segment.md)
+//	KEYS        an encrypted store's data keys, sealed under its passphrase or
+//	            key file (Options.Key; docs/format/encryption.md)
 //
 // Files are created 0600 and directories 0700.
 //
@@ -333,4 +335,5 @@
 //	segcontainer.go    the file container: section table, trailer, chunk checksums
 //	seginfo.go, segsections.go  the info section, the typed sections parsed at open
 //	walrec.go          WAL record encoding           collection.go, search.go  the collection API
+//	encrypt.go         Options.Key, KEYS, sealed WAL records, ChangeKey, DestroySessionKey
 package engine

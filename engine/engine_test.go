@@ -45,7 +45,7 @@ func openT(t testing.TB, dir string, opts Options) *DB {
 				t.Errorf("closing the store the test left open: %v", err)
 			}
 			fsys := opts.FS
-			if _, err := CheckDir(dir, Options{FS: fsys}, nil); err != nil && !errors.Is(err, ErrLocked) {
+			if _, err := CheckDir(dir, Options{FS: fsys, Key: opts.Key}, nil); err != nil && !errors.Is(err, ErrLocked) {
 				t.Errorf("the store the test left behind fails its check: %v", err)
 			}
 		})

@@ -137,7 +137,7 @@ func knownName(sub, name string, isDir bool) bool {
 		switch name {
 		case "seg", "wal":
 			return isDir
-		case "LOCK":
+		case "LOCK", keysName:
 			return !isDir
 		}
 		base := strings.TrimSuffix(name, ".tmp")

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/engramdb/engram/hnsw"
+	"github.com/engramdb/engram/internal/crypt"
 	"github.com/engramdb/engram/internal/vfs"
 	"github.com/engramdb/engram/quant"
 	"github.com/engramdb/engram/wal"
@@ -53,6 +54,13 @@ type Options struct {
 	// writable Open would do. Mutations, Flush, Compact, Backup and
 	// SetLockNote return ErrReadOnly.
 	ReadOnly bool
+	// Key makes a new store encrypted (docs/format/encryption.md), and
+	// unlocks an encrypted one: nil for a plaintext store. Encryption is
+	// chosen when the store is created: a store without KEYS opened with
+	// a Key is ErrInvalid, one with KEYS opened without is
+	// ErrKeyRequired, with a wrong one ErrWrongKey; none of them writes
+	// anything.
+	Key *Key
 	// Logger receives warnings about what Open repairs or sets aside by
 	// itself (a torn WAL tail cut, a file named like a WAL segment that is
 	// not one); nil discards them. OpenActions lists them too.
@@ -112,17 +120,23 @@ func Open(dir string, opts Options) (*DB, error) {
 			return nil, fmt.Errorf("engine: create %s: %w", dir, err)
 		}
 	}
+	// The key is checked before anything is written (the lock file).
+	keys, err := loadKeys(opts.FS, dir, opts.Key, fresh)
+	if err != nil {
+		return nil, err
+	}
 	lock, err := lockDir(opts.FS, filepath.Join(dir, "LOCK"), opts.ReadOnly)
 	if err != nil {
 		return nil, err
 	}
-	d := &DB{dir: dir, opts: opts, lock: lock, colls: map[string]*Collection{}, kv: map[string][]byte{},
+	d := &DB{keys: keys, dir: dir, opts: opts, lock: lock, colls: map[string]*Collection{}, kv: map[string][]byte{},
 		flushSignal: make(chan struct{}, 1), compactSignal: make(chan struct{}, 1), bgDone: make(chan struct{})}
 	if err := d.open(fresh); err != nil {
 		d.closeFiles()
 		lock.unlock()
 		return nil, err
 	}
+	d.startSeq()
 	if opts.ReadOnly {
 		close(d.bgDone) // nothing to flush or compact
 	} else {
@@ -183,7 +197,7 @@ func inspectDir(fsys FS, dir string) (fresh bool, err error) {
 			continue
 		}
 		switch e {
-		case "LOCK", "seg", "wal":
+		case "LOCK", "seg", "wal", keysName, keysName + ".tmp":
 		default:
 			foreign = append(foreign, e)
 		}
@@ -208,6 +222,15 @@ func inspectDir(fsys FS, dir string) (fresh bool, err error) {
 
 func (d *DB) open(fresh bool) error {
 	fsys := d.opts.FS
+	if fresh && d.opts.Key != nil && d.keys == nil {
+		// KEYS comes first: a directory holding only it (and LOCK) is
+		// a creation that crashed, created again with the same key.
+		keys := crypt.New()
+		if err := writeKeys(fsys, d.dir, keys, d.opts.Key); err != nil {
+			return fmt.Errorf("engine: create %s: %w", keysName, err)
+		}
+		d.keys = keys
+	}
 	if fresh {
 		m := &manifest{nextFile: 1, kv: map[string][]byte{}}
 		if err, _ := writeManifest(fsys, d.dir, 1, m); err != nil {
@@ -335,15 +358,26 @@ func (d *DB) open(fresh bool) error {
 		}
 	}()
 	err = d.log.Replay(replayFrom(m), func(lsn wal.LSN, rec []byte) error {
-		o, err := decodeOp(rec)
+		var ops []*walOp
+		if d.keys != nil {
+			var skipped int
+			ops, skipped, err = d.openOps(lsn, rec)
+			d.purgedParts += skipped
+		} else {
+			var o *walOp
+			o, err = decodeOp(rec)
+			ops = []*walOp{o}
+		}
 		if err != nil {
 			return &CorruptionError{File: filepath.Join(d.dir, "wal"), Err: fmt.Errorf("WAL record %v: %w", lsn, err)}
 		}
-		if err := d.apply(o); err != nil {
-			// A logged op the state cannot take (an op on a collection
-			// the manifest does not know) is damage too: the log and the
-			// manifest disagree.
-			return &CorruptionError{File: filepath.Join(d.dir, "wal"), Err: fmt.Errorf("WAL record %v: %w", lsn, err)}
+		for _, o := range ops {
+			if err := d.apply(o); err != nil {
+				// A logged op the state cannot take (an op on a collection
+				// the manifest does not know) is damage too: the log and the
+				// manifest disagree.
+				return &CorruptionError{File: filepath.Join(d.dir, "wal"), Err: fmt.Errorf("WAL record %v: %w", lsn, err)}
+			}
 		}
 		d.lastLSN = lsn
 		replayed++

@@ -110,7 +110,7 @@ func Repair(dir string, opts Options) (RepairReport, error) {
 	// The rebuilt manifest has no checkpoint: open replays the whole WAL
 	// over the segments (leniently), and a flush writes an ordinary
 	// manifest, so later opens replay nothing twice.
-	db, err := Open(dir, Options{FS: opts.FS, NamespaceField: opts.NamespaceField, FlushBytes: -1, CompactInterval: -1, M: opts.M, EfConstruction: opts.EfConstruction, walSegSize: opts.walSegSize})
+	db, err := Open(dir, Options{FS: opts.FS, Key: opts.Key, NamespaceField: opts.NamespaceField, FlushBytes: -1, CompactInterval: -1, M: opts.M, EfConstruction: opts.EfConstruction, walSegSize: opts.walSegSize})
 	if err != nil {
 		return rep, fmt.Errorf("engine: repair: open the rebuilt store: %w", err)
 	}
@@ -127,6 +127,11 @@ func repair(dir string, opts Options) (rep RepairReport, rebuilt bool, err error
 		return rep, false, err
 	} else if fresh {
 		return rep, false, fmt.Errorf("%w: %s has no manifest and no data", ErrNotStore, dir)
+	}
+	// An encrypted store is repaired only with its key (checked before
+	// anything is written): the WAL is replayed after.
+	if _, err := loadKeys(opts.FS, dir, opts.Key, false); err != nil {
+		return rep, false, err
 	}
 	lock, err := lockDir(opts.FS, filepath.Join(dir, "LOCK"), false)
 	if err != nil {

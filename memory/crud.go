@@ -189,6 +189,9 @@ type UpdateOptions struct {
 	Tags       *[]string
 	Importance *float64
 	Metadata   *map[string]any
+	// Current clears the memory's supersede mark (Memory.SupersededBy, SupersededAt): after a
+	// wrong supersede it ranks as a current memory again.
+	Current bool
 }
 
 // Update changes one memory by ID, keeps its earlier version in the history (ChangeUpdate) and
@@ -203,8 +206,8 @@ func (s *Store) update(ctx context.Context, id string, o UpdateOptions, change C
 	if id == "" {
 		return Memory{}, errorf(ErrInvalidInput, "empty memory ID")
 	}
-	if o.Text == nil && o.Source == nil && o.Tags == nil && o.Importance == nil && o.Metadata == nil {
-		return Memory{}, errorf(ErrInvalidInput, "update of %q changes nothing: give a text, source, tags, importance or metadata", id)
+	if o.Text == nil && o.Source == nil && o.Tags == nil && o.Importance == nil && o.Metadata == nil && !o.Current {
+		return Memory{}, errorf(ErrInvalidInput, "update of %q changes nothing: give a text, source, tags, importance, metadata or current", id)
 	}
 	var vecs [][]float32
 	_, emb, err := s.current()
@@ -255,6 +258,9 @@ func (s *Store) update(ctx context.Context, id string, o UpdateOptions, change C
 	if o.Metadata != nil {
 		m.Metadata = maps.Clone(*o.Metadata)
 	}
+	if o.Current {
+		m.SupersededBy, m.SupersededAt = "", time.Time{}
+	}
 	ro := RememberOptions{Source: m.Source, Tags: m.Tags, Importance: m.Importance, Metadata: m.Metadata}
 	if err := s.checkRemember(m.Session, m.Text, &ro); err != nil {
 		return Memory{}, err
@@ -280,7 +286,8 @@ func maxTime(a, b time.Time) time.Time {
 }
 
 // Revert brings back version n of a memory's history as its current text and metadata (the
-// version it replaces goes into the history as ChangeRestore) and returns the memory.
+// version it replaces goes into the history as ChangeRestore) and returns the memory. A version
+// written before the memory was superseded brings it back as current (UpdateOptions.Current).
 func (s *Store) Revert(ctx context.Context, id string, n int) (Memory, error) {
 	vs, err := s.History(ctx, id)
 	if err != nil {
@@ -296,7 +303,8 @@ func (s *Store) Revert(ctx context.Context, id string, n int) (Memory, error) {
 		md = map[string]any{}
 	}
 	tags := slices.Clone(v.Tags)
-	return s.update(ctx, id, UpdateOptions{Text: &v.Text, Source: &v.Source, Tags: &tags, Importance: &v.Importance, Metadata: &md}, ChangeRestore)
+	return s.update(ctx, id, UpdateOptions{Text: &v.Text, Source: &v.Source, Tags: &tags, Importance: &v.Importance, Metadata: &md,
+		Current: v.SupersededBy == ""}, ChangeRestore)
 }
 
 // Delete forgets the memories with the given IDs as Forget does (into the trash with

@@ -206,7 +206,7 @@ func says(s string) int {
 var (
 	correctionOpeners = wordSet(`actually correction sorry wait oops no nope not`)
 	correctionPhrases = []string{"i meant", "i mean", "no longer", "not anymore", "instead", "rather than", "changed to", "switched to", "moved to"}
-	zhCorrections     = []string{"其实", "不对", "更正", "说错了", "应该是", "改成", "换成", "改到", "改为", "搬到", "推迟", "提前", "取消", "不再", "而是"}
+	zhTurnCorrections = []string{"其实", "不对", "更正", "说错了", "应该是", "改成", "换成", "改到", "改为", "搬到", "推迟", "提前", "取消", "不再", "而是"}
 )
 
 func correction(s string) bool {
@@ -229,7 +229,7 @@ func correction(s string) bool {
 			return true
 		}
 	}
-	for _, p := range zhCorrections {
+	for _, p := range zhTurnCorrections {
 		if strings.Contains(s, p) {
 			return true
 		}

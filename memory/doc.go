@@ -20,6 +20,34 @@
 // update leaves the newer text in place (ChangeOlder, RememberResult.Older), so Updated never
 // moves back and never precedes Created.
 //
+// # Current facts
+//
+// Most changed facts are not near-duplicates ("Marta reshuffled her schedule, so my sessions are
+// now Wednesdays at 5:45 pm" for "Physio with Marta is every Monday at 8:00 am"). Remember looks
+// for them among the session's memories that a keyword, a vector and an attribute search with
+// the new chunk find, and compares sketches (sketch.go: salient terms, the kinds of personal
+// fact stated, typed values, who the text is about, change cues, English and Chinese, no model):
+// a chunk that announces a change and shares the fact's subject, or changes one of its values,
+// supersedes it (supersede.go has the rules). Both memories stay: the older is marked
+// (Memory.SupersededBy, SupersededAt; RememberResult.Supersedes), and its previous version goes
+// to its History as ChangeSupersede with Version.By naming the newer. Only facts take part: not
+// documents (over 400 characters), questions, chat messages and conversation turns (a Context).
+// RememberOptions.NoSupersede and Options.NoSupersede turn detection off. On
+// shared/datasets/text/assistant-dev it finds 23 of the 24 annotated changes and nothing else
+// (bench/results/memory-semantics.md).
+//
+// Recall puts the current fact first (current.go): a superseded candidate is multiplied by
+// StalePenalty (Score.Current) and marked (Result.Stale, Newer), and its successor, read by ID
+// when the query did not find it, takes its relevance when that is higher (unless the change is
+// about another attribute than the query asks about), so the newer ranks above it even when it
+// shares no word with the question; where two of the best candidates conflict and nothing was
+// recorded, the newer ranks just above the older when they are about as relevant, and nothing
+// happens to an old memory that nothing contradicts. RecallOptions.Superseded hides stale
+// memories or keeps the first release's ranking. RecallOptions.AsOf answers from what was true at
+// a past time: memories created after it are left out, memories superseded after it are current,
+// and a memory rewritten in place after it comes back with its text of then, from its History.
+// BuildPrompt labels entries "outdated: see [n]" and "newer than [m]".
+//
 // # Get, list, update, delete, history
 //
 // Lookup reads one memory by ID; List pages through the memories a Filter matches, newest
@@ -80,21 +108,30 @@
 // those vectors carry the words BM25 already scores, without IDF: ungated they lower
 // conversational recall below BM25 alone, gated hybrid recall is at least BM25 on every set of
 // bench/results/retrieval.md. A semantic embedder (BGE-M3) runs ungated: its list finds what
-// shares no word with the query, which a gate would throw away. Then each candidate is
-// reranked by
+// shares no word with the query, which a gate would throw away. A question about the user's own
+// facts ("Where do I work now?", 我现在住在哪里？) also runs a keyword search with the words of the
+// kinds of fact it asks about (attributeLexicon: where one lives, work, a relationship, diet
+// ...), which adds RecallOptions.AttributeWeight (0.4) × the memory's score there (Score.Attribute)
+// of what Fused lacks to 1, and loses the words that only ask for the present (now, these days,
+// 现在); statements (a claim searched for evidence) and questions not in the first person do
+// not. Then
+// each candidate is reranked by
 //
-//	Final  = min(1, Fused × Decay × Weight)                       (every part but Weight in [0, 1])
-//	Decay  = Floor + (1 − Floor) × (1 − PerDay)^age_days          (defaults: Floor 0.5, PerDay 0.10)
-//	         or Floor + (1 − Floor) × 0.5^(age / HalfLife)
+//	Final  = min(1, Fused × Decay × Weight × Current)          (every part but Weight in [0, 1])
+//	Decay  = Floor + (1 − Floor) × ((1 − Slow) × (1 − PerDay)^age_days + Slow × 0.5^(age / SlowHalfLife))
+//	         (defaults: Floor 0.5, PerDay 0.10, Slow 0.2, SlowHalfLife 365 days; HalfLife replaces PerDay)
 //	Weight = SourceWeights[source] × (1 + ImportanceWeight × (importance − 0.5))
+//	Current = 1, or StalePenalty (0.5) for a memory a newer one changes
 //
 // where age runs from the last write of the memory's text (default: a recall does not make a
 // memory young again) or, with DecayLastAccess, from the later of the last write and the last
 // access. The floor is the ranking policy against burying strong matches: decay alone can at
 // most halve a memory's score, so an old memory that matches the query outranks a fresh one
-// that shares little with it (memorytest's OldExactMatchOutranksFreshUnrelated). Every Result
-// carries these parts in Score, so a caller can see why a
-// memory came back. Unless NoTouch is set, the returned memories' access counts and last-access
+// that shares little with it (memorytest's OldExactMatchOutranksFreshUnrelated); the slow part
+// keeps ordering memories older than a month, which the fast part leaves at the floor. A result
+// must reach RecallOptions.MinScore (DefaultMinScore, 0.05) and MinRelative (DefaultMinRelative,
+// 0.2) of the best result's Final; negative values turn these floors off. Every Result carries
+// these parts in Score, so a caller can see why a memory came back. Unless NoTouch is set, the returned memories' access counts and last-access
 // times are updated durably in one backend call (Collection.Touch: one WAL record in the engine),
 // best effort: if that write fails (a full disk) the recall still answers; the failure is counted
 // (Store.TouchFailures) and logged once per burst (Options.Logger).

@@ -22,6 +22,10 @@ const (
 	metaImportance = "importance"
 	metaCreated    = "created"
 	metaUpdated    = "updated"
+	// metaSupersededBy and metaSupersededAt hold Memory.SupersededBy and SupersededAt, only
+	// while the memory is superseded.
+	metaSupersededBy = "superseded_by"
+	metaSupersededAt = "superseded_at"
 	// metaUser prefixes the keys of user metadata (Memory.Metadata).
 	metaUser = "m."
 )
@@ -105,6 +109,10 @@ func toRecord(m *Memory) engine.Record {
 	if len(m.Tags) > 0 {
 		meta[metaTags] = engine.StringList(m.Tags...)
 	}
+	if m.SupersededBy != "" {
+		meta[metaSupersededBy] = engine.String(m.SupersededBy)
+		meta[metaSupersededAt] = engine.Time(m.SupersededAt)
+	}
 	for k, v := range m.Metadata {
 		switch v := v.(type) {
 		case string:
@@ -127,6 +135,10 @@ func fromRecord(r *engine.Record) Memory {
 	m.Source, _ = r.Meta[metaSource].Str()
 	m.Tags, _ = r.Meta[metaTags].List()
 	m.Importance, _ = r.Meta[metaImportance].FloatValue()
+	if by, ok := r.Meta[metaSupersededBy].Str(); ok && by != "" {
+		m.SupersededBy = by
+		m.SupersededAt, _ = r.Meta[metaSupersededAt].TimeValue()
+	}
 	for k, v := range r.Meta {
 		uk, ok := strings.CutPrefix(k, metaUser)
 		if !ok {

@@ -45,6 +45,8 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
+	// Only the answer: "Alice prefers meetings after 10am." shares nothing with the question but
+	// the name, scores under a fifth of the best (RecallOptions.MinRelative) and is left out.
 	for _, r := range results {
 		fmt.Println(r.Text)
 	}
@@ -55,7 +57,6 @@ func Example() {
 	fmt.Print(p.Text)
 	// Output:
 	// Alice is allergic to peanuts.
-	// Alice prefers meetings after 10am.
 	// <memories>
 	// Memories relevant to "what is Alice allergic to?", most relevant first:
 	// [1] date=2026-11-01 source=chat

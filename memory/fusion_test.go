@@ -113,8 +113,9 @@ func TestVectorGate(t *testing.T) {
 		o.VectorGate = -1
 		rs, _ = s.Recall(ctx, "marathon Porto", o)
 		checkWeighted(t, rs, 0)
-		// No keyword candidate at all (word pieces only): nothing to gate by, the cosine counts.
-		o.VectorGate = 0
+		// No keyword candidate at all (word pieces only): nothing to gate by, the cosine counts
+		// (a weak one: below the default MinScore, so without the floor here).
+		o.VectorGate, o.MinScore = 0, -1
 		rs, err = s.Recall(ctx, "marathn", o)
 		if err != nil || len(rs) == 0 || rs[0].Score.Keyword != 0 || rs[0].Score.Fused != rs[0].Score.Vector/2 {
 			t.Fatalf("typo query: %v %+v", err, rs)

@@ -28,8 +28,9 @@ type Change string
 const (
 	// ChangeMerge: a near-duplicate Remember merged into the memory.
 	ChangeMerge Change = "merge"
-	// ChangeSupersede: a near-duplicate that contradicts the version (a negation, another number
-	// or date) replaced it as the newer fact.
+	// ChangeSupersede: a newer fact replaced the version: a near-duplicate that contradicts it (a
+	// negation, another number or date) took its place, or a memory of its own superseded it
+	// (Version.By names that memory; the memory kept its text and is marked SupersededBy).
 	ChangeSupersede Change = "supersede"
 	// ChangeOlder: a near-duplicate written with an earlier time than the memory's last update;
 	// the newer text stays and the older write is kept only in history.
@@ -62,6 +63,10 @@ type Version struct {
 	// Change is what replaced this version, at time At.
 	Change Change
 	At     time.Time
+	// By is the ID of the memory whose write replaced this version, when that is another
+	// memory: a newer memory of the session that superseded this one (ChangeSupersede, the
+	// memory's SupersededBy); empty when the memory itself was rewritten.
+	By string
 }
 
 // historyDoc is the text of a history record.
@@ -70,6 +75,7 @@ type historyDoc struct {
 	Version int        `json:"version"`
 	Change  Change     `json:"change"`
 	At      time.Time  `json:"at"`
+	By      string     `json:"by,omitempty"`
 	Memory  MemoryJSON `json:"memory"`
 }
 
@@ -113,6 +119,7 @@ type pendingVersion struct {
 	old    Memory
 	change Change
 	at     time.Time
+	by     string // Version.By
 }
 
 // writeHistory stores the versions (before the writes that replace them, so a crash between
@@ -147,7 +154,7 @@ func (s *Store) writeHistory(ctx context.Context, vs []pendingVersion) error {
 		existing[id] = append(existing[id], n)
 		old := v.old
 		old.Vector, old.LastAccess, old.AccessCount = nil, time.Time{}, 0
-		doc, err := json.Marshal(historyDoc{Format: historyFormat, Version: n, Change: v.change, At: v.at.UTC(), Memory: ToJSON(&old, false)})
+		doc, err := json.Marshal(historyDoc{Format: historyFormat, Version: n, Change: v.change, At: v.at.UTC(), By: v.by, Memory: ToJSON(&old, false)})
 		if err != nil {
 			return err
 		}
@@ -225,7 +232,7 @@ func (s *Store) History(ctx context.Context, id string) ([]Version, error) {
 				bad = fmt.Errorf("memory: history record %q is unreadable (format %d): %v", m.ID, d.Format, err)
 				return bad
 			}
-			out = append(out, Version{Version: d.Version, Memory: d.Memory.Memory(), Change: d.Change, At: d.At})
+			out = append(out, Version{Version: d.Version, Memory: d.Memory.Memory(), Change: d.Change, At: d.At, By: d.By})
 			return nil
 		})
 		if err != nil {

@@ -26,7 +26,11 @@ type MemoryJSON struct {
 	Updated     time.Time      `json:"updated"`
 	LastAccess  *time.Time     `json:"last_access"`
 	AccessCount uint64         `json:"access_count"`
-	Vector      Vector         `json:"vector,omitempty"`
+	// SupersededBy and SupersededAt are Memory's: the newer memory that changed this one's
+	// fact, and when; left out while the memory is current.
+	SupersededBy string     `json:"superseded_by,omitempty"`
+	SupersededAt *time.Time `json:"superseded_at,omitempty"`
+	Vector       Vector     `json:"vector,omitempty"`
 }
 
 // ToJSON returns m's JSON form, with its vector when withVector is set.
@@ -37,6 +41,10 @@ func ToJSON(m *Memory, withVector bool) MemoryJSON {
 	if !m.LastAccess.IsZero() {
 		t := m.LastAccess.UTC()
 		j.LastAccess = &t
+	}
+	if m.SupersededBy != "" {
+		t := m.SupersededAt.UTC()
+		j.SupersededBy, j.SupersededAt = m.SupersededBy, &t
 	}
 	if withVector {
 		j.Vector = m.Vector
@@ -51,6 +59,12 @@ func (j *MemoryJSON) Memory() Memory {
 		AccessCount: j.AccessCount, Vector: j.Vector}
 	if j.LastAccess != nil {
 		m.LastAccess = *j.LastAccess
+	}
+	if j.SupersededBy != "" {
+		m.SupersededBy = j.SupersededBy
+		if j.SupersededAt != nil {
+			m.SupersededAt = *j.SupersededAt
+		}
 	}
 	return m
 }
@@ -89,15 +103,19 @@ func (v *Vector) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-// ResultJSON is a recalled memory in JSON: the memory and why it came back.
+// ResultJSON is a recalled memory in JSON: the memory, why it came back, and whether a newer
+// memory changes it (Result.Stale, Newer, Replaces; left out when not).
 type ResultJSON struct {
 	MemoryJSON
-	Score Score `json:"score"`
+	Score    Score    `json:"score"`
+	Stale    bool     `json:"stale,omitempty"`
+	Newer    string   `json:"newer,omitempty"`
+	Replaces []string `json:"replaces,omitempty"`
 }
 
 // ResultToJSON returns r's JSON form (without the vector).
 func ResultToJSON(r *Result) ResultJSON {
-	return ResultJSON{MemoryJSON: ToJSON(&r.Memory, false), Score: r.Score}
+	return ResultJSON{MemoryJSON: ToJSON(&r.Memory, false), Score: r.Score, Stale: r.Stale, Newer: r.Newer, Replaces: r.Replaces}
 }
 
 // VersionJSON is an earlier version of a memory in JSON (History).
@@ -105,10 +123,11 @@ type VersionJSON struct {
 	Version int        `json:"version"`
 	Change  Change     `json:"change"`
 	At      time.Time  `json:"at"`
+	By      string     `json:"by,omitempty"`
 	Memory  MemoryJSON `json:"memory"`
 }
 
 // VersionToJSON returns v's JSON form.
 func VersionToJSON(v *Version) VersionJSON {
-	return VersionJSON{Version: v.Version, Change: v.Change, At: v.At.UTC(), Memory: ToJSON(&v.Memory, false)}
+	return VersionJSON{Version: v.Version, Change: v.Change, At: v.At.UTC(), By: v.By, Memory: ToJSON(&v.Memory, false)}
 }

@@ -1,16 +1,17 @@
 package memory
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
 	"math"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/engramdb/engram/memory/lexical"
@@ -66,23 +67,32 @@ const (
 
 // Decay configures time decay, a bounded multiplier:
 //
-//	Decay = Floor + (1 − Floor) × r(age),  r(age) = (1 − PerDay)^age_days  or  0.5^(age / HalfLife)
+//	Decay = Floor + (1 − Floor) × ((1 − Slow) × r(age) + Slow × 0.5^(age / SlowHalfLife))
+//	r(age) = (1 − PerDay)^age_days  or  0.5^(age / HalfLife)
 //
 // so the factor falls from 1 (age 0) towards Floor and never below it: an old memory that
 // matches the query well still outranks a fresh one that does not (with the default floor 0.5, a
-// memory needs more than half the relevance of an old one to outrank it on age alone). Ages below
-// zero count as zero.
+// memory needs more than half the relevance of an old one to outrank it on age alone). The fast
+// part (10% a day) orders the last weeks; the slow part (a fifth of the range, halving every
+// year) keeps ordering memories by age after that, so that of two equally relevant memories of
+// two and nine months the newer still ranks first (the fast part alone puts every memory older
+// than about a month at the floor). Ages below zero count as zero.
 type Decay struct {
 	Off bool
-	// PerDay is the fraction of the decaying part lost per day, in [0, 1); 0 means
-	// DefaultDecayPerDay (0.10: the factor above the floor is multiplied by 0.9 every day).
+	// PerDay is the fraction of the fast part lost per day, in [0, 1); 0 means
+	// DefaultDecayPerDay (0.10: the fast part is multiplied by 0.9 every day).
 	PerDay float64
 	// HalfLife, when positive, replaces PerDay.
 	HalfLife time.Duration
 	// Floor is the least the factor reaches, in [0, 1]; 0 means DefaultDecayFloor, a negative
 	// value means no floor (pure exponential decay, which buries old memories whatever they match).
 	Floor float64
-	Basis DecayBasis
+	// Slow is the share of the decaying range that fades slowly, in [0, 1]; 0 means
+	// DefaultDecaySlow (0.2), negative means none (the fast part alone, the first release's decay).
+	Slow float64
+	// SlowHalfLife is the half-life of the slow part; 0 means DefaultDecaySlowHalfLife (365 days).
+	SlowHalfLife time.Duration
+	Basis        DecayBasis
 }
 
 // Limits and defaults of RecallOptions.
@@ -93,11 +103,46 @@ const (
 	DefaultRRFK             = 60
 	DefaultDecayPerDay      = 0.10
 	DefaultDecayFloor       = 0.5
+	DefaultDecaySlow        = 0.2
 	DefaultImportanceWeight = 0.5
+	// DefaultDecaySlowHalfLife is the half-life of the slow part of decay.
+	DefaultDecaySlowHalfLife = 365 * 24 * time.Hour
+	// DefaultMinScore is the least Final score a result needs by default: below it a memory
+	// shares too little with the query to be worth a place in a prompt.
+	DefaultMinScore = 0.05
+	// DefaultMinRelative is the least fraction of the best result's Final score a result needs
+	// by default.
+	DefaultMinRelative = 0.2
+	// DefaultAttributeWeight is RecallOptions.AttributeWeight's default.
+	DefaultAttributeWeight = 0.4
+	// StalePenalty multiplies the score of a memory that a newer one changes (Score.Current).
+	StalePenalty = 0.5
 )
 
-// RecallOptions tune one Recall. The zero value recalls the 5 best memories of session "" by
-// hybrid search with weighted fusion, 10%/day decay on last access and importance weighting.
+// SupersededPolicy says what Recall does with a memory that a newer memory of its session
+// changes: one marked superseded when the newer one was written (Memory.SupersededBy), or one
+// that conflicts with a newer result of about the same relevance (see RecallOptions).
+type SupersededPolicy int
+
+// Superseded policies.
+const (
+	// SupersededDemote (default): the stale memory's score is multiplied by StalePenalty
+	// (Score.Current) and its successor ranks above it: a successor that the query does not
+	// find by itself is added with the stale memory's relevance (Score.Fused), one that it finds
+	// less relevant takes that relevance. The stale memory stays in the results, marked (Stale,
+	// Newer), so that nothing it says that is still true is lost.
+	SupersededDemote SupersededPolicy = iota
+	// SupersededHide: as SupersededDemote, but stale memories are left out.
+	SupersededHide
+	// SupersededKeep: memories rank by their own scores, the first release's ranking; stale
+	// ones are still marked.
+	SupersededKeep
+)
+
+// RecallOptions tune one Recall. The zero value recalls at most the 5 best memories of session
+// "" by hybrid search with weighted fusion (and the attribute list for first-person questions),
+// decay from the last write, importance weighting, current facts first (SupersededDemote), and
+// nothing under DefaultMinScore or DefaultMinRelative of the best.
 type RecallOptions struct {
 	// Session scopes the recall; a session with no memories gives an empty result.
 	Session string
@@ -124,8 +169,32 @@ type RecallOptions struct {
 	// ImportanceWeight w scales scores by 1 + w*(importance-0.5); 0 means
 	// DefaultImportanceWeight, negative turns importance off; at most 2.
 	ImportanceWeight float64
-	// MinScore drops results whose Final score is below it.
+	// MinScore drops results whose Final score is below it; 0 means DefaultMinScore (0.05),
+	// negative means no floor (every candidate that shares something with the query, the first
+	// release's behaviour).
 	MinScore float64
+	// MinRelative drops results whose Final score is below this fraction of the best result's,
+	// in [0, 1]; 0 means DefaultMinRelative (0.2), negative means none. Together with MinScore it
+	// keeps memories that merely share a word with the query from padding K and the prompt.
+	MinRelative float64
+	// AsOf, when set, answers from what the store held at that time: memories created after it
+	// are left out, a memory superseded after it is current (not Stale), a memory whose text was
+	// replaced in place after it (a near-duplicate merge, Update) is returned with the text it had
+	// then, read from its History (ranked by its current text and vector), and decay counts ages
+	// up to AsOf. The zero time means now.
+	AsOf time.Time
+	// Superseded says what happens to memories that newer ones change (SupersededDemote by
+	// default).
+	Superseded SupersededPolicy
+	// AttributeWeight w weighs the attribute list: when the query asks about a kind of personal
+	// fact that attributeLexicon names (where one lives, work, a relationship, diet, drinks,
+	// medication ...), a third keyword search with that attribute's words finds the memories
+	// that state it, and Fused becomes Fused + w × A × (1 − Fused), A being the memory's score
+	// in that list over the list's best (Score.Attribute): "Where do I work now?" finds "Signed
+	// the Copperleaf offer today! I start September 8 as their design lead", which shares no word
+	// with it. 0 means DefaultAttributeWeight, negative turns the list off; at most 1. Only for a
+	// query without Turns, in hybrid and keyword mode.
+	AttributeWeight float64
 	// Filter further restricts the candidates (the session filter is always added).
 	Filter *Filter
 	// NoTouch leaves access statistics alone (previews, benchmarks).
@@ -137,7 +206,8 @@ type RecallOptions struct {
 }
 
 // Score explains a result: the raw list scores (0 when the memory was not in that list), the
-// keyword score normalized as fusion uses it, the fused relevance, the decay and weight factors, and Final = min(1, Fused × Decay × Weight).
+// keyword score normalized as fusion uses it, the fused relevance, the decay, weight and
+// currency factors, and Final = min(1, Fused × Decay × Weight × Current).
 //
 // Fused, Decay and Final are in [0, 1] in every mode and fusion (see Mode, Fusion and Decay), so
 // RecallOptions.MinScore is a fraction of a perfect, fresh match; Weight is 1 for a memory of
@@ -149,11 +219,17 @@ type Score struct {
 	// KeywordNorm is Keyword on Fused's [0, 1] scale, as fusion uses it: the BM25 score over
 	// the best BM25 score among the query's candidates (raw BM25 is unbounded).
 	KeywordNorm float64 `json:"keyword_norm"`
-	Fused       float64 `json:"fused"`
-	Decay       float64 `json:"decay"`
+	// Attribute is the memory's score in the attribute list over that list's best (see
+	// RecallOptions.AttributeWeight), 0 when the query asks about no attribute.
+	Attribute float64 `json:"attribute,omitempty"`
+	Fused     float64 `json:"fused"`
+	Decay     float64 `json:"decay"`
 	// Weight is the product of the source weight and the importance factor.
 	Weight float64 `json:"weight"`
-	Final  float64 `json:"final"`
+	// Current is 1 for a current memory and StalePenalty for one a newer memory changes (see
+	// SupersededPolicy; 1 under SupersededKeep).
+	Current float64 `json:"current"`
+	Final   float64 `json:"final"`
 }
 
 // Result is one recalled memory (without its vector) and why it came back. Its LastAccess and
@@ -161,12 +237,24 @@ type Score struct {
 type Result struct {
 	Memory
 	Score Score
+	// Stale is true when a newer memory of the session changes this one's fact: it was marked
+	// superseded when the newer one was written (Memory.SupersededBy, as of RecallOptions.AsOf),
+	// or the recall found the two in conflict (another value, a negation, a cancellation of the
+	// same thing) at about the same relevance. Newer is that memory's ID.
+	Stale bool
+	Newer string
+	// Replaces lists the older memories whose facts this one changes, among this recall's
+	// candidates (their results, when returned, are Stale with Newer = this ID).
+	Replaces []string
 }
 
 type recallPlan struct {
 	RecallOptions
 	filter *Filter
 	now    time.Time
+	// attrs are the attributes (sketch.go) the query asks about: a third candidate list finds
+	// the memories that state them.
+	attrs uint32
 	// vecQuery is what the query embedding is computed from, kwQuery what BM25 scores: the
 	// query itself, or its composition with the conversation (conversationQuery).
 	vecQuery, kwQuery string
@@ -197,6 +285,12 @@ func (s *Store) plan(query string, o RecallOptions) (recallPlan, error) {
 	if strings.TrimSpace(p.kwQuery) == "" {
 		return p, errorf(ErrInvalidInput, "empty or whitespace-only query (and no turn with text)")
 	}
+	if len(turns) == 0 {
+		p.kwQuery = withoutCurrentWords(p.kwQuery)
+		if o.AttributeWeight >= 0 && aboutTheUser(query) {
+			p.attrs, _ = attributesOf(strings.ToLower(p.kwQuery))
+		}
+	}
 	if err := checkSession(o.Session); err != nil {
 		return p, err
 	}
@@ -221,8 +315,41 @@ func (s *Store) plan(query string, o RecallOptions) (recallPlan, error) {
 	case p.Decay.Floor < 0 && !math.IsInf(p.Decay.Floor, 0):
 		p.Decay.Floor = 0
 	}
+	switch {
+	case p.Decay.Slow == 0:
+		p.Decay.Slow = DefaultDecaySlow
+	case p.Decay.Slow < 0 && !math.IsInf(p.Decay.Slow, 0):
+		p.Decay.Slow = 0
+	}
+	if p.Decay.SlowHalfLife == 0 {
+		p.Decay.SlowHalfLife = DefaultDecaySlowHalfLife
+	}
 	if p.ImportanceWeight == 0 {
 		p.ImportanceWeight = DefaultImportanceWeight
+	}
+	switch {
+	case p.AttributeWeight == 0:
+		p.AttributeWeight = DefaultAttributeWeight
+	case p.AttributeWeight < 0 && !math.IsInf(p.AttributeWeight, 0):
+		p.AttributeWeight = 0
+	}
+	switch {
+	case p.MinScore == 0:
+		p.MinScore = DefaultMinScore
+	case p.MinScore < 0:
+		p.MinScore = math.Inf(-1)
+	}
+	switch {
+	case p.MinRelative == 0:
+		p.MinRelative = DefaultMinRelative
+	case p.MinRelative < 0 && !math.IsInf(p.MinRelative, 0):
+		p.MinRelative = 0
+	}
+	if !o.AsOf.IsZero() {
+		if err := checkTimes("AsOf", o.AsOf); err != nil {
+			return p, err
+		}
+		p.now = o.AsOf
 	}
 	bad := func(x float64) bool { return math.IsNaN(x) || math.IsInf(x, 0) }
 	switch {
@@ -250,8 +377,18 @@ func (s *Store) plan(query string, o RecallOptions) (recallPlan, error) {
 		return p, errorf(ErrInvalidInput, "unknown decay basis %d", p.Decay.Basis)
 	case bad(p.ImportanceWeight) || p.ImportanceWeight > 2:
 		return p, errorf(ErrInvalidInput, "importance weight %v must be at most 2", o.ImportanceWeight)
-	case bad(p.MinScore):
+	case math.IsNaN(p.MinScore) || math.IsInf(o.MinScore, 0):
 		return p, errorf(ErrInvalidInput, "MinScore %v", o.MinScore)
+	case bad(p.AttributeWeight) || p.AttributeWeight > 1:
+		return p, errorf(ErrInvalidInput, "attribute weight %v must be at most 1 (negative: none)", o.AttributeWeight)
+	case bad(p.MinRelative) || p.MinRelative > 1:
+		return p, errorf(ErrInvalidInput, "MinRelative %v must be at most 1 (negative: none)", o.MinRelative)
+	case bad(p.Decay.Slow) || p.Decay.Slow > 1:
+		return p, errorf(ErrInvalidInput, "decay slow share %v must be at most 1 (negative: none)", o.Decay.Slow)
+	case p.Decay.SlowHalfLife < 0:
+		return p, errorf(ErrInvalidInput, "negative decay slow half-life %v", o.Decay.SlowHalfLife)
+	case p.Superseded < SupersededDemote || p.Superseded > SupersededKeep:
+		return p, errorf(ErrInvalidInput, "unknown superseded policy %d", p.Superseded)
 	}
 	for src, w := range p.SourceWeights {
 		if bad(w) || w < 0 {
@@ -267,6 +404,9 @@ func (s *Store) plan(query string, o RecallOptions) (recallPlan, error) {
 		if o.Filter != nil {
 			p.filter = And(p.filter, o.Filter)
 		}
+	}
+	if !o.AsOf.IsZero() {
+		p.filter = AllOf(p.filter, TimeRange(FieldCreated, time.Time{}, o.AsOf))
 	}
 	return p, nil
 }
@@ -296,7 +436,8 @@ func (s *Store) RecallWithVector(ctx context.Context, query string, vec []float3
 type candidate struct {
 	hit          Hit
 	vec, kw      float64
-	vRank, kRank int // 1-based; 0 = not in that list
+	attr         float64 // score in the attribute list
+	vRank, kRank int     // 1-based; 0 = not in that list
 }
 
 func (s *Store) recall(ctx context.Context, query string, vec []float32, opts RecallOptions) ([]Result, error) {
@@ -363,27 +504,29 @@ func (s *Store) recall(ctx context.Context, query string, vec []float32, opts Re
 			maxKW = max(maxKW, h.Score)
 		}
 	}
-	// Ties in Final (frequent under RRF, whose scores depend on ranks alone) go to the memory found
-	// by more lists, then to the higher sum of normalized raw scores (cosine clamped to [0, 1],
-	// BM25 over the query's best), then to the smaller ID: an exact keyword match is not lost to
-	// an equally ranked weak vector neighbour by chance.
-	type ranked struct {
-		Result
-		product float64 // Final before the cap at 1
-		lists   int
-		raw     float64
+	var maxAttr float64
+	if p.Mode != ModeVector && p.attrs != 0 && p.AttributeWeight > 0 {
+		hits, err := searchText(ctx, attributeQuery(p.attrs), p.Candidates, p.filter)
+		if err != nil {
+			return nil, fmt.Errorf("memory: attribute search: %w", err)
+		}
+		for _, h := range hits {
+			if h.Score <= 0 {
+				break
+			}
+			c := get(h)
+			c.attr = h.Score
+			maxAttr = max(maxAttr, h.Score)
+		}
 	}
 	all := make([]ranked, 0, len(byID))
 	for _, c := range byID {
 		sc := Score{Vector: c.vec, Keyword: c.kw, KeywordNorm: normKW(c.kw, maxKW), Fused: p.fuse(c, maxKW)}
-		sc.Decay = p.decay(&c.hit.Memory)
-		sc.Weight = p.weight(&c.hit.Memory)
-		product := sc.Fused * sc.Decay * sc.Weight
-		sc.Final = min(1, product)
-		if sc.Final < p.MinScore {
-			continue
+		if c.attr > 0 {
+			sc.Attribute = c.attr / maxAttr
+			sc.Fused += p.AttributeWeight * sc.Attribute * (1 - sc.Fused)
 		}
-		r := ranked{Result: Result{Memory: c.hit.Memory, Score: sc}, product: product, raw: max(0, min(1, c.vec))}
+		r := ranked{Result: Result{Memory: c.hit.Memory, Score: sc}, raw: max(0, min(1, c.vec))}
 		if c.vRank > 0 {
 			r.lists++
 		}
@@ -391,26 +534,33 @@ func (s *Store) recall(ctx context.Context, query string, vec []float32, opts Re
 			r.lists++
 			r.raw += c.kw / maxKW
 		}
+		p.score(&r)
 		all = append(all, r)
 	}
-	slices.SortFunc(all, func(a, b ranked) int {
-		if c := cmp.Compare(b.product, a.product); c != 0 {
-			return c
+	if all, err = s.currentFirst(ctx, coll, &p, all); err != nil {
+		return nil, err
+	}
+	sortRanked(all)
+	floor := p.MinScore
+	if len(all) > 0 {
+		floor = max(floor, p.MinRelative*all[0].Score.Final)
+	}
+	results := make([]Result, 0, min(p.K, len(all)))
+	for i := 0; i < len(all) && len(results) < p.K; i++ {
+		if all[i].Score.Final >= floor {
+			results = append(results, all[i].Result)
 		}
-		if c := cmp.Compare(b.lists, a.lists); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(b.raw, a.raw); c != 0 {
-			return c
-		}
-		return strings.Compare(a.ID, b.ID)
-	})
-	results := make([]Result, min(p.K, len(all)))
-	for i := range results {
-		results[i] = all[i].Result
 	}
 	if lean && len(results) > 0 {
 		if results, err = fillTexts(ctx, coll, results); err != nil {
+			return nil, err
+		}
+		for i := range results {
+			results[i].Context = "" // as lean candidates come (currentFirst may have read it)
+		}
+	}
+	if !p.AsOf.IsZero() {
+		if err := s.asOfTexts(ctx, results, p.AsOf); err != nil {
 			return nil, err
 		}
 	}
@@ -480,12 +630,50 @@ func fillTexts(ctx context.Context, coll Collection, results []Result) ([]Result
 	}
 	out := results[:0]
 	for _, r := range results {
-		if t, ok := text[r.ID]; ok {
+		if r.Text == "" {
+			t, ok := text[r.ID]
+			if !ok {
+				continue
+			}
 			r.Text = t
-			out = append(out, r)
 		}
+		out = append(out, r)
 	}
 	return out, nil
+}
+
+// currentWords are words that ask for the present state of a fact ("How much is my rent
+// now?", 我现在住在哪里): they say nothing about which memory answers, and match memories that
+// mention the present ("my sessions are now Wednesdays"), so keyword search leaves them out.
+var (
+	currentWordsRE = regexp.MustCompile(`(?i)\b(?:now|these days|nowadays|at the moment|at present|presently|still|anymore|any more|any longer)\b`)
+	currentWordsZH = strings.NewReplacer("现在", " ", "目前", " ", "如今", " ", "仍然", " ", "依然", " ", "还在", "在")
+)
+
+// withoutCurrentWords removes currentWords from a query, unless nothing else would remain.
+func withoutCurrentWords(q string) string {
+	out := currentWordsZH.Replace(currentWordsRE.ReplaceAllString(q, " "))
+	if strings.TrimFunc(out, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) == "" {
+		return q
+	}
+	return out
+}
+
+// firstPersonRE matches the words with which a user asks about themselves.
+var firstPersonRE = regexp.MustCompile(`(?i)\b(?:i|i'm|i’m|i've|i’ve|me|my|mine|myself|we|we're|we’re|us|our|ours)\b|我|咱`)
+
+// questionRE matches a question: a question mark, or an English question word first, or a
+// Chinese question word or particle.
+var questionRE = regexp.MustCompile(`(?i)[?？]\s*$|^(?:what|what's|where|where's|when|when's|who|who's|whom|whose|which|why|how|do|does|did|is|are|am|was|were|can|could|should|will|would|have|has|had)\b|什么|哪|几|吗|多少|怎么|谁|是否`)
+
+// aboutTheUser reports whether a query is a question about the user's own facts, which the
+// attribute list (RecallOptions.AttributeWeight) is for: a question (not a statement, such as a
+// claim searched for its evidence) in the first person ("I", "my", "me", "we", 我, 咱). Other
+// questions ask about someone else or about the world, and there the list's words mean other
+// things ("flat plate", "work done on"): without this rule it cost locomo-dev, cranfield and
+// rgb 0.002 to 0.005 nDCG@10.
+func aboutTheUser(q string) bool {
+	return questionRE.MatchString(strings.TrimSpace(q)) && firstPersonRE.MatchString(q)
 }
 
 // normKW is a BM25 score over the best among the query's candidates (0 when there is none).
@@ -559,6 +747,9 @@ func (p *recallPlan) decay(m *Memory) float64 {
 		r = math.Exp2(-float64(age) / float64(p.Decay.HalfLife))
 	} else {
 		r = math.Pow(1-p.Decay.PerDay, age.Hours()/24)
+	}
+	if slow := p.Decay.Slow; slow > 0 {
+		r = (1-slow)*r + slow*math.Exp2(-float64(age)/float64(p.Decay.SlowHalfLife))
 	}
 	return p.Decay.Floor + (1-p.Decay.Floor)*r
 }

@@ -34,6 +34,11 @@ type RememberOptions struct {
 	// the weight of its own words (Memory.Context), given to every chunk: for a conversation
 	// turn, its neighbouring turns. Text and Context together must fit Options.MaxTextBytes.
 	Context string
+
+	// NoSupersede skips supersede detection against the session's other memories (see
+	// supersede.go): the chunks mark no older memory as superseded. Near-duplicates still merge.
+	// A chunk with a Context (a conversation turn) never supersedes: it records what was said.
+	NoSupersede bool
 }
 
 // RememberResult reports what one Remember call did, one entry per chunk in text order.
@@ -43,10 +48,16 @@ type RememberResult struct {
 	// Merged[i] is true when chunk i was a near-duplicate of an existing memory of the same
 	// session, whose text, vector, time and importance it replaced instead of inserting.
 	Merged []bool
-	// Superseded[i] is true when chunk i merged into a memory whose fact it contradicts (a
-	// negation, another number or date): the memory now says what chunk i says, and the version
-	// it replaced is in its History as ChangeSupersede.
+	// Superseded[i] is true when chunk i changed a fact: it merged into a memory whose fact it
+	// contradicts (a negation, another number or date: the memory now says what chunk i says,
+	// and the version it replaced is in its History as ChangeSupersede), or it superseded
+	// another memory of the session (Supersedes[i]).
 	Superseded []bool
+	// Supersedes[i] is the ID of the older memory of the session that chunk i superseded as a
+	// memory of its own (supersede.go): that memory stays, marked with SupersededBy = IDs[i], and
+	// its previous version is in its History as ChangeSupersede. Empty when chunk i superseded no
+	// other memory.
+	Supersedes []string
 	// Older[i] is true when chunk i was a near-duplicate written with an earlier Time than the
 	// memory's last update: the memory keeps its newer text, and chunk i is in its History as
 	// ChangeOlder.
@@ -155,11 +166,32 @@ func (s *Store) Remember(ctx context.Context, session, text string, opts Remembe
 			m = &Memory{ID: newID(), Session: session, Text: text, Context: opts.Context, Source: opts.Source, Tags: slices.Clone(opts.Tags),
 				Importance: opts.Importance, Metadata: maps.Clone(opts.Metadata), Created: at, Updated: at, Vector: vecs[i]}
 		}
-		if j := slices.IndexFunc(batch, func(b Memory) bool { return b.ID == m.ID }); j >= 0 {
-			batch[j] = *m
-		} else {
-			batch = append(batch, *m)
+		put := func(m *Memory) {
+			if j := slices.IndexFunc(batch, func(b Memory) bool { return b.ID == m.ID }); j >= 0 {
+				batch[j] = *m
+			} else {
+				batch = append(batch, *m)
+			}
 		}
+		put(m)
+		stale := ""
+		if !older && !opts.NoSupersede && opts.Context == "" && !s.opts.NoSupersede {
+			o, err := s.findSuperseded(ctx, coll, session, text, vecs[i], at, m.ID)
+			if err != nil {
+				return RememberResult{}, err
+			}
+			if o != nil {
+				if j := slices.IndexFunc(batch, func(b Memory) bool { return b.ID == o.ID }); j >= 0 {
+					c := batch[j].clone()
+					o = &c
+				}
+				versions = append(versions, pendingVersion{old: o.clone(), change: ChangeSupersede, at: at, by: m.ID})
+				o.SupersededBy, o.SupersededAt = m.ID, at
+				put(o)
+				stale, superseded = o.ID, true
+			}
+		}
+		res.Supersedes = append(res.Supersedes, stale)
 		res.IDs = append(res.IDs, m.ID)
 		res.Merged = append(res.Merged, merged)
 		res.Superseded = append(res.Superseded, superseded)

@@ -50,6 +50,9 @@ type Options struct {
 	// DedupThreshold is the cosine similarity at or above which a new chunk is merged into an
 	// existing memory of the same session (DefaultDedupThreshold); negative disables merging.
 	DedupThreshold float64
+	// NoSupersede turns off supersede detection (supersede.go) for every Remember: no memory is
+	// marked superseded by another (near-duplicate merges still supersede in place).
+	NoSupersede bool
 	// MaxTextBytes bounds the text of one Remember call (DefaultMaxTextBytes).
 	MaxTextBytes int
 	// EmbedBatch is how many texts go to the embedder in one call (DefaultEmbedBatch).
@@ -183,6 +186,9 @@ type Store struct {
 	hist   Collection // the history collection, once opened (history.go)
 
 	touch touchStats // recall.go
+
+	skMu     sync.Mutex
+	sketches map[string]*sketch // sketch.go: Store.sketch's cache
 }
 
 // KV keys the memory layer uses; everything it keeps outside collections lives under "memory/".

@@ -33,6 +33,13 @@ type Memory struct {
 	// Metadata holds the caller's own attributes: string, float64 or bool values (see
 	// CheckMetadata), filterable as MetaField(key).
 	Metadata map[string]any
+	// SupersededBy is the ID of a newer memory of the same session that changes this memory's
+	// fact (another value, a negation, a cancellation, a correction: see supersede.go), written
+	// at SupersededAt; empty while the memory is current. A superseded memory stays (recalled
+	// below its successor, and as it was by a recall AsOf before SupersededAt); the mark lapses
+	// when the successor is forgotten.
+	SupersededBy string
+	SupersededAt time.Time
 	// Vector is the stored embedding. Recall results leave it nil.
 	Vector []float32
 }

@@ -49,6 +49,9 @@ type times struct {
 	// Meta is the memory's user metadata: kept here, not as properties, so
 	// any key works without a schema change; filters on it run on the client.
 	Meta map[string]any `json:"m,omitempty"`
+	// SupersededBy and SupersededAt are the memory's supersede mark (memory.Memory).
+	SupersededBy string    `json:"sb,omitempty"`
+	SupersededAt time.Time `json:"sa,omitzero"`
 }
 
 func (c *collection) toObject(m *memory.Memory) batchObject {
@@ -56,7 +59,7 @@ func (c *collection) toObject(m *memory.Memory) batchObject {
 	for i, t := range m.Tags {
 		tags[i] = tagPrefix + t
 	}
-	ts, _ := json.Marshal(times{m.Created, m.Updated, m.LastAccess, m.Metadata})
+	ts, _ := json.Marshal(times{m.Created, m.Updated, m.LastAccess, m.Metadata, m.SupersededBy, m.SupersededAt})
 	props := map[string]any{
 		"mid":          m.ID,
 		"session":      strPrefix + m.Session,
@@ -97,7 +100,7 @@ func (p *storedProps) toMemory(vec []float32) (memory.Memory, error) {
 		ID: p.MID, Session: strings.TrimPrefix(p.Session, strPrefix), Text: p.Text,
 		Source: strings.TrimPrefix(p.Source, strPrefix), Importance: p.Importance,
 		AccessCount: uint64(p.AccessCount), Created: ts.Created, Updated: ts.Updated, LastAccess: ts.LastAccess,
-		Metadata: ts.Meta, Vector: vec,
+		Metadata: ts.Meta, SupersededBy: ts.SupersededBy, SupersededAt: ts.SupersededAt, Vector: vec,
 	}
 	for _, t := range p.Tags {
 		m.Tags = append(m.Tags, strings.TrimPrefix(t, tagPrefix))

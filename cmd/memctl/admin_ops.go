@@ -122,6 +122,12 @@ func (a *app) checkLocal(ctx context.Context, prog func(done, total int64)) (api
 	if eo.Logger == nil {
 		eo.Logger = slog.New(slog.NewTextHandler(a.stderr, nil))
 	}
+	if eo.Key == nil {
+		var err error
+		if eo.Key, err = a.storeKey(); err != nil {
+			return api.CheckResult{}, err
+		}
+	}
 	rep, err := engine.CheckDir(a.dir, eo, prog)
 	var notes []string
 	found := func(problem string, err error) api.CheckResult {

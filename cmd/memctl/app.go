@@ -47,6 +47,10 @@ type app struct {
 	closeBackend func() error
 
 	engineOpts engine.Options // tests: a file system that fails on purpose
+
+	// encryption at rest (cmd_crypt.go)
+	encrypt                 bool // init --encrypt
+	passphraseFile, keyFile string
 	// readOnly opens the store without writing to it (engine.Options.ReadOnly): check.
 	readOnly bool
 }
@@ -83,6 +87,8 @@ func (a *app) rootCommand() *cobra.Command {
 	pf.StringVar(&a.forgetRetention, "forget-retention", "30d", "how long forgotten memories stay restorable (memctl restore) before they are deleted for good; 0 makes forgetting final")
 	pf.StringVar(&a.summarizer, "summarizer", "extractive", "how old turns are compressed: extractive (built in) or ollama:MODEL")
 	pf.StringVar(&a.server, "server", "", "run commands through this memctl serve (http://HOST:PORT); by default they do when the server holds --dir")
+	pf.StringVar(&a.passphraseFile, "passphrase-file", "", "file holding the passphrase of an encrypted store (else $ENGRAM_PASSPHRASE, $ENGRAM_KEY_FILE or a prompt)")
+	pf.StringVar(&a.keyFile, "key-file", "", "key file of an encrypted store (memctl keyfile makes one)")
 	pf.StringVar(&a.serverKey, "server-token", "", "token or API key sent to the server (default $ENGRAM_TOKEN)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err.Error()} })
 
@@ -95,6 +101,7 @@ func (a *app) rootCommand() *cobra.Command {
 		a.tasksCommand(),
 		a.contextCommand(),
 		a.getCommand(), a.listCommand(), a.updateCommand(), a.historyCommand(), // cmd_get.go
+		a.changeKeyCommand(), a.keyFileCommand(), // cmd_crypt.go
 	)
 	root.AddCommand(a.adminCommands()...)
 	root.AddCommand(a.serviceCommands()...)
@@ -249,6 +256,11 @@ func (a *app) openStoreWith(opts memory.Options) (*memory.Store, error) {
 			eo.Logger = opts.Logger
 		}
 		eo.ReadOnly = eo.ReadOnly || a.readOnly
+		if eo.Key == nil {
+			if eo.Key, err = a.storeKey(); err != nil {
+				return nil, err
+			}
+		}
 		s, err = memory.Open(a.dir, memory.OpenOptions{Options: opts, EmbedderFrom: from, Engine: eo})
 	}
 	if err != nil {

@@ -146,7 +146,11 @@ func (a *app) repairCommand() *cobra.Command {
 			"can. On a healthy store it changes nothing.",
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			rep, err := engine.Repair(a.dir, engine.Options{})
+			key, err := a.storeKey()
+			if err != nil {
+				return err
+			}
+			rep, err := engine.Repair(a.dir, engine.Options{Key: key})
 			if err != nil {
 				return err
 			}

@@ -73,7 +73,12 @@ func (a *app) migrateCommand() *cobra.Command {
 				return usagef("--dir must be a local store to migrate from")
 			}
 			ctx := cmd.Context()
-			db, err := engine.Open(filepath.Clean(a.dir), engine.Options{})
+			key, err := a.storeKey()
+			if err != nil {
+				return err
+			}
+			// What leaves the machine leaves decrypted (encryption.md).
+			db, err := engine.Open(filepath.Clean(a.dir), engine.Options{Key: key})
 			if err != nil {
 				return fmt.Errorf("opening store %s: %w", a.dir, err)
 			}

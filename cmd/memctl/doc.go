@@ -48,5 +48,14 @@
 // # Exit codes
 //
 // 0 success, 1 the operation failed, 2 the command line was wrong, 3 the
-// store is locked by another process.
+// store is locked by another process, 4 the store is encrypted and the
+// passphrase or key file is wrong or was not given (nothing was written).
+//
+// # Encryption
+//
+// `memctl init --encrypt` creates an encrypted store (docs/format/encryption.md).
+// Every command then needs its passphrase or key file: --passphrase-file,
+// --key-file, $ENGRAM_PASSPHRASE, $ENGRAM_KEY_FILE or a prompt on the
+// terminal, never an argument. `memctl keyfile PATH` writes a new key file;
+// `memctl change-key` re-seals the keys under a new passphrase or key file.
 package main

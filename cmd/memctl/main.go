@@ -62,6 +62,8 @@ func (a *app) run(ctx context.Context, args []string) int {
 		return exitUsage
 	case errors.Is(err, engine.ErrLocked):
 		return exitLocked
+	case isKeyError(err):
+		return exitKey
 	}
 	return exitFailed
 }

@@ -56,6 +56,9 @@ func Run(t *testing.T, newBackend func(t *testing.T) memory.Backend) {
 	for _, tc := range apiCases { // history.go
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newBackend) })
 	}
+	for _, tc := range currentCases { // current.go
+		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newBackend) })
+	}
 }
 
 func testRememberRecall(t *testing.T, newBackend func(*testing.T) memory.Backend) {
@@ -174,29 +177,37 @@ func testDecayOrdering(t *testing.T, newBackend func(*testing.T) memory.Backend)
 	if rs[0].ID != fresh.IDs[0] || rs[1].ID != old.IDs[0] {
 		t.Fatalf("newer memory should rank first")
 	}
-	// The default: 0.9 per day above a floor of 0.5.
-	if want := 0.5 + 0.5*math.Pow(0.9, 10); math.Abs(rs[1].Score.Decay-want) > 1e-12 {
+	// The default: above a floor of 0.5, a fast part (0.9 per day) and a slow part (a fifth,
+	// halving every 365 days).
+	slow := func(days float64) float64 { return math.Exp2(-days / 365) }
+	if want := 0.5 + 0.5*(0.8*math.Pow(0.9, 10)+0.2*slow(10)); math.Abs(rs[1].Score.Decay-want) > 1e-12 {
 		t.Fatalf("decay after 10 days = %v, want %v", rs[1].Score.Decay, want)
 	}
 	if rs[0].Score.Fused != rs[1].Score.Fused || rs[0].Score.Fused != 1 {
 		t.Fatalf("identical texts should fuse equally, at 1 in keyword mode: %+v %+v", rs[0].Score, rs[1].Score)
 	}
-	// No floor: the seed's pure exponential decay.
-	o.Decay = memory.Decay{Floor: -1}
+	// No floor and no slow part: the seed's pure exponential decay.
+	o.Decay = memory.Decay{Floor: -1, Slow: -1}
 	rs, _ = s.Recall(ctx, "budget meeting", o)
 	if want := math.Pow(0.9, 10); math.Abs(rs[1].Score.Decay-want) > 1e-12 {
 		t.Fatalf("decay after 10 days without a floor = %v, want %v", rs[1].Score.Decay, want)
 	}
 	// A configurable rate and floor; the factor never goes below the floor.
-	o.Decay = memory.Decay{PerDay: 0.5, Floor: 0.2}
+	o.Decay = memory.Decay{PerDay: 0.5, Floor: 0.2, Slow: -1}
 	rs, _ = s.Recall(ctx, "budget meeting", o)
 	if want := 0.2 + 0.8*math.Pow(0.5, 10); math.Abs(rs[1].Score.Decay-want) > 1e-12 {
 		t.Fatalf("decay 0.5/day floor 0.2 after 10 days = %v, want %v", rs[1].Score.Decay, want)
 	}
-	o.Decay = memory.Decay{HalfLife: 5 * day, Floor: -1}
+	o.Decay = memory.Decay{HalfLife: 5 * day, Floor: -1, Slow: -1}
 	rs, _ = s.Recall(ctx, "budget meeting", o)
 	if math.Abs(rs[1].Score.Decay-0.25) > 1e-12 || math.Abs(rs[0].Score.Decay-math.Exp2(-0.2)) > 1e-12 {
 		t.Fatalf("half-life decay: %v %v", rs[0].Score.Decay, rs[1].Score.Decay)
+	}
+	// A configurable slow part.
+	o.Decay = memory.Decay{Floor: -1, Slow: 1, SlowHalfLife: 10 * day}
+	rs, _ = s.Recall(ctx, "budget meeting", o)
+	if math.Abs(rs[1].Score.Decay-0.5) > 1e-12 {
+		t.Fatalf("slow decay with a half-life of 10 days after 10 days = %v, want 0.5", rs[1].Score.Decay)
 	}
 
 	// Recalling the old memory refreshes it under memory.DecayLastAccess, not by default (age
@@ -211,12 +222,12 @@ func testDecayOrdering(t *testing.T, newBackend func(*testing.T) memory.Backend)
 		touched = ms[1]
 	}
 	clk.Advance(2 * day)
-	rs, _ = s.Recall(ctx, "budget meeting", memory.RecallOptions{Session: "d", Mode: memory.ModeKeyword, NoTouch: true, Decay: memory.Decay{Basis: memory.DecayLastAccess, Floor: -1}})
+	rs, _ = s.Recall(ctx, "budget meeting", memory.RecallOptions{Session: "d", Mode: memory.ModeKeyword, NoTouch: true, Decay: memory.Decay{Basis: memory.DecayLastAccess, Floor: -1, Slow: -1}})
 	if rs[0].ID != touched.ID || math.Abs(rs[0].Score.Decay-0.81) > 1e-12 {
 		t.Fatalf("last-access basis: first %s decay %v, want %s decay 0.81", rs[0].ID, rs[0].Score.Decay, touched.ID)
 	}
 	rs, _ = s.Recall(ctx, "budget meeting", memory.RecallOptions{Session: "d", Mode: memory.ModeKeyword, NoTouch: true})
-	if rs[0].ID != fresh.IDs[0] || math.Abs(rs[0].Score.Decay-(0.5+0.5*math.Pow(0.9, 3))) > 1e-12 {
+	if rs[0].ID != fresh.IDs[0] || math.Abs(rs[0].Score.Decay-(0.5+0.5*(0.8*math.Pow(0.9, 3)+0.2*slow(3)))) > 1e-12 {
 		t.Fatalf("default (written) basis: first %s decay %v", rs[0].ID, rs[0].Score.Decay)
 	}
 }

@@ -96,11 +96,28 @@ func run(args []string, stdout io.Writer) error {
 	backend := fs.String("backend", "engine", "engine or mem")
 	syncWrites := fs.Bool("sync", false, "fsync every write (engine backend)")
 	conversation := fs.Bool("conversation", true, "remember the documents of each session as one conversation (memory.RememberConversation: neighbouring turns as context); off: one Remember per document")
+	attrW := fs.Float64("attr", 0, "attribute list weight (0: the library default; negative: off)")
+	minScore := fs.Float64("minscore", 0, "least Final score (0: the library default; negative: none)")
+	minRel := fs.Float64("minrel", 0, "least fraction of the best Final score (0: the library default; negative: none)")
+	superseded := fs.String("superseded", "demote", "what recall does with stale memories: demote (the default), hide or keep")
+	noSupersede := fs.Bool("nosupersede", false, "turn supersede detection off (memory.Options.NoSupersede)")
+	assistant := fs.Bool("assistant", false, "the assistant evaluation (annotations.json in -data, every store and recall default; see assistant.go)")
+	now := fs.String("now", "", "-assistant: the clock at recall (RFC 3339 or YYYY-MM-DD; default the day after the newest memory)")
+	k := fs.Int("k", 5, "-assistant: results per question")
+	verbose := fs.Bool("v", false, "-assistant: print every question's results on stderr")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *data == "" {
 		return errors.New("-data is required")
+	}
+	policy, ok := map[string]memory.SupersededPolicy{"demote": memory.SupersededDemote, "hide": memory.SupersededHide, "keep": memory.SupersededKeep}[*superseded]
+	if !ok {
+		return fmt.Errorf("unknown -superseded %q", *superseded)
+	}
+	if *assistant {
+		return runAssistant(context.Background(), *data, *now, *noSupersede, memory.RecallOptions{K: *k, AttributeWeight: *attrW, MinScore: *minScore,
+			MinRelative: *minRel, Superseded: policy}, *verbose, stdout, os.Stderr)
 	}
 	// The modes and fusions every door parses (bm25 is keyword).
 	rmode, err := api.ParseMode(*mode)
@@ -132,6 +149,7 @@ func run(args []string, stdout io.Writer) error {
 		newest = time.Now()
 	}
 	opts := memory.Options{
+		NoSupersede:  *noSupersede,
 		Embedder:     emb,
 		ChunkChars:   *chunkChars,
 		MaxTextBytes: engine.MaxTextLen,
@@ -236,7 +254,8 @@ func run(args []string, stdout io.Writer) error {
 	}
 
 	ro := memory.RecallOptions{K: 10, Mode: rmode, Fusion: rfusion, VectorWeight: *vw, KeywordWeight: *kw, VectorGate: *gate,
-		Candidates: *candidates, Decay: memory.Decay{Off: !*decay}, NoTouch: true}
+		Candidates: *candidates, Decay: memory.Decay{Off: !*decay}, NoTouch: true, AttributeWeight: *attrW, MinScore: *minScore,
+		MinRelative: *minRel, Superseded: policy}
 	r, err := beir.RunQueries(ds, func(q beir.Query) ([]string, error) {
 		o := ro
 		o.Session, o.AllSessions = q.Session, q.Session == ""

@@ -1,0 +1,148 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/engramdb/engram/engine"
+)
+
+// Encryption at rest (docs/format/encryption.md): the passphrase or key
+// file comes from a file (--passphrase-file, --key-file), the environment
+// (ENGRAM_PASSPHRASE, ENGRAM_KEY_FILE) or a prompt on the terminal, never
+// from the command line itself.
+
+const exitKey = 4 // wrong passphrase or key, or none given for an encrypted store
+
+// storeKey returns the key for the local store in a.dir: nil when the
+// store is not encrypted and `init --encrypt` did not ask for it.
+func (a *app) storeKey() (*engine.Key, error) {
+	enc, err := engine.IsEncrypted(nil, a.dir)
+	if err != nil {
+		return nil, err
+	}
+	if !enc && !a.encrypt {
+		return nil, nil
+	}
+	return a.readKey("", a.passphraseFile, a.keyFile, a.encrypt && !enc)
+}
+
+// readKey reads a key from passFile, keyFile, the environment (prefix ""
+// or "NEW_") or the terminal (twice when confirm).
+func (a *app) readKey(envPrefix, passFile, keyFile string, confirm bool) (*engine.Key, error) {
+	if passFile != "" && keyFile != "" {
+		return nil, &usageError{"give --passphrase-file or --key-file, not both"}
+	}
+	if keyFile == "" && passFile == "" {
+		keyFile = os.Getenv("ENGRAM_" + envPrefix + "KEY_FILE")
+	}
+	if keyFile != "" {
+		b, err := os.ReadFile(keyFile)
+		if err != nil {
+			return nil, fmt.Errorf("key file: %w", err)
+		}
+		return &engine.Key{KeyFile: b}, nil
+	}
+	if passFile != "" {
+		b, err := os.ReadFile(passFile)
+		if err != nil {
+			return nil, fmt.Errorf("passphrase file: %w", err)
+		}
+		return &engine.Key{Passphrase: []byte(strings.TrimRight(string(b), "\r\n"))}, nil
+	}
+	if p := os.Getenv("ENGRAM_" + envPrefix + "PASSPHRASE"); p != "" {
+		return &engine.Key{Passphrase: []byte(p)}, nil
+	}
+	f, ok := a.stdin.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return nil, fmt.Errorf("%w: give --passphrase-file, --key-file, $ENGRAM_%sPASSPHRASE or $ENGRAM_%sKEY_FILE (no terminal to prompt on)", engine.ErrKeyRequired, envPrefix, envPrefix)
+	}
+	what := "passphrase"
+	if envPrefix != "" {
+		what = "new passphrase"
+	}
+	fmt.Fprintf(a.stderr, "%s for %s: ", what, a.dir)
+	p, err := term.ReadPassword(int(f.Fd()))
+	fmt.Fprintln(a.stderr)
+	if err != nil {
+		return nil, err
+	}
+	if confirm {
+		fmt.Fprintf(a.stderr, "again: ")
+		q, err := term.ReadPassword(int(f.Fd()))
+		fmt.Fprintln(a.stderr)
+		if err != nil {
+			return nil, err
+		}
+		if string(p) != string(q) {
+			return nil, &usageError{"the passphrases differ"}
+		}
+	}
+	if len(p) == 0 {
+		return nil, &usageError{"empty passphrase"}
+	}
+	return &engine.Key{Passphrase: p}, nil
+}
+
+func isKeyError(err error) bool {
+	return errors.Is(err, engine.ErrWrongKey) || errors.Is(err, engine.ErrKeyRequired)
+}
+
+func (a *app) changeKeyCommand() *cobra.Command {
+	var newPassFile, newKeyFile string
+	cmd := &cobra.Command{
+		Use:   "change-key",
+		Short: "Change an encrypted store's passphrase or key file (re-seals its keys; no data is rewritten)",
+		Long: "Change the passphrase (or key file) of the encrypted store in --dir, which must be closed. " +
+			"The old key comes from --passphrase-file/--key-file, $ENGRAM_PASSPHRASE/$ENGRAM_KEY_FILE or a prompt; " +
+			"the new one from --new-passphrase-file/--new-key-file, $ENGRAM_NEW_PASSPHRASE/$ENGRAM_NEW_KEY_FILE or a prompt.",
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if enc, err := engine.IsEncrypted(nil, a.dir); err != nil {
+				return err
+			} else if !enc {
+				return fmt.Errorf("%s is not an encrypted store", a.dir)
+			}
+			old, err := a.readKey("", a.passphraseFile, a.keyFile, false)
+			if err != nil {
+				return err
+			}
+			nk, err := a.readKey("NEW_", newPassFile, newKeyFile, true)
+			if err != nil {
+				return err
+			}
+			if err := engine.ChangeKey(a.dir, a.engineOpts, old, nk); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "key of %s changed\n", a.dir)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&newPassFile, "new-passphrase-file", "", "file holding the new passphrase")
+	cmd.Flags().StringVar(&newKeyFile, "new-key-file", "", "new key file (32 bytes or 64 hex digits; memctl keyfile makes one)")
+	return cmd
+}
+
+func (a *app) keyFileCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "keyfile PATH",
+		Short: "Write a new random key file (mode 0600) for init --encrypt --key-file",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f, err := os.OpenFile(args[0], os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+			if err != nil {
+				return err
+			}
+			if _, err := f.Write(engine.NewKeyFile()); err != nil {
+				f.Close()
+				return err
+			}
+			return f.Close()
+		},
+	}
+}

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestEncryptedStoreCLI: init --encrypt with a passphrase from the
+// environment, a remember and recall through it, a wrong passphrase and a
+// missing one refused with exit code 4, change-key to a key file.
+func TestEncryptedStoreCLI(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "store")
+	runCode := func(stdin string, args ...string) (int, string) {
+		var out, errb bytes.Buffer
+		code := run(context.Background(), append([]string{"--dir", dir}, args...), strings.NewReader(stdin), &out, &errb)
+		return code, out.String() + errb.String()
+	}
+	t.Setenv("ENGRAM_PASSPHRASE", "a long test passphrase")
+	if code, out := runCode("", "init", "--encrypt"); code != 0 {
+		t.Fatalf("init --encrypt: %d %s", code, out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "KEYS")); err != nil {
+		t.Fatal(err)
+	}
+	if code, out := runCode("", "remember", "--session", "s1", "the QUOKKA-SECRET sleeps in the garden"); code != 0 {
+		t.Fatalf("remember: %d %s", code, out)
+	}
+	if code, out := runCode("", "recall", "--session", "s1", "quokka"); code != 0 || !strings.Contains(out, "QUOKKA-SECRET") {
+		t.Fatalf("recall: %d %s", code, out)
+	}
+	t.Setenv("ENGRAM_PASSPHRASE", "wrong")
+	if code, out := runCode("", "recall", "--session", "s1", "quokka"); code != exitKey || !strings.Contains(out, "wrong passphrase") {
+		t.Fatalf("wrong passphrase: %d %s", code, out)
+	}
+	t.Setenv("ENGRAM_PASSPHRASE", "")
+	if code, out := runCode("", "recall", "--session", "s1", "quokka"); code != exitKey {
+		t.Fatalf("no passphrase: %d %s", code, out)
+	}
+	kf := filepath.Join(t.TempDir(), "key")
+	if code, out := runCode("", "keyfile", kf); code != 0 {
+		t.Fatalf("keyfile: %d %s", code, out)
+	}
+	t.Setenv("ENGRAM_PASSPHRASE", "a long test passphrase")
+	t.Setenv("ENGRAM_NEW_KEY_FILE", kf)
+	if code, out := runCode("", "change-key"); code != 0 {
+		t.Fatalf("change-key: %d %s", code, out)
+	}
+	t.Setenv("ENGRAM_PASSPHRASE", "")
+	if code, out := runCode("", "--key-file", kf, "recall", "--session", "s1", "quokka"); code != 0 || !strings.Contains(out, "QUOKKA-SECRET") {
+		t.Fatalf("recall with the key file: %d %s", code, out)
+	}
+	if code, out := runCode("", "--key-file", kf, "check"); code != 0 {
+		t.Fatalf("check: %d %s", code, out)
+	}
+}
