@@ -1,4 +1,4 @@
-"""A mem0-style facade: ``Memory`` with add, search, get_all, get, update, delete, history.
+"""A mem0-style facade: ``Memory`` (and ``AsyncMemory``) with add, search, get_all, get, update, delete, history.
 
 The shapes follow mem0's ``Memory`` (results under ``"results"``, a memory as
 ``{"id", "memory", "metadata", "created_at", "updated_at", ...}``, history events with
@@ -6,13 +6,22 @@ The shapes follow mem0's ``Memory`` (results under ``"results"``, a memory as
 engram session, so code written for mem0 ports with few changes. Differences: engram stores
 the texts it is given (it does not ask a model to extract facts), and ``search`` ranks by
 engram's hybrid recall (vector + BM25) with scores in [0, 1].
+
+Each method is written once, as a plan (see ``_protocol``) over the client's plans:
+``Memory`` runs it on a ``Client``, ``AsyncMemory`` on an ``AsyncClient``, so a parameter
+mapped here (a scope, a filter) is mapped for both.
 """
 
 from __future__ import annotations
 
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
-from .client import Client, Filter, JSON
+from . import _protocol as p
+from ._operations import DEFAULT_URL, Filter, Operations as O
+from ._protocol import JSON, Plan
+from .aio import AsyncClient
+from .client import Client
+from .errors import NotFoundError
 
 Messages = Union[str, Mapping[str, Any], Sequence[Mapping[str, Any]]]
 
@@ -43,16 +52,13 @@ def _item(m: JSON) -> JSON:
     return out
 
 
-class Memory:
-    """mem0's ``Memory`` over a ``memctl serve``: ``Memory(url=..., token=...)`` or ``Memory(client=...)``."""
+class Facade:
+    """The mem0-style methods as plans, run by ``Memory`` (blocking) and ``AsyncMemory`` (awaited)."""
 
-    def __init__(self, url: str = "http://127.0.0.1:7077", token: Optional[str] = None,
-                 client: Optional[Client] = None, timeout: float = 30.0) -> None:
-        self.client = client or Client(url, token=token, timeout=timeout)
-
-    def add(self, messages: Messages, *, user_id: Optional[str] = None, agent_id: Optional[str] = None,
+    @staticmethod
+    def add(messages: Messages, *, user_id: Optional[str] = None, agent_id: Optional[str] = None,
             run_id: Optional[str] = None, metadata: Optional[Mapping[str, Any]] = None,
-            source: Optional[str] = None, tags: Optional[Sequence[str]] = None, **_: Any) -> JSON:
+            source: Optional[str] = None, tags: Optional[Sequence[str]] = None, **_: Any) -> Plan[JSON]:
         """Remember a text, a message ``{"role", "content"}`` or a list of them (system messages
         are skipped). Returns ``{"results": [{"id", "memory", "event"}]}``, event ADD for a new
         memory and UPDATE where a near-duplicate was merged (its earlier version is in history)."""
@@ -67,59 +73,71 @@ class Memory:
         for text in texts:
             if not text.strip():
                 continue
-            r = self.client.remember(session, text, metadata=metadata, source=source, tags=tags)
+            r = yield from O.remember(session, text, metadata=metadata, source=source, tags=tags)
             for i, id in enumerate(r["ids"]):
                 results.append({"id": id, "memory": text, "event": "UPDATE" if r["merged"][i] else "ADD"})
         return {"results": results}
 
-    def search(self, query: str, *, user_id: Optional[str] = None, agent_id: Optional[str] = None,
+    @staticmethod
+    def search(query: str, *, user_id: Optional[str] = None, agent_id: Optional[str] = None,
                run_id: Optional[str] = None, limit: int = 100, filters: Optional[Filter] = None,
-               threshold: Optional[float] = None, **_: Any) -> JSON:
+               threshold: Optional[float] = None, **_: Any) -> Plan[JSON]:
         """The memories of the session that best match query: ``{"results": [... "score"]}``.
         ``filters`` is engram's JSON filter language (``{"metadata.k": "v"}``, ``{"tags": "x"}``);
         a plain ``{"k": "v"}`` whose key is not an engram field is read as metadata."""
         session = _session(user_id, agent_id, run_id)
-        r = self.client.recall(query, session, k=min(limit, 1000), filter=_filters(filters), min_score=threshold)
+        r = yield from O.recall(query, session, k=min(limit, 1000), filter=_filters(filters), min_score=threshold)
         return {"results": [_item(m) for m in r["results"]]}
 
-    def get_all(self, *, user_id: Optional[str] = None, agent_id: Optional[str] = None,
-                run_id: Optional[str] = None, limit: int = 100, filters: Optional[Filter] = None, **_: Any) -> JSON:
+    @staticmethod
+    def get_all(*, user_id: Optional[str] = None, agent_id: Optional[str] = None,
+                run_id: Optional[str] = None, limit: int = 100, filters: Optional[Filter] = None,
+                **_: Any) -> Plan[JSON]:
         """The session's memories, newest first, at most ``limit``: ``{"results": [...]}``."""
         session = _session(user_id, agent_id, run_id)
         out: List[JSON] = []
-        for m in self.client.iter_memories(session, page_size=min(limit, 1000), where=_filters(filters)):
-            out.append(_item(m))
-            if len(out) >= limit:
+        cursor = None
+        while len(out) < limit:
+            page = yield from O.list(session, where=_filters(filters), limit=min(limit - len(out), 1000), cursor=cursor)
+            out.extend(_item(m) for m in page["memories"][:limit - len(out)])
+            cursor = page.get("next_cursor")
+            if not cursor:
                 break
         return {"results": out}
 
-    def get(self, memory_id: str) -> Optional[JSON]:
+    @staticmethod
+    def get(memory_id: str) -> Plan[Optional[JSON]]:
         """One memory, or None when there is none."""
-        from .client import NotFoundError
         try:
-            return _item(self.client.get(memory_id))
+            return _item((yield from O.get(memory_id)))
         except NotFoundError:
             return None
 
-    def update(self, memory_id: str, data: str, metadata: Optional[Mapping[str, Any]] = None) -> JSON:
+    @staticmethod
+    def update(memory_id: str, data: str, metadata: Optional[Mapping[str, Any]] = None) -> Plan[JSON]:
         """Replace a memory's text (re-embedded; the old text goes to its history)."""
-        self.client.update(memory_id, text=data, metadata=metadata)
+        yield from O.update(memory_id, text=data, metadata=metadata)
         return {"message": "Memory updated successfully!"}
 
-    def delete(self, memory_id: str) -> JSON:
-        self.client.delete(memory_id)
+    @staticmethod
+    def delete(memory_id: str) -> Plan[JSON]:
+        """Delete one memory and its history."""
+        yield from O.delete(memory_id)
         return {"message": "Memory deleted successfully!"}
 
-    def delete_all(self, *, user_id: Optional[str] = None, agent_id: Optional[str] = None,
-                   run_id: Optional[str] = None) -> JSON:
-        n = self.client.forget(session=_session(user_id, agent_id, run_id), all=True)
+    @staticmethod
+    def delete_all(*, user_id: Optional[str] = None, agent_id: Optional[str] = None,
+                   run_id: Optional[str] = None) -> Plan[JSON]:
+        """Forget every memory of the session."""
+        n = yield from O.forget(session=_session(user_id, agent_id, run_id), all=True)
         return {"message": f"{n} memories deleted successfully!"}
 
-    def history(self, memory_id: str) -> List[JSON]:
+    @staticmethod
+    def history(memory_id: str) -> Plan[List[JSON]]:
         """The memory's changes, oldest first, as mem0 lists them: ADD, then one UPDATE per
         version (``old_memory`` -> ``new_memory``), with engram's change kind in ``change``."""
-        current = self.client.get(memory_id)
-        versions = self.client.history(memory_id)
+        current = yield from O.get(memory_id)
+        versions = yield from O.history(memory_id)
         texts = [v["memory"]["text"] for v in versions] + [current["text"]]
         events: List[JSON] = []
         first = versions[0]["memory"] if versions else current
@@ -131,8 +149,67 @@ class Memory:
                            "updated_at": v["at"], "change": v["change"]})
         return events
 
-    def reset(self) -> None:
+    @staticmethod
+    def reset() -> Plan[None]:
+        """Not offered: engram does not wipe a store from a client."""
         raise NotImplementedError("engram does not wipe a store from a client; use `memctl forget --session S --all`")
+        yield  # a plan, like the others
+
+
+class Memory:
+    """mem0's ``Memory`` over a ``memctl serve``: ``Memory(url=..., token=...)`` or ``Memory(client=...)``."""
+
+    def __init__(self, url: str = DEFAULT_URL, token: Optional[str] = None,
+                 client: Optional[Client] = None, timeout: float = 30.0) -> None:
+        self.client = client or Client(url, token=token, timeout=timeout)
+
+    def _run(self, plan: Plan[p.T]) -> p.T:
+        return self.client._run(plan)
+
+    add = p.sync_method(Facade.add)
+    search = p.sync_method(Facade.search)
+    get_all = p.sync_method(Facade.get_all)
+    get = p.sync_method(Facade.get)
+    update = p.sync_method(Facade.update)
+    delete = p.sync_method(Facade.delete)
+    delete_all = p.sync_method(Facade.delete_all)
+    history = p.sync_method(Facade.history)
+    reset = p.sync_method(Facade.reset)
+
+
+class AsyncMemory:
+    """``Memory`` for asyncio: the same methods, awaited, over an ``AsyncClient``:
+    ``AsyncMemory(url=..., token=...)`` or ``AsyncMemory(client=...)``; ``async with`` closes
+    the client it made."""
+
+    def __init__(self, url: str = DEFAULT_URL, token: Optional[str] = None,
+                 client: Optional[AsyncClient] = None, timeout: float = 30.0) -> None:
+        self._owns = client is None
+        self.client = client or AsyncClient(url, token=token, timeout=timeout)
+
+    async def _run(self, plan: Plan[p.T]) -> p.T:
+        return await self.client._run(plan)
+
+    async def aclose(self) -> None:
+        """Close the client's connections, where this AsyncMemory made the client."""
+        if self._owns:
+            await self.client.aclose()
+
+    async def __aenter__(self) -> "AsyncMemory":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.aclose()
+
+    add = p.async_method(Facade.add)
+    search = p.async_method(Facade.search)
+    get_all = p.async_method(Facade.get_all)
+    get = p.async_method(Facade.get)
+    update = p.async_method(Facade.update)
+    delete = p.async_method(Facade.delete)
+    delete_all = p.async_method(Facade.delete_all)
+    history = p.async_method(Facade.history)
+    reset = p.async_method(Facade.reset)
 
 
 _FIELDS = {"session", "source", "tags", "importance", "access_count", "created", "updated", "last_access", "and", "or", "not"}
