@@ -18,7 +18,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 METADATA = f"""Metadata-Version: 2.1
 Name: engram-client
 Version: {VERSION}
-Summary: Python client for the engram memory service (memctl serve): the whole HTTP API and a mem0-style Memory facade
+Summary: Python client for the engram memory service (memctl serve): the whole HTTP API, sync and asyncio, and a mem0-style Memory facade
 Requires-Python: >=3.9
 """
 WHEEL = """Wheel-Version: 1.0

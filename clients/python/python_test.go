@@ -1,13 +1,16 @@
 // Package python_test runs the Python client's tests (clients/python/tests) against a real
-// `memctl serve`: it builds memctl, starts it on a free loopback port over a new store,
-// installs the client with each Python's own pip, offline (--no-index), and runs the tests
-// with the installed copy. It checks the first python3 on PATH and /usr/bin/python3, and
-// skips when neither exists.
+// `memctl serve`: it builds memctl, starts it on a free loopback port over a new store, and a
+// second one over https with a self-signed certificate and a bearer token, installs the
+// client with each Python's own pip, offline (--no-index), and runs the tests with the
+// installed copy. It checks the first python3 on PATH and /usr/bin/python3, and skips when
+// neither exists.
 package python_test
 
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"net"
 	"net/http"
@@ -66,6 +69,51 @@ func cleanEnv(t *testing.T, extra ...string) []string {
 	return append(env, append([]string{"XDG_CONFIG_HOME=" + t.TempDir(), "XDG_DATA_HOME=" + t.TempDir()}, extra...)...)
 }
 
+// serve starts `memctl serve` on a free loopback port over a new store, with args, and
+// returns its URL once /healthz answers (over https with the certificate in caFile, if given).
+func serve(t *testing.T, bin, scheme, caFile string, args ...string) (string, *bytes.Buffer) {
+	addr := freePort(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	var logs bytes.Buffer
+	cmd := exec.CommandContext(ctx, bin, append([]string{"--dir", filepath.Join(t.TempDir(), "store"), "serve", "--addr", addr}, args...)...)
+	cmd.Env = cleanEnv(t)
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		_ = cmd.Wait()
+	})
+	url := scheme + "://" + addr
+	client := http.DefaultClient
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if caFile != "" && client == http.DefaultClient {
+			// The certificate appears once the server has made it.
+			if pem, err := os.ReadFile(caFile); err == nil {
+				pool := x509.NewCertPool()
+				if pool.AppendCertsFromPEM(pem) {
+					client = &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+				}
+			}
+		}
+		if caFile == "" || client != http.DefaultClient {
+			resp, err := client.Get(url + "/healthz")
+			if err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == 200 {
+					return url, &logs
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("memctl serve %v did not come up at %s:\n%s", args, url, logs.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 func TestPythonClient(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds memctl and runs the Python tests")
@@ -76,35 +124,17 @@ func TestPythonClient(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building memctl: %v\n%s", err, out)
 	}
-	addr := freePort(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var logs bytes.Buffer
-	serve := exec.CommandContext(ctx, bin, "--dir", filepath.Join(t.TempDir(), "store"), "serve", "--addr", addr)
-	serve.Env = cleanEnv(t)
-	serve.Stdout, serve.Stderr = &logs, &logs
-	if err := serve.Start(); err != nil {
+	url, logs := serve(t, bin, "http", "")
+	// A second server over https, with its self-signed certificate, that wants a bearer token:
+	// the clients' TLS and token paths (tests/test_async.py TLSTokenTest).
+	tlsDir := t.TempDir()
+	token := "py-test-token-0123456789abcdef0123456789abcdef"
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte(token+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	defer func() {
-		cancel()
-		_ = serve.Wait()
-	}()
-	url := "http://" + addr
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp, err := http.Get(url + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("memctl serve did not come up at %s:\n%s", url, logs.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	caFile := filepath.Join(tlsDir, "cert.pem")
+	tlsURL, tlsLogs := serve(t, bin, "https", caFile, "--tls-self-signed", "--tls-dir", tlsDir, "--token-file", tokenFile)
 	for _, py := range pys {
 		t.Run(strings.ReplaceAll(py, "/", "_"), func(t *testing.T) {
 			// Offline install with the interpreter's own pip: nothing may come from an index.
@@ -119,17 +149,28 @@ func TestPythonClient(t *testing.T) {
 			}
 			// The tests import the installed copy (a fresh directory, not the sources).
 			run := exec.Command(py, "-m", "unittest", "discover", "-v", "-s", "tests", "-t", "tests")
-			run.Env = cleanEnv(t, "ENGRAM_URL="+url, "PYTHONPATH="+target, "PYTHONDONTWRITEBYTECODE=1")
+			run.Env = cleanEnv(t, "ENGRAM_URL="+url, "ENGRAM_TLS_URL="+tlsURL, "ENGRAM_TLS_CA="+caFile,
+				"ENGRAM_TLS_TOKEN="+token, "PYTHONPATH="+target, "PYTHONDONTWRITEBYTECODE=1")
 			out, err := run.CombinedOutput()
 			if err != nil {
-				t.Fatalf("python tests with %s: %v\n%s\nserver log:\n%s", py, err, out, logs.String())
+				t.Fatalf("python tests with %s: %v\n%s\nserver log:\n%s\nhttps server log:\n%s", py, err, out, logs.String(), tlsLogs.String())
 			}
 			if !bytes.Contains(out, []byte("OK")) || bytes.Contains(out, []byte("skipped")) {
 				t.Fatalf("python tests with %s did not all run:\n%s", py, out)
 			}
-			t.Logf("%s: %s", py, lastLine(out))
+			t.Logf("%s: %s, %s", py, ranLine(out), lastLine(out))
 		})
 	}
+}
+
+// ranLine is unittest's "Ran N tests in Ts" line.
+func ranLine(b []byte) string {
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "Ran ") {
+			return l
+		}
+	}
+	return "no Ran line"
 }
 
 func lastLine(b []byte) string {

@@ -42,6 +42,8 @@ type annotations struct {
 // AssistantOutput is what -assistant prints.
 type AssistantOutput struct {
 	Data string `json:"data"`
+	// Door is "library" or the URL of the server written and asked through.
+	Door string `json:"door"`
 	Now  string `json:"now"`
 	K    int    `json:"k"`
 	// ChangeWins counts the change questions whose gold (newer) memory is in the top K above the
@@ -76,7 +78,7 @@ type AssistantOutput struct {
 	Memories           int      `json:"memories"`
 }
 
-func runAssistant(ctx context.Context, data, now string, noSupersede bool, base memory.RecallOptions, verbose bool, stdout, stderr io.Writer) error {
+func runAssistant(ctx context.Context, data, now, server string, noSupersede bool, base memory.RecallOptions, verbose bool, stdout, stderr io.Writer) error {
 	k := base.K
 	ds, err := beir.Load(data, "")
 	if err != nil {
@@ -107,18 +109,25 @@ func runAssistant(ctx context.Context, data, now string, noSupersede bool, base 
 		}
 		clock = clock.Truncate(24 * time.Hour).Add(24 * time.Hour)
 	}
-	dir, err := os.MkdirTemp("", "engram-assistant-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
 	cur := clock
-	s, err := memory.Open(dir, memory.OpenOptions{Options: memory.Options{Clock: func() time.Time { return cur }, NoSupersede: noSupersede},
-		Engine: engine.Options{UnsafeNoSync: true}})
-	if err != nil {
-		return err
+	var s assistantDoor
+	if server != "" {
+		// A server keeps its own clock: memories carry their times, recall runs at the server's now.
+		s, clock = newHTTPDoor(server), time.Now()
+	} else {
+		dir, err := os.MkdirTemp("", "engram-assistant-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		st, err := memory.Open(dir, memory.OpenOptions{Options: memory.Options{Clock: func() time.Time { return cur }, NoSupersede: noSupersede},
+			Engine: engine.Options{UnsafeNoSync: true}})
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		s = libraryDoor{st}
 	}
-	defer s.Close()
 
 	out := AssistantOutput{Data: data, Now: clock.UTC().Format(time.RFC3339), K: k, SupersedeGold: len(ann.ChangePairs)}
 	docByText := map[string]string{}
@@ -128,7 +137,7 @@ func runAssistant(ctx context.Context, data, now string, noSupersede bool, base 
 	for _, d := range docs {
 		cur = d.Time // the store's clock at the time of writing, as a live assistant's would be
 		docByText[strings.TrimSpace(d.Content())] = d.ID
-		res, err := s.Remember(ctx, d.Session, d.Content(), memory.RememberOptions{Time: d.Time})
+		res, err := s.remember(ctx, d.Session, d.Content(), d.Time)
 		if err != nil {
 			return fmt.Errorf("document %s: %w", d.ID, err)
 		}
@@ -148,7 +157,7 @@ func runAssistant(ctx context.Context, data, now string, noSupersede bool, base 
 		}
 	}
 	cur = clock
-	if out.Memories, err = s.Count(ctx, nil); err != nil {
+	if out.Memories, err = s.count(ctx); err != nil {
 		return err
 	}
 	gold := map[pair]bool{}
@@ -172,6 +181,12 @@ func runAssistant(ctx context.Context, data, now string, noSupersede bool, base 
 	slices.Sort(out.MissedSupersedes)
 	out.SupersedePrecision = ratio(out.SupersedeCorrect, out.SupersedePredicted)
 	out.SupersedeRecall = ratio(out.SupersedeCorrect, out.SupersedeGold)
+	if server != "" {
+		// The HTTP answer to remember does not say which memory a chunk superseded.
+		out.Door, out.SupersedeGold, out.MissedSupersedes = server, 0, nil
+	} else {
+		out.Door = "library"
+	}
 
 	smallTalk := map[string]bool{}
 	for _, id := range ann.SmallTalk {
@@ -193,7 +208,7 @@ func runAssistant(ctx context.Context, data, now string, noSupersede bool, base 
 		}
 		o := base
 		o.Session = q.Session
-		rs, err := s.Recall(ctx, q.Text, o)
+		rs, err := s.recall(ctx, q.Text, o)
 		if err != nil {
 			return fmt.Errorf("question %s: %w", q.ID, err)
 		}

@@ -104,6 +104,7 @@ func run(args []string, stdout io.Writer) error {
 	assistant := fs.Bool("assistant", false, "the assistant evaluation (annotations.json in -data, every store and recall default; see assistant.go)")
 	now := fs.String("now", "", "-assistant: the clock at recall (RFC 3339 or YYYY-MM-DD; default the day after the newest memory)")
 	k := fs.Int("k", 5, "-assistant: results per question")
+	server := fs.String("server", "", "-assistant: write and ask through a running `memctl serve` at this URL (key from ENGRAM_TOKEN; its defaults, its clock) instead of the library")
 	verbose := fs.Bool("v", false, "-assistant: print every question's results on stderr")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -116,7 +117,7 @@ func run(args []string, stdout io.Writer) error {
 		return fmt.Errorf("unknown -superseded %q", *superseded)
 	}
 	if *assistant {
-		return runAssistant(context.Background(), *data, *now, *noSupersede, memory.RecallOptions{K: *k, AttributeWeight: *attrW, MinScore: *minScore,
+		return runAssistant(context.Background(), *data, *now, *server, *noSupersede, memory.RecallOptions{K: *k, AttributeWeight: *attrW, MinScore: *minScore,
 			MinRelative: *minRel, Superseded: policy}, *verbose, stdout, os.Stderr)
 	}
 	// The modes and fusions every door parses (bm25 is keyword).

@@ -1,5 +1,5 @@
-"""A mem0-style facade: ``Memory`` with add, search, get_all, get, update, delete, delete_all,
-history and reset.
+"""A mem0-style facade: ``Memory`` (and ``AsyncMemory``) with add, search, get_all, get, update,
+delete, delete_all, history and reset.
 
 The shapes follow mem0's ``Memory`` (results under ``"results"``, a memory as
 ``{"id", "memory", "metadata", "created_at", "updated_at", ...}``, add's events as
@@ -20,6 +20,10 @@ The shapes follow mem0's ``Memory`` (results under ``"results"``, a memory as
 
 Every argument a method accepts is sent to the server; an argument it does not know raises
 ``TypeError`` (mem0's ``memory_type``, ``prompt`` or ``rerank`` have no engram equivalent here).
+
+Each method is written once, as a plan (see ``_protocol``) over the client's plans:
+``Memory`` runs it on a ``Client``, ``AsyncMemory`` on an ``AsyncClient``, so a parameter
+mapped here (a scope, a filter) is mapped for both.
 """
 
 from __future__ import annotations
@@ -27,7 +31,12 @@ from __future__ import annotations
 import datetime as _dt
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
-from .client import Client, Filter, JSON
+from . import _protocol as p
+from ._operations import DEFAULT_URL, Filter, Operations as O
+from ._protocol import JSON, Plan
+from .aio import AsyncClient
+from .client import Client
+from .errors import NotFoundError
 
 Messages = Union[str, Mapping[str, Any], Sequence[Mapping[str, Any]]]
 Time = Union[str, _dt.datetime, _dt.date]
@@ -126,21 +135,20 @@ def _session_key(scope: Mapping[str, Optional[str]]) -> str:
     return "user_id"
 
 
-class Memory:
-    """mem0's ``Memory`` over a ``memctl serve``: ``Memory(url=..., token=...)`` or ``Memory(client=...)``."""
+class Facade:
+    """The mem0-style methods as plans, run by ``Memory`` (blocking) and ``AsyncMemory`` (awaited)."""
 
-    def __init__(self, url: str = "http://127.0.0.1:7077", token: Optional[str] = None,
-                 client: Optional[Client] = None, timeout: float = 30.0) -> None:
-        self.client = client or Client(url, token=token, timeout=timeout)
-
-    def add(self, messages: Messages, *, user_id: Optional[str] = None, agent_id: Optional[str] = None,
+    @staticmethod
+    def add(messages: Messages, *, user_id: Optional[str] = None, agent_id: Optional[str] = None,
             run_id: Optional[str] = None, metadata: Optional[Mapping[str, Any]] = None, infer: bool = True,
             source: Optional[str] = None, tags: Optional[Sequence[str]] = None, importance: Optional[float] = None,
-            time: Optional[Time] = None, **unknown: Any) -> JSON:
+            time: Optional[Time] = None, **unknown: Any) -> Plan[JSON]:
         """Remember a text (a user message), a message ``{"role", "content", "time"?}`` or a list of
         them (system messages are skipped). With ``infer`` (the default, as in mem0) only what the
         user states about themselves is kept, and memories it changes are updated or deleted;
-        ``infer=False`` stores each message verbatim. ``importance`` is in (0, 1]; ``time`` (RFC
+        ``infer=False`` stores each message verbatim (the built-in distiller keeps first-person
+        statements: store a fact written in the third person, "Alice prefers tea", with
+        ``infer=False``). ``importance`` is in (0, 1]; ``time`` (RFC
         3339, a datetime or a date) is when messages without their own time were said.
 
         Returns ``{"results": [{"id", "memory", "event"}]}``: event ADD for a new memory, UPDATE
@@ -148,8 +156,8 @@ class Memory:
         for one the conversation retracted."""
         _refuse("add", unknown)
         scope = _scope(user_id, agent_id, run_id)
-        r = self.client.remember_messages(None, _messages(messages), infer=infer, metadata=metadata, source=source,
-                                          tags=tags, importance=importance, time=_time(time, "time"), **scope)
+        r = yield from O.remember_messages(None, _messages(messages), infer=infer, metadata=metadata, source=source,
+                                           tags=tags, importance=importance, time=_time(time, "time"), **scope)
         results: List[JSON] = []
         for e in r.get("events", []):
             out: JSON = {"id": e["id"], "memory": e.get("memory"), "event": e["event"].upper()}
@@ -158,9 +166,10 @@ class Memory:
             results.append(out)
         return {"results": results}
 
-    def search(self, query: str, *, user_id: Optional[str] = None, agent_id: Optional[str] = None,
+    @staticmethod
+    def search(query: str, *, user_id: Optional[str] = None, agent_id: Optional[str] = None,
                run_id: Optional[str] = None, limit: int = 100, filters: Optional[Filter] = None,
-               threshold: Optional[float] = None, **unknown: Any) -> JSON:
+               threshold: Optional[float] = None, **unknown: Any) -> Plan[JSON]:
         """The memories of the scope that best match query: ``{"results": [... "score"]}``.
         ``filters`` is engram's JSON filter language (``{"metadata.k": "v"}``, ``{"tags": "x"}``);
         a plain ``{"k": "v"}`` whose key is not an engram field is read as metadata. ``threshold``
@@ -169,52 +178,62 @@ class Memory:
         with ``stale`` and ``newer``."""
         _refuse("search", unknown)
         scope = _scope(user_id, agent_id, run_id)
-        r = self.client.recall(query, k=min(limit, 1000), filter=_filters(filters), min_score=threshold, **scope)
+        r = yield from O.recall(query, k=min(limit, 1000), filter=_filters(filters), min_score=threshold, **scope)
         key = _session_key(scope)
         return {"results": [_item(m, key) for m in r["results"]]}
 
-    def get_all(self, *, user_id: Optional[str] = None, agent_id: Optional[str] = None,
-                run_id: Optional[str] = None, limit: int = 100, filters: Optional[Filter] = None, **unknown: Any) -> JSON:
+    @staticmethod
+    def get_all(*, user_id: Optional[str] = None, agent_id: Optional[str] = None,
+                run_id: Optional[str] = None, limit: int = 100, filters: Optional[Filter] = None,
+                **unknown: Any) -> Plan[JSON]:
         """The scope's memories, newest first, at most ``limit``: ``{"results": [...]}``."""
         _refuse("get_all", unknown)
         scope = _scope(user_id, agent_id, run_id)
-        out: List[JSON] = []
         key = _session_key(scope)
-        for m in self.client.iter_memories(page_size=min(limit, 1000), where=_filters(filters), **scope):
-            out.append(_item(m, key))
-            if len(out) >= limit:
+        out: List[JSON] = []
+        cursor = None
+        while len(out) < limit:
+            page = yield from O.list(where=_filters(filters), limit=min(limit - len(out), 1000), cursor=cursor, **scope)
+            out.extend(_item(m, key) for m in page["memories"][:limit - len(out)])
+            cursor = page.get("next_cursor")
+            if not cursor:
                 break
         return {"results": out}
 
-    def get(self, memory_id: str) -> Optional[JSON]:
+    @staticmethod
+    def get(memory_id: str) -> Plan[Optional[JSON]]:
         """One memory, or None when there is none."""
-        from .client import NotFoundError
         try:
-            return _item(self.client.get(memory_id))
+            return _item((yield from O.get(memory_id)))
         except NotFoundError:
             return None
 
-    def update(self, memory_id: str, data: str, metadata: Optional[Mapping[str, Any]] = None) -> JSON:
+    @staticmethod
+    def update(memory_id: str, data: str, metadata: Optional[Mapping[str, Any]] = None) -> Plan[JSON]:
         """Replace a memory's text (re-embedded; the old text goes to its history), and its metadata
         when given (its scope, agent_id and run_id, stays)."""
-        self.client.update(memory_id, text=data, metadata=metadata)
+        yield from O.update(memory_id, text=data, metadata=metadata)
         return {"message": "Memory updated successfully!"}
 
-    def delete(self, memory_id: str) -> JSON:
-        self.client.delete(memory_id)
+    @staticmethod
+    def delete(memory_id: str) -> Plan[JSON]:
+        """Delete one memory and its history."""
+        yield from O.delete(memory_id)
         return {"message": "Memory deleted successfully!"}
 
-    def delete_all(self, *, user_id: Optional[str] = None, agent_id: Optional[str] = None,
-                   run_id: Optional[str] = None) -> JSON:
+    @staticmethod
+    def delete_all(*, user_id: Optional[str] = None, agent_id: Optional[str] = None,
+                   run_id: Optional[str] = None) -> Plan[JSON]:
         """Forget every memory of the scope (restorable for the server's retention, as forget)."""
-        n = self.client.forget(all=True, **_scope(user_id, agent_id, run_id))
+        n = yield from O.forget(all=True, **_scope(user_id, agent_id, run_id))
         return {"message": f"{n} memories deleted successfully!"}
 
-    def history(self, memory_id: str) -> List[JSON]:
+    @staticmethod
+    def history(memory_id: str) -> Plan[List[JSON]]:
         """The memory's changes, oldest first, as mem0 lists them: ADD, then one UPDATE per
         version (``old_memory`` -> ``new_memory``), with engram's change kind in ``change``."""
-        current = self.client.get(memory_id)
-        versions = self.client.history(memory_id)
+        current = yield from O.get(memory_id)
+        versions = yield from O.history(memory_id)
         texts = [v["memory"]["text"] for v in versions] + [current["text"]]
         events: List[JSON] = []
         first = versions[0]["memory"] if versions else current
@@ -226,8 +245,9 @@ class Memory:
                            "updated_at": v["at"], "change": v["change"]})
         return events
 
-    def reset(self, *, user_id: Optional[str] = None, agent_id: Optional[str] = None,
-              run_id: Optional[str] = None) -> JSON:
+    @staticmethod
+    def reset(*, user_id: Optional[str] = None, agent_id: Optional[str] = None,
+              run_id: Optional[str] = None) -> Plan[JSON]:
         """Forget every memory the key can reach: of the scope given, or without one (mem0's
         reset()) of every session the key may read. Forgetting is restorable as ``forget`` is:
         until ``purge_after`` (the server's ``--forget-retention``, 30 days by default)
@@ -236,9 +256,11 @@ class Memory:
 
         Returns ``{"message", "forgotten", "restorable", "purge_after"?}``."""
         if user_id is not None or agent_id is not None or run_id is not None:
-            answers = [self.client.forget_answer(all=True, **_scope(user_id, agent_id, run_id))]
+            answers = [(yield from O.forget_answer(all=True, **_scope(user_id, agent_id, run_id)))]
         else:
-            answers = [self.client.forget_answer(session=s["name"], all=True) for s in self.client.sessions()]
+            answers = []
+            for s in (yield from O.sessions()):
+                answers.append((yield from O.forget_answer(session=s["name"], all=True)))
         n = sum(a["forgotten"] for a in answers)
         out: JSON = {"message": f"{n} memories forgotten", "forgotten": n,
                      "restorable": all(a.get("restorable", False) for a in answers) if answers else True}
@@ -246,6 +268,62 @@ class Memory:
         if after:
             out["purge_after"] = min(after)
         return out
+
+
+class Memory:
+    """mem0's ``Memory`` over a ``memctl serve``: ``Memory(url=..., token=...)`` or ``Memory(client=...)``."""
+
+    def __init__(self, url: str = DEFAULT_URL, token: Optional[str] = None,
+                 client: Optional[Client] = None, timeout: float = 30.0) -> None:
+        self.client = client or Client(url, token=token, timeout=timeout)
+
+    def _run(self, plan: Plan[p.T]) -> p.T:
+        return self.client._run(plan)
+
+    add = p.sync_method(Facade.add)
+    search = p.sync_method(Facade.search)
+    get_all = p.sync_method(Facade.get_all)
+    get = p.sync_method(Facade.get)
+    update = p.sync_method(Facade.update)
+    delete = p.sync_method(Facade.delete)
+    delete_all = p.sync_method(Facade.delete_all)
+    history = p.sync_method(Facade.history)
+    reset = p.sync_method(Facade.reset)
+
+
+class AsyncMemory:
+    """``Memory`` for asyncio: the same methods, awaited, over an ``AsyncClient``:
+    ``AsyncMemory(url=..., token=...)`` or ``AsyncMemory(client=...)``; ``async with`` closes
+    the client it made."""
+
+    def __init__(self, url: str = DEFAULT_URL, token: Optional[str] = None,
+                 client: Optional[AsyncClient] = None, timeout: float = 30.0) -> None:
+        self._owns = client is None
+        self.client = client or AsyncClient(url, token=token, timeout=timeout)
+
+    async def _run(self, plan: Plan[p.T]) -> p.T:
+        return await self.client._run(plan)
+
+    async def aclose(self) -> None:
+        """Close the client's connections, where this AsyncMemory made the client."""
+        if self._owns:
+            await self.client.aclose()
+
+    async def __aenter__(self) -> "AsyncMemory":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.aclose()
+
+    add = p.async_method(Facade.add)
+    search = p.async_method(Facade.search)
+    get_all = p.async_method(Facade.get_all)
+    get = p.async_method(Facade.get)
+    update = p.async_method(Facade.update)
+    delete = p.async_method(Facade.delete)
+    delete_all = p.async_method(Facade.delete_all)
+    history = p.async_method(Facade.history)
+    reset = p.async_method(Facade.reset)
 
 
 _FIELDS = {"session", "source", "tags", "importance", "access_count", "created", "updated", "last_access", "and", "or", "not"}

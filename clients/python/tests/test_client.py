@@ -82,7 +82,17 @@ class ClientTest(unittest.TestCase):
             self.c.forget([mid, "ghost"])
         self.assertIn("ghost", e.exception.message)
         self.assertEqual(self.c.get(mid)["id"], mid)
+        self.assertEqual(self.c.forget([mid]), 1)
+        with self.assertRaises(NotFoundError):
+            self.c.get(mid)
+        self.assertEqual([m["id"] for m in self.c.forgotten(s)], [mid])
+        self.assertEqual(self.c.restore([mid]), 1)
+        self.assertEqual(self.c.get(mid)["text"], "a memory to forget about kites")
         self.assertEqual(self.c.forget(session=s, filter={"source": {"exists": False}}), 1)
+        self.assertEqual(self.c.forget([mid], purge=True), 1)
+        self.assertEqual(self.c.forgotten(s), [])
+        with self.assertRaises(NotFoundError):
+            self.c.restore([mid])
         with self.assertRaises(BadRequestError) as e:
             self.c.recall("x", s, filter={"colour": "red"})
         self.assertIn("unknown field", e.exception.message)
@@ -122,8 +132,14 @@ class ClientTest(unittest.TestCase):
     def test_admin(self) -> None:
         self.assertIn("memories", self.c.stats())
         self.assertTrue(any(x["name"] for x in self.c.sessions()) or self.c.sessions() == [])
-        job = self.c.admin("check")
+        seen = []
+        job = self.c.admin("check", progress=seen.append)
         self.assertEqual(job["state"], "done")
+        self.assertEqual(seen[-1], job)
+        self.assertIn(job["id"], [j["id"] for j in self.c.jobs()])
+        started = self.c.admin("check", wait=False)
+        self.assertEqual(self.c.wait_job(started["id"])["state"], "done")
+        self.assertEqual(self.c.job(started["id"])["state"], "done")
 
 
 @unittest.skipUnless(URL, "ENGRAM_URL names no running memctl serve")
