@@ -1,12 +1,14 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/engramdb/engram/api"
 	"github.com/engramdb/engram/memory"
 	"github.com/engramdb/engram/ollama"
 )
@@ -109,8 +111,10 @@ func (a *app) contextCommand() *cobra.Command {
 			return a.printConversation(c.Conversation)
 		}}
 	add.Flags().StringVar(&role, "role", "user", "who spoke: user, assistant, ...")
-	clearCmd := &cobra.Command{Use: "clear", Short: "Delete the session's turns and summary", Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+	// onSession runs op on the session named by --session and prints its answer: JSON with
+	// --json, else what text prints.
+	onSession := func(op func(api.Ops, context.Context, string) (any, error), text func(any)) func(*cobra.Command, []string) error {
+		return func(cmd *cobra.Command, _ []string) error {
 			if err := needSession(cmd); err != nil {
 				return err
 			}
@@ -118,39 +122,27 @@ func (a *app) contextCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			resp, err := ops.ClearContext(cmd.Context(), session)
-			if err != nil {
+			res, err := op(ops, cmd.Context(), session)
+			switch {
+			case err != nil:
 				return err
+			case a.jsonOut:
+				return a.printJSON(res)
 			}
-			if a.jsonOut {
-				return a.printJSON(resp)
-			}
-			fmt.Fprintf(a.stdout, "cleared the conversation of session %s\n", sanitize(session))
+			text(res)
 			return nil
-		}}
+		}
+	}
+	clearCmd := &cobra.Command{Use: "clear", Short: "Delete the session's turns and summary", Args: noArgs,
+		RunE: onSession(func(ops api.Ops, ctx context.Context, s string) (any, error) { return ops.ClearContext(ctx, s) },
+			func(any) { fmt.Fprintf(a.stdout, "cleared the conversation of session %s\n", sanitize(session)) })}
 	distill := &cobra.Command{Use: "distill", Short: "Turn the session's turns not yet distilled into long-term memories",
 		Long: "distill reads the session's turns that no distillation has read (turns leaving the buffer are distilled by\n" +
 			"themselves) and remembers what the user states about themselves: facts, plans, preferences, corrections.\n" +
 			"Distilling again stores nothing new.",
 		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := needSession(cmd); err != nil {
-				return err
-			}
-			ops, err := a.dataOps(cmd.Context())
-			if err != nil {
-				return err
-			}
-			res, err := ops.Distill(cmd.Context(), session)
-			if err != nil {
-				return err
-			}
-			if a.jsonOut {
-				return a.printJSON(res)
-			}
-			a.printDistilled(res)
-			return nil
-		}}
+		RunE: onSession(func(ops api.Ops, ctx context.Context, s string) (any, error) { return ops.Distill(ctx, s) },
+			func(res any) { a.printDistilled(res.(memory.DistillResult)) })}
 	cmd.AddCommand(showCmd, add, distill, clearCmd)
 	return cmd
 }
