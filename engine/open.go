@@ -163,14 +163,6 @@ func (d *DB) act(did, do, format string, a ...any) {
 	d.actions = append(d.actions, verb+" "+fmt.Sprintf(format, a...))
 }
 
-// rel is path relative to the store directory, for messages.
-func (d *DB) rel(path string) string {
-	if r, err := filepath.Rel(d.dir, path); err == nil {
-		return r
-	}
-	return path
-}
-
 // inspectDir reports whether dir is a new store (absent, empty, or holding
 // only what a crashed creation leaves) and refuses foreign directories.
 func inspectDir(fsys FS, dir string) (fresh bool, err error) {

@@ -442,17 +442,6 @@ func attributeQuery(bits uint32) string {
 	return b.String()
 }
 
-// attributeNames lists the names of the attributes in bits.
-func attributeNames(bits uint32) []string {
-	var out []string
-	for i, a := range attributeLexicon {
-		if bits&(1<<i) != 0 {
-			out = append(out, a.name)
-		}
-	}
-	return out
-}
-
 func containsAny(s string, subs []string) bool {
 	return slices.ContainsFunc(subs, func(x string) bool { return strings.Contains(s, x) })
 }
@@ -748,9 +737,7 @@ func valuesOf(lower string) map[valueKind][]string {
 		}
 		rest = string(blanked)
 	}
-	for _, n := range factsOf(rest).numbers {
-		v[valueNumber] = append(v[valueNumber], n)
-	}
+	v[valueNumber] = append(v[valueNumber], factsOf(rest).numbers...)
 	for k := range v {
 		slices.Sort(v[k])
 		v[k] = slices.Compact(v[k])
