@@ -89,7 +89,7 @@ var routeProbes = map[string][]probe{
 	"GET /v1/sessions":                      {{method: "GET", path: "/v1/sessions", ok: 200, foreign: 200, listing: true}},
 	"GET /v1/sessions/{session}/context":    {{method: "GET", path: "/v1/sessions/$session/context", ok: 200, foreign: 403}},
 	"POST /v1/sessions/{session}/turns":     {{method: "POST", path: "/v1/sessions/$session/turns", body: `{"role":"user","text":"hello"}`, ok: 200, foreign: 403}},
-	"POST /v1/sessions/{session}/distill":   {{method: "POST", path: "/v1/sessions/$session/distill", ok: 200, foreign: 403}},
+	"POST /v1/sessions/{session}/distill":   {{method: "POST", path: "/v1/sessions/$session/distill", body: `{}`, ok: 200, foreign: 403}},
 	"DELETE /v1/sessions/{session}/context": {{method: "DELETE", path: "/v1/sessions/$session/context", ok: 200, foreign: 403}},
 	"GET /v1/tasks":                         {{method: "GET", path: "/v1/tasks", ok: 200, foreign: 200, listing: true}},
 	"POST /v1/tasks":                        {{method: "POST", path: "/v1/tasks", body: `{"session":$session,"goal":"new work"}`, ok: 201, foreign: 403}},
