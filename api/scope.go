@@ -78,8 +78,12 @@ func (sc ScopeIDs) metadata(session string, md map[string]any) (map[string]any, 
 		out = map[string]any{}
 	}
 	for k, v := range add {
-		if have, ok := out[k]; ok && have != v {
-			return nil, badRequest("metadata %q is %v, but the request's %s is %v", k, have, k, v)
+		// A value of the caller's may be anything JSON holds (a map is not comparable): only the
+		// same string agrees.
+		if have, ok := out[k]; ok {
+			if hs, isString := have.(string); !isString || hs != v {
+				return nil, badRequest("metadata %q is %v, but the request's %s is %v", k, have, k, v)
+			}
 		}
 		out[k] = v
 	}

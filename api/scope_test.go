@@ -98,6 +98,10 @@ func TestScopeIsolation(t *testing.T) {
 		"list session and user":   second(l.List(ctx, ListRequest{Session: &alex, ScopeIDs: ScopeIDs{UserID: "bob"}})),
 		"forget ids and a scope":  second(l.Forget(ctx, ForgetRequest{IDs: []string{trip}, ScopeIDs: ScopeIDs{RunID: "r"}})),
 		"remember metadata":       second(l.Remember(ctx, RememberRequest{ScopeIDs: ScopeIDs{UserID: "alex", RunID: "a"}, Text: "x", Metadata: map[string]any{"run_id": "b"}})),
+		"remember metadata object": second(l.Remember(ctx, RememberRequest{ScopeIDs: ScopeIDs{UserID: "alex", RunID: "a"}, Text: "x",
+			Metadata: map[string]any{"run_id": map[string]any{"x": 1.0}}})),
+		"remember metadata list": second(l.Remember(ctx, RememberRequest{ScopeIDs: ScopeIDs{UserID: "alex", AgentID: "a"}, Text: "x",
+			Metadata: map[string]any{"agent_id": []any{"a"}}})),
 	} {
 		if !errors.Is(err, ErrBadRequest) {
 			t.Errorf("%s: %v", name, err)

@@ -48,6 +48,12 @@ func FuzzHandlers(f *testing.F) {
 	f.Add("POST", "/v1/recall", "Authorization: bearer @alice\nContent-Type: application/json; charset=utf-8", []byte(`{"query":"🎉","all_sessions":true,"fusion":"weighted","vector_weight":1e308}`))
 	f.Add("PATCH", "/v1/tasks/%2e%2e", "Authorization: Bearer @admin\nContent-Type: application/json", []byte(`{"x":`))
 	f.Add("GET", "/v1/sessions/%ff/context", "Authorization: Bearer @alice", []byte(nil))
+	f.Add("POST", "/v1/remember", "Authorization: Bearer @alice\nContent-Type: application/json",
+		[]byte(`{"user_id":"alice","run_id":"r","text":"x","metadata":{"run_id":{"x":[1]}}}`))
+	f.Add("POST", "/v1/remember", "Authorization: Bearer @alice\nContent-Type: application/json",
+		[]byte(`{"agent_id":"alice","messages":[{"role":"user","text":"I like tea.","time":"1969-01-01T00:00:00Z"}],"infer":true}`))
+	f.Add("POST", "/v1/recall", "Authorization: Bearer @admin\nContent-Type: application/json",
+		[]byte(`{"user_id":"alice","query":"tea","as_of":"99999d","min_score":0,"min_relative":1,"superseded":"hide"}`))
 	f.Fuzz(func(t *testing.T, method, path, headers string, body []byte) {
 		if !strings.HasPrefix(path, "/") {
 			path = "/" + path
