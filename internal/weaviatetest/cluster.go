@@ -56,17 +56,37 @@ func Binary(tb testing.TB) string {
 }
 
 // Start starts n nodes (1 for a single node) and waits until every one is
-// ready. They are stopped when tb ends.
+// ready. They are stopped when tb ends. Ports are chosen below the kernel's
+// ephemeral range, yet another process can still take one between the check
+// and Weaviate's bind (go test runs packages side by side), so a start that
+// fails with "address already in use" is retried on fresh ports.
 func Start(tb testing.TB, n int) *Cluster {
 	tb.Helper()
 	bin := Binary(tb)
-	ports := freePortPairs(tb, 3*n) // per node: http+grpc, gossip+data, raft+raft rpc
+	root := tb.TempDir()
+	for attempt := 1; ; attempt++ {
+		c, err := launch(tb, bin, filepath.Join(root, fmt.Sprint(attempt)), n)
+		if err == nil {
+			tb.Cleanup(c.StopAll)
+			return c
+		}
+		c.StopAll()
+		if !strings.Contains(err.Error(), "address already in use") || attempt == 5 {
+			tb.Fatal(err)
+		}
+		tb.Logf("weaviate start attempt %d lost a port race; retrying on other ports", attempt)
+	}
+}
+
+// launch starts n nodes under root on freshly chosen ports and waits until
+// each is ready; on error the caller stops whatever did start.
+func launch(tb testing.TB, bin, root string, n int) (*Cluster, error) {
+	ports := pickPorts(tb, 3*n) // per node: http+grpc, gossip+data, raft+raft rpc
 	var raftJoin []string
 	for i := 0; i < n; i++ {
 		raftJoin = append(raftJoin, fmt.Sprintf("node%d:%d", i+1, ports[3*i+2]))
 	}
 	c := &Cluster{tb: tb}
-	root := tb.TempDir()
 	for i := 0; i < n; i++ {
 		httpPort, gossip, raft := ports[3*i], ports[3*i+1], ports[3*i+2]
 		nd := &Node{Name: fmt.Sprintf("node%d", i+1), URL: fmt.Sprintf("http://127.0.0.1:%d", httpPort), bin: bin,
@@ -98,18 +118,17 @@ func Start(tb testing.TB, n int) *Cluster {
 		}
 		c.Nodes = append(c.Nodes, nd)
 	}
-	tb.Cleanup(c.StopAll)
 	for _, nd := range c.Nodes {
 		if err := nd.start(); err != nil {
-			tb.Fatal(err)
+			return c, err
 		}
 	}
 	for _, nd := range c.Nodes {
 		if err := nd.WaitReady(3 * time.Minute); err != nil {
-			tb.Fatal(err)
+			return c, err
 		}
 	}
-	return c
+	return c, nil
 }
 
 func (nd *Node) start() error {
@@ -193,6 +212,13 @@ func (c *Cluster) StopAll() {
 	}
 }
 
+// The ports tried: below Linux's default ephemeral range (32768-60999), so
+// the kernel does not hand them to outgoing connections of other tests.
+const portLow, portHigh = 12000, 32000
+
+// pickPorts chooses a start's ports; a test replaces it to lose the race.
+var pickPorts = freePortPairs
+
 // freePortPairs returns n port numbers p such that p and p+1 are both free
 // (Weaviate derives a second port from each one it is given).
 func freePortPairs(tb testing.TB, n int) []int {
@@ -202,7 +228,7 @@ func freePortPairs(tb testing.TB, n int) []int {
 		if tries > 10000 {
 			tb.Fatal("no free port pairs on loopback")
 		}
-		p := 20000 + 2*rand.IntN(20000)
+		p := portLow + 2*rand.IntN((portHigh-portLow)/2)
 		if used[p] || used[p+1] || used[p+2] || !free(p) || !free(p+1) || !free(p+2) {
 			continue
 		}
