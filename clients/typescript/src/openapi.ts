@@ -340,9 +340,11 @@ export interface ExportRequest {
 }
 
 export interface CleanupRequest {
-  /** default 180 (minimum 0) */
-  older_than_days?: number;
+  /** age, e.g. 180d or 72h (default 180d) */
+  older_than?: string;
   include_recalled?: boolean;
+  /** only this session's memories */
+  session?: string;
   filter?: Filter;
   dry_run?: boolean;
 }
@@ -846,7 +848,7 @@ export const schemaFields = {
   "UpdateRequest": ["importance","metadata","source","tags","text"],
   "HistoryResponse": ["id","versions"],
   "ExportRequest": ["filter","vectors"],
-  "CleanupRequest": ["dry_run","filter","include_recalled","older_than_days"],
+  "CleanupRequest": ["dry_run","filter","include_recalled","older_than","session"],
   "CleanupResponse": ["batch","count","dry_run","ids","memories"]
 } as const;
 
@@ -880,7 +882,7 @@ export const operations = {
   "GET /v1/memories/{id}/history": {"method":"GET","path":"/v1/memories/{id}/history","pathParams":["id"],"query":[],"body":"none","bodyRequired":false,"bodyFields":[],"status":200,"response":"json","responseFields":["id","versions"]},
   "POST /v1/memories/{id}/revert": {"method":"POST","path":"/v1/memories/{id}/revert","pathParams":["id"],"query":[],"body":"json","bodyRequired":true,"bodyFields":["version"],"status":200,"response":"json","responseFields":["access_count","created","id","importance","last_access","metadata","session","source","superseded_at","superseded_by","tags","text","updated","vector"]},
   "POST /v1/export": {"method":"POST","path":"/v1/export","pathParams":[],"query":[],"body":"json","bodyRequired":true,"bodyFields":["filter","vectors"],"status":200,"response":"ndjson","responseFields":[]},
-  "POST /v1/cleanup": {"method":"POST","path":"/v1/cleanup","pathParams":[],"query":[],"body":"json","bodyRequired":true,"bodyFields":["dry_run","filter","include_recalled","older_than_days"],"status":200,"response":"json","responseFields":["batch","count","dry_run","ids","memories"]},
+  "POST /v1/cleanup": {"method":"POST","path":"/v1/cleanup","pathParams":[],"query":[],"body":"json","bodyRequired":true,"bodyFields":["dry_run","filter","include_recalled","older_than","session"],"status":200,"response":"json","responseFields":["batch","count","dry_run","ids","memories"]},
   "GET /v1/admin/stats": {"method":"GET","path":"/v1/admin/stats","pathParams":[],"query":[],"body":"none","bodyRequired":false,"bodyFields":[],"status":200,"response":"untyped","responseFields":[]},
   "POST /v1/admin/flush": {"method":"POST","path":"/v1/admin/flush","pathParams":[],"query":[],"body":"none","bodyRequired":false,"bodyFields":[],"status":200,"response":"untyped","responseFields":[]},
   "POST /v1/admin/check": {"method":"POST","path":"/v1/admin/check","pathParams":[],"query":[],"body":"json","bodyRequired":false,"bodyFields":[],"status":202,"response":"json","responseFields":["cancel_requested","done","error","finished","id","kind","result","started","state","total","unit"]},
