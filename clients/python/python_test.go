@@ -8,18 +8,14 @@ package python_test
 
 import (
 	"bytes"
-	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/engramdb/engram/internal/servetest"
 )
 
 func pythons(t *testing.T) []string {
@@ -49,69 +45,10 @@ func pythons(t *testing.T) []string {
 	return out
 }
 
-func freePort(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
-// cleanEnv is the environment without ENGRAM_ settings and with private config and data dirs.
+// cleanEnv is servetest's clean environment without PYTHONPATH, so the tests import the
+// installed copy.
 func cleanEnv(t *testing.T, extra ...string) []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "ENGRAM_") && !strings.HasPrefix(kv, "XDG_") && !strings.HasPrefix(kv, "PYTHONPATH=") {
-			env = append(env, kv)
-		}
-	}
-	return append(env, append([]string{"XDG_CONFIG_HOME=" + t.TempDir(), "XDG_DATA_HOME=" + t.TempDir()}, extra...)...)
-}
-
-// serve starts `memctl serve` on a free loopback port over a new store, with args, and
-// returns its URL once /healthz answers (over https with the certificate in caFile, if given).
-func serve(t *testing.T, bin, scheme, caFile string, args ...string) (string, *bytes.Buffer) {
-	addr := freePort(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	var logs bytes.Buffer
-	cmd := exec.CommandContext(ctx, bin, append([]string{"--dir", filepath.Join(t.TempDir(), "store"), "serve", "--addr", addr}, args...)...)
-	cmd.Env = cleanEnv(t)
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cancel()
-		_ = cmd.Wait()
-	})
-	url := scheme + "://" + addr
-	client := http.DefaultClient
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if caFile != "" && client == http.DefaultClient {
-			// The certificate appears once the server has made it.
-			if pem, err := os.ReadFile(caFile); err == nil {
-				pool := x509.NewCertPool()
-				if pool.AppendCertsFromPEM(pem) {
-					client = &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
-				}
-			}
-		}
-		if caFile == "" || client != http.DefaultClient {
-			resp, err := client.Get(url + "/healthz")
-			if err == nil {
-				resp.Body.Close()
-				if resp.StatusCode == 200 {
-					return url, &logs
-				}
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("memctl serve %v did not come up at %s:\n%s", args, url, logs.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	return servetest.CleanEnv(t, []string{"PYTHONPATH="}, extra...)
 }
 
 func TestPythonClient(t *testing.T) {
@@ -119,12 +56,8 @@ func TestPythonClient(t *testing.T) {
 		t.Skip("builds memctl and runs the Python tests")
 	}
 	pys := pythons(t)
-	bin := filepath.Join(t.TempDir(), "memctl")
-	build := exec.Command("go", "build", "-o", bin, "../../cmd/memctl")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building memctl: %v\n%s", err, out)
-	}
-	url, logs := serve(t, bin, "http", "")
+	bin := servetest.Build(t)
+	url, logs := servetest.Serve(t, bin)
 	// A second server over https, with its self-signed certificate, that wants a bearer token:
 	// the clients' TLS and token paths (tests/test_async.py TLSTokenTest).
 	tlsDir := t.TempDir()
@@ -134,7 +67,7 @@ func TestPythonClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	caFile := filepath.Join(tlsDir, "cert.pem")
-	tlsURL, tlsLogs := serve(t, bin, "https", caFile, "--tls-self-signed", "--tls-dir", tlsDir, "--token-file", tokenFile)
+	tlsURL, tlsLogs := servetest.ServeTLS(t, bin, caFile, "--tls-self-signed", "--tls-dir", tlsDir, "--token-file", tokenFile)
 	for _, py := range pys {
 		t.Run(strings.ReplaceAll(py, "/", "_"), func(t *testing.T) {
 			// Offline install with the interpreter's own pip: nothing may come from an index.

@@ -10,11 +10,7 @@ package typescript_test
 
 import (
 	"bytes"
-	"context"
-	"fmt"
 	"io/fs"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,6 +19,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/engramdb/engram/internal/servetest"
 )
 
 // minNode is the oldest node the tests run on: the client needs 18, but the frameworks
@@ -57,32 +55,10 @@ func tools(t *testing.T) string {
 	return node
 }
 
-func freePort(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
-// cleanEnv is the environment without engram's, XDG's, node's and LangChain's settings
-// (LangSmith tracing would reach the network), with private config and data dirs.
+// cleanEnv is servetest's clean environment without node's and LangChain's settings
+// (LangSmith tracing would reach the network).
 func cleanEnv(t *testing.T, extra ...string) []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		name, _, _ := strings.Cut(kv, "=")
-		switch {
-		case strings.HasPrefix(name, "ENGRAM_") && name != "ENGRAM_CACHE",
-			strings.HasPrefix(name, "XDG_") && name != "XDG_CACHE_HOME",
-			strings.HasPrefix(name, "NODE_"),
-			strings.HasPrefix(name, "LANGCHAIN_"),
-			strings.HasPrefix(name, "LANGSMITH_"):
-			continue
-		}
-		env = append(env, kv)
-	}
-	return append(env, append([]string{"XDG_CONFIG_HOME=" + t.TempDir(), "XDG_DATA_HOME=" + t.TempDir()}, extra...)...)
+	return servetest.CleanEnv(t, []string{"NODE_", "LANGCHAIN_", "LANGSMITH_"}, extra...)
 }
 
 func run(t *testing.T, what, dir string, env []string, name string, args ...string) []byte {
@@ -137,15 +113,7 @@ func TestTypeScriptClient(t *testing.T) {
 	env := cleanEnv(t)
 
 	// memctl builds while npm installs and tsc compiles.
-	bin := filepath.Join(t.TempDir(), "memctl")
-	built := make(chan error, 1)
-	go func() {
-		out, err := exec.Command("go", "build", "-o", bin, "../../cmd/memctl").CombinedOutput()
-		if err != nil {
-			err = fmt.Errorf("building memctl: %v\n%s", err, out)
-		}
-		built <- err
-	}()
+	memctl := servetest.StartBuild(t)
 
 	start := time.Now()
 	cmd := exec.Command("bash", "../../scripts/npm-clients.sh")
@@ -153,7 +121,7 @@ func TestTypeScriptClient(t *testing.T) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		offline := bytes.Contains(out, []byte("ENOTFOUND")) || bytes.Contains(out, []byte("ETIMEDOUT")) || bytes.Contains(out, []byte("ENOTCACHED")) || bytes.Contains(out, []byte("EAI_AGAIN"))
 		if offline && os.Getenv("CI") != "true" {
-			<-built
+			memctl()
 			t.Skipf("npm could not reach the registry and the cache lacks a package:\n%s", out)
 		}
 		t.Fatalf("scripts/npm-clients.sh: %v\n%s", err, out)
@@ -171,39 +139,8 @@ func TestTypeScriptClient(t *testing.T) {
 	copySources(t, pkg)
 	run(t, "tsc (package and tests, from source)", pkg, env, node, "node_modules/typescript/bin/tsc", "-p", "tsconfig.test.json")
 
-	if err := <-built; err != nil {
-		t.Fatal(err)
-	}
-	addr := freePort(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var logs bytes.Buffer
 	// A small short-term budget, so that a few turns already compress into a summary.
-	serve := exec.CommandContext(ctx, bin, "--dir", filepath.Join(t.TempDir(), "store"), "--short-term-tokens", "120", "serve", "--addr", addr)
-	serve.Env = cleanEnv(t)
-	serve.Stdout, serve.Stderr = &logs, &logs
-	if err := serve.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		cancel()
-		_ = serve.Wait()
-	}()
-	url := "http://" + addr
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp, err := http.Get(url + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("memctl serve did not come up at %s:\n%s", url, logs.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	url, logs := servetest.Serve(t, memctl(), "--short-term-tokens", "120")
 
 	files, err := filepath.Glob(filepath.Join(pkg, "dist", "test", "*.test.js"))
 	if err != nil || len(files) == 0 {
@@ -242,6 +179,6 @@ func TestTypeScriptClient(t *testing.T) {
 		}
 		// Type-checked against the built declarations, then run; nothing is fetched.
 		run(t, "deno run --check test/deno/smoke.ts", pkg, append(cleanEnv(t), "ENGRAM_URL="+url, "DENO_DIR="+t.TempDir(), "NO_COLOR=1"),
-			deno, "run", "--check", "--no-remote", "--no-npm", "--no-config", "--allow-net="+addr, "--allow-env=ENGRAM_URL", "test/deno/smoke.ts")
+			deno, "run", "--check", "--no-remote", "--no-npm", "--no-config", "--allow-net="+strings.TrimPrefix(url, "http://"), "--allow-env=ENGRAM_URL", "test/deno/smoke.ts")
 	})
 }
