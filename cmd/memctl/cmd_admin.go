@@ -363,9 +363,10 @@ func (a *app) archiveCommand() *cobra.Command {
 type memoryJSON = server.MemoryJSON
 
 func (a *app) exportCommand() *cobra.Command {
-	var vectors bool
+	var vectors, encrypt bool
 	var out, session string
 	var ff filterFlags
+	var sk sealKeyFlags
 	cmd := &cobra.Command{
 		Use: "export", Short: "Write every memory, conversation and task as JSON Lines (stdout or --out; docs/format/export.md)", Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -378,12 +379,30 @@ func (a *app) exportCommand() *cobra.Command {
 				return err
 			}
 			w := a.exactStdout()
+			var seal *engine.Key
+			if encrypt {
+				if out == "" || out == "-" {
+					return &usageError{"export --encrypt writes a binary file: give --out FILE"}
+				}
+				if seal, err = a.readSealKey(sk, true); err != nil {
+					return err
+				}
+			}
 			var f *os.File
 			if out != "" && out != "-" {
 				if f, err = os.OpenFile(out, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600); err != nil {
 					return err
 				}
 				w = f
+			}
+			var sealed io.WriteCloser
+			if seal != nil {
+				if sealed, err = engine.NewSealedWriter(f, seal); err != nil {
+					f.Close()
+					os.Remove(out)
+					return err
+				}
+				w = sealed
 			}
 			bw := bufio.NewWriter(w)
 			var sess *string
@@ -393,6 +412,9 @@ func (a *app) exportCommand() *cobra.Command {
 			n, convs, tasks, err := ops.export(cmd.Context(), bw, sess, filter, vectors)
 			if err == nil {
 				err = bw.Flush()
+			}
+			if err == nil && sealed != nil {
+				err = sealed.Close()
 			}
 			if f != nil {
 				if err == nil {
@@ -412,6 +434,8 @@ func (a *app) exportCommand() *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&vectors, "vectors", false, "include the embedding vectors")
+	cmd.Flags().BoolVar(&encrypt, "encrypt", false, "seal the file with a passphrase or key file of its own (needs --out; import asks for it)")
+	sk.add(cmd)
 	cmd.Flags().StringVarP(&out, "out", "o", "", "write to this new file (0600) instead of stdout")
 	cmd.Flags().StringVarP(&session, "session", "s", "", "only this session")
 	ff.add(cmd.Flags()) // with a filter, only the memories it selects (no conversations or tasks)
@@ -423,6 +447,7 @@ const importBatch = 256
 
 func (a *app) importCommand() *cobra.Command {
 	var foreign foreignImport
+	var sk sealKeyFlags
 	cmd := &cobra.Command{
 		Use:   "import FILE",
 		Short: "Import memories, conversations and tasks from JSON Lines written by export (- for stdin); IDs and times are kept",
@@ -449,6 +474,10 @@ func (a *app) importCommand() *cobra.Command {
 				defer f.Close()
 				r = f
 			}
+			r, err := a.unsealImport(r, sk)
+			if err != nil {
+				return fmt.Errorf("%s: %w", args[0], err)
+			}
 			// Parse everything first: a bad line fails the import before anything is written.
 			ms, recs, err := memory.ReadExportFile(r)
 			if err != nil {
@@ -470,6 +499,7 @@ func (a *app) importCommand() *cobra.Command {
 		},
 	}
 	foreign.add(cmd)
+	sk.add(cmd)
 	return cmd
 }
 

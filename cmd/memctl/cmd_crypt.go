@@ -33,10 +33,12 @@ func (a *app) storeKey() (*engine.Key, error) {
 }
 
 // readKey reads a key from passFile, keyFile, the environment (prefix ""
-// or "NEW_") or the terminal (twice when confirm).
+// for the store's, "NEW_" for change-key's new one, "EXPORT_" for a sealed
+// export's) or the terminal (twice when confirm).
 func (a *app) readKey(envPrefix, passFile, keyFile string, confirm bool) (*engine.Key, error) {
+	flag := "--" + strings.ToLower(strings.ReplaceAll(envPrefix, "_", "-"))
 	if passFile != "" && keyFile != "" {
-		return nil, &usageError{"give --passphrase-file or --key-file, not both"}
+		return nil, &usageError{fmt.Sprintf("give %spassphrase-file or %skey-file, not both", flag, flag)}
 	}
 	if keyFile == "" && passFile == "" {
 		keyFile = os.Getenv("ENGRAM_" + envPrefix + "KEY_FILE")
@@ -60,13 +62,16 @@ func (a *app) readKey(envPrefix, passFile, keyFile string, confirm bool) (*engin
 	}
 	f, ok := a.stdin.(*os.File)
 	if !ok || !term.IsTerminal(int(f.Fd())) {
-		return nil, fmt.Errorf("%w: give --passphrase-file, --key-file, $ENGRAM_%sPASSPHRASE or $ENGRAM_%sKEY_FILE (no terminal to prompt on)", engine.ErrKeyRequired, envPrefix, envPrefix)
+		return nil, fmt.Errorf("%w: give %spassphrase-file, %skey-file, $ENGRAM_%sPASSPHRASE or $ENGRAM_%sKEY_FILE (no terminal to prompt on)", engine.ErrKeyRequired, flag, flag, envPrefix, envPrefix)
 	}
-	what := "passphrase"
-	if envPrefix != "" {
-		what = "new passphrase"
+	switch envPrefix {
+	case "":
+		fmt.Fprintf(a.stderr, "passphrase for %s: ", a.dir)
+	case "NEW_":
+		fmt.Fprintf(a.stderr, "new passphrase for %s: ", a.dir)
+	default:
+		fmt.Fprint(a.stderr, "passphrase of the sealed export: ")
 	}
-	fmt.Fprintf(a.stderr, "%s for %s: ", what, a.dir)
 	p, err := term.ReadPassword(int(f.Fd()))
 	fmt.Fprintln(a.stderr)
 	if err != nil {
