@@ -260,9 +260,10 @@ var attributeLexicon = []attribute{
 		"colleague*", "boss", "salary", "startup", "team", "lead"},
 		[]string{"工作", "上班", "公司", "岗位", "职位", "经理", "入职", "离职", "辞职", "报到", "跳槽", "转正", "试用期", "工资", "薪", "同事", "领导", "老板", "组长", "开发", "工程师", "老师", "上司"},
 		`\bnew job\b|\bquit my job\b|\bresigned\b|\bgot hired\b|\blaid off\b|\b(?:signed|accepted) (?:the|an|a|their) [\w ]{0,30}offer\b|` +
-			`\bstart(?:s|ing)? (?:\w+ ){0,3}as (?:a|an|the|their|our|its)\b|\bpromot(?:ed|ion)\b|\blast day at\b`,
-		[]string{"离职", "辞职", "跳槽", "入职", "报到", "新公司", "新工作", "换工作", "升职"},
-		[]string{"new", "quit", "resign", "hired", "laid", "offer", "start", "promot", "last day"}},
+			`\bstart(?:s|ing)? (?:\w+ ){0,3}as (?:a|an|the|their|our|its)\b|\bpromot(?:ed|ion)\b|\blast day at\b|` +
+			`\b(?:office|company|firm|team) (?:has )?moved\b|\bmoved offices\b`,
+		[]string{"离职", "辞职", "跳槽", "入职", "报到", "新公司", "新工作", "换工作", "升职", "公司搬", "办公室搬", "单位搬"},
+		[]string{"new", "quit", "resign", "hired", "laid", "offer", "start", "promot", "last day", "moved"}},
 	{"relationship", []string{"married", "marry", "marrying", "marriage", "engaged", "engagement", "wedding", "partner", "boyfriend", "girlfriend",
 		"husband", "wife", "fiance", "fiancé", "fiancee", "fiancée", "divorced", "dating", "together", "proposed", "single",
 		"seeing someone", "broke up", "split up", "relationship"},
@@ -283,12 +284,13 @@ var attributeLexicon = []attribute{
 	{"membership", []string{"subscription", "subscriptions", "subscribe", "subscribed", "membership", "member", "gym"},
 		[]string{"会员", "套餐", "订阅", "次卡", "月卡", "年卡"}, "", nil, nil},
 	{"provider", []string{"internet", "broadband", "wifi", "phone", "mobile", "carrier", "electricity", "provider"},
-		[]string{"宽带", "网络", "手机", "流量", "电信", "移动", "联通"}, "", nil, nil},
+		[]string{"宽带", "网络", "手机", "流量", "电信", "移动", "联通", "号码", "电话"}, "", nil, nil},
 	{"rent", []string{"rent", "rental", "lease"},
 		[]string{"房租", "月租", "租金", "押一付"}, "", nil, nil},
 	{"name", []string{"name", "named", "called", "spelled", "spells", "spell", "spelling"},
 		[]string{"名字", "叫", "写法", "怎么写"}, "", nil, nil},
 	{"birthday", []string{"birthday", "born"}, []string{"生日"}, "", nil, nil},
+	{"weight", []string{"weigh", "weighs", "weight", "kg", "kilos", "pounds", "lbs"}, []string{"体重", "公斤"}, "", nil, nil},
 	{"class", []string{"class", "classes", "course", "lesson", "lessons", "tutor", "tutoring", "exam", "studying"},
 		[]string{"课", "考试", "辅导", "培训"}, "", nil, nil},
 	{"sport", []string{"gym", "running", "football", "badminton", "climbing", "bouldering", "swimming", "yoga", "tennis", "pilates"},
@@ -510,7 +512,7 @@ var (
 			"went up", "went down", "goes up", "goes down", "going up", "going down", "gone up", "gone down", "go up", "go down",
 			"lapse", "lapsed", "lapses", "resigned", "promoted", "promotion", "from now on", "broke up", "split up", "divorced",
 			"got married", "got engaged", "we're engaged", "we are engaged", "i'm engaged", "i am engaged", "just engaged",
-			"proposed", "left my"},
+			"proposed", "left my", "dropped out", "pulled out", "withdrew", "down to"},
 		res: []gatedRE{
 			{"off", regexp.MustCompile(`\boff (?:\w+ )?(?:completely|entirely)\b`)},
 			{"offer", regexp.MustCompile(`\b(?:signed (?:the|an|a|my)|accepted (?:the|an|a|their)) [\w ]{0,30}offer\b`)},
@@ -529,7 +531,8 @@ var (
 	// enStopCues and zhStopCues end a habit or a state: the new text negates the old one.
 	enStopCues = cueSet{
 		phrases: []string{"no longer", "not anymore", "not any more", "not a single", "cut out", "completely off", "gave up", "given up",
-			"giving up", "stopped", "quit", "no more", "sold", "gave away", "got rid of", "cancelled", "canceled", "called off"},
+			"giving up", "stopped", "quit", "no more", "sold", "gave away", "got rid of", "cancelled", "canceled", "called off",
+			"dropped out", "pulled out", "withdrew"},
 		res: []gatedRE{{"off", regexp.MustCompile(`\boff (?:\w+ )?(?:completely|entirely)\b`)}},
 	}
 	// valueVerbRE matches a verb that changes a quantity ("raised the fee to", "went up").
@@ -547,7 +550,7 @@ var (
 	additionRE     = cueSet{phrases: []string{"also", "too", "as well", "another", "in addition", "besides"}}
 	hedgeRE        = cueSet{phrases: []string{"thinking about", "thinking of", "considering", "consider", "might", "maybe", "perhaps", "hoping to", "hope to", "would like to", "want to", "wants to", "planning to", "plan to", "if we", "if i", "in case", "wondering"}}
 	zhHedges       = []string{"考虑", "打算", "可能", "也许", "如果", "想要", "计划", "希望", "看看要不要", "要不要"}
-	valueCueRE     = cueSet{phrases: []string{"went up", "went down", "goes up", "goes down", "going up", "going down", "gone up", "gone down", "go up", "go down"},
+	valueCueRE     = cueSet{phrases: []string{"went up", "went down", "goes up", "goes down", "going up", "going down", "gone up", "gone down", "go up", "go down", "down to"},
 		res: []gatedRE{{"", valueVerbRE}}}
 	zhValueCues      = []string{"涨到", "降到", "涨了", "降了", "调到", "提高到", "降低到", "增加到", "减少到", "改成", "改为"}
 	zhAdditions      = []string{"也", "还有", "另外", "此外", "再加"}

@@ -28,11 +28,13 @@ import (
 //     quantity, date, weekday or phone number; a switched name, "Kindle" to "Kobo"; a
 //     correction; the end of a habit, "gave up", 不再), or, sharing no term, an attribute that
 //     an event of the chunk changes (moving house, a new job, an engagement) or a verb that
-//     changes a quantity changes with another number ("房租涨到4500" for "月租4200"), when the
+//     changes a quantity changes with another number ("房租涨到4500" for "月租4200"; "down to 77
+//     kg" for "I weigh 82 kg") or another phone number replaces ("我换了新号码，139..."), when the
 //     candidate states that attribute more than any other candidate does (the one memory about
 //     where the user lives, for "周末终于搬到高新区了"); or
 //  2. changes a value of (a time, an amount, a quantity, a date, a negation) with a weak cue
-//     ("now", "since", "from July 1", 现在, 开始) and two shared terms; or
+//     ("now", "since", "from July 1", 现在, 开始) and two shared terms, or a plain number with
+//     three ("女儿现在读四年级了" for "女儿在读小学三年级"); or
 //  3. changes a value of without any cue while sharing nearly all terms (at least two, and at
 //     least 80% of either text's): the departure time of the same flight, not the return
 //     flight;
@@ -92,12 +94,17 @@ func judgeSupersede(old, new sketch, attrDominant bool) supersedeVerdict {
 		// A verb that changes a quantity ("房租涨到4500", "raised the fee to") with another number
 		// for an attribute both state needs no word in common ("月租4200").
 		quantity := attr && new.valueCue && numbersDiffer(old, new)
-		if n >= 2 || n >= 1 && (attr || changed) || n == 0 && (event || quantity) && attrDominant {
+		// A phone number names one line: another number for an attribute both state replaces it
+		// ("我换了新号码，139..." for "我的手机号是138...").
+		phone := attr && len(old.values[valuePhone]) > 0 && len(new.values[valuePhone]) > 0 &&
+			!slices.Equal(old.values[valuePhone], new.values[valuePhone])
+		if n >= 2 || n >= 1 && (attr || changed) || n == 0 && (event || quantity || phone) && attrDominant {
 			return supersedeVerdict{ok: true, score: score}
 		}
 	case new.addition:
 	case new.cue == cueWeak:
-		if vconf && n >= 2 {
+		// Three shared terms and another plain number: "女儿现在读四年级了" for "女儿在读小学三年级".
+		if vconf && n >= 2 || n >= 3 && numbersDiffer(old, new) {
 			return supersedeVerdict{ok: true, score: score}
 		}
 	default:

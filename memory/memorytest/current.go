@@ -63,6 +63,25 @@ var supersedeGoldens = []struct {
 	{"zh 取消", "下周二去上海出差。", "上海出差取消了。", true},
 	{"zh 其实是", "表哥的生日是3月8日。", "我记错了，表哥的生日其实是3月18日。", true},
 	{"zh 换成", "家里的宽带是电信的，每个月100块。", "宽带换成联通的了，每个月80块。", true},
+	// Written after the rules above, as a check of how they generalise (15 of 18 such changes
+	// found, no false supersede among 12 pairs; missed and left alone: "We have a new landlord
+	// now, Mrs. Lindqvist" for "My landlord is Mr. Okafor", "I started cycling to work instead of
+	// taking the bus" for "I commute by bus", "Luigi's closed, so my favourite place is now ...").
+	{"en changed password", "Our wifi password is tulip-2291.", "I changed the wifi password to maple-8830.", true},
+	{"en school now starts", "My son's school starts at 8:30.", "My son's school now starts at 8:15.", true},
+	{"en not allergic after all", "I'm allergic to penicillin.", "Turns out I'm not allergic to penicillin after all.", true},
+	{"en lessons moved", "The kids' swimming lessons are on Saturday mornings.", "Swimming lessons moved to Sunday afternoons.", true},
+	{"en dropped out", "I'm training for the Berlin half marathon in April.", "I dropped out of the Berlin half marathon because of my knee.", true},
+	{"en new phone number", "My phone number is 0176 555 0142.", "My new phone number is 0152 555 0199.", true},
+	{"en down to", "I weigh 82 kg.", "I'm down to 77 kg now.", true},
+	{"en gave up violin", "My daughter is learning the violin.", "My daughter gave up the violin and is learning the cello now.", true},
+	{"en meets from now on", "Our book club meets at Sam's place.", "Book club meets at the library from now on.", true},
+	{"zh 新号码", "我的手机号是13800001111。", "我换了新号码，13900002222。", true},
+	{"zh 改成每周四", "我每周二去游泳。", "游泳改成每周四了。", true},
+	{"zh 四年级", "女儿在读小学三年级。", "女儿现在读四年级了。", true},
+	{"zh 换成特斯拉", "我开的是一辆白色的丰田。", "我把丰田卖了，换成了一辆蓝色的特斯拉。", true},
+	{"zh 公司搬到", "我们公司在望京。", "公司搬到亦庄了。", true},
+	{"zh 其实是芝麻", "我对花生过敏。", "医生说我其实不是对花生过敏，是对芝麻过敏。", true},
 
 	// Two facts that both stay true.
 	{"en other person", "I like tea.", "My sister likes coffee.", false},
@@ -82,6 +101,18 @@ var supersedeGoldens = []struct {
 	{"zh 老公", "我在腾讯上班。", "我老公在阿里上班。", false},
 	{"zh 往返", "去北京的高铁是8月8号早上8点。", "从北京回来的高铁是8月12号晚上7点。", false},
 	{"zh 搬家以后", "我住在朝阳区。", "搬家以后上班要坐地铁。", false},
+	{"en neighbour", "My landlord is Mr. Okafor.", "My neighbour is Mr. Okafor's brother.", false},
+	{"en bus late", "I commute by bus, the number 42.", "The number 42 bus was late today.", false},
+	{"en daughter's school", "My son's school starts at 8:30.", "My daughter's school starts at 8:45.", false},
+	{"en also allergic", "I'm allergic to penicillin.", "I'm also allergic to cats.", false},
+	{"en suitcase weight", "I weigh 82 kg.", "My suitcase weighed 23 kg at the airport.", false},
+	{"en favourite film", "My favourite restaurant is Luigi's.", "My favourite film is Amélie.", false},
+	{"en office wifi", "Our wifi password is tulip-2291.", "The office wifi password is orchid-7777.", false},
+	{"en played yesterday", "I play tennis on Thursdays.", "I played tennis with Marco yesterday and won.", false},
+	{"zh 爬山", "我每周二去游泳。", "我每周六去爬山。", false},
+	{"zh 老婆的车", "我开的是一辆白色的丰田。", "我老婆开的是一辆红色的本田。", false},
+	{"zh 儿子", "女儿在读小学三年级。", "儿子在上幼儿园大班。", false},
+	{"zh 也有办公室", "我们公司在望京。", "我们公司在亦庄也有一个办公室。", false},
 }
 
 func testSupersedeGoldens(t *testing.T, newBackend func(*testing.T) memory.Backend) {
