@@ -38,6 +38,7 @@ type app struct {
 
 	shortTermTokens int
 	summarizer      string
+	distiller       string
 	forgetRetention string // how long forgotten memories stay restorable (trash.go)
 
 	server    string // run commands through this server's API (client.go)
@@ -86,6 +87,7 @@ func (a *app) rootCommand() *cobra.Command {
 	pf.IntVar(&a.shortTermTokens, "short-term-tokens", 0, fmt.Sprintf("token budget of a session's conversation buffer (default %d)", memory.DefaultShortTermTokens))
 	pf.StringVar(&a.forgetRetention, "forget-retention", "30d", "how long forgotten memories stay restorable (memctl restore) before they are deleted for good; 0 makes forgetting final")
 	pf.StringVar(&a.summarizer, "summarizer", "extractive", "how old turns are compressed: extractive (built in) or ollama:MODEL")
+	pf.StringVar(&a.distiller, "distiller", "rules", "how turns become long-term memories: rules (built in) or ollama:MODEL (the built-in rules stand in when the model fails)")
 	pf.StringVar(&a.server, "server", "", "run commands through this memctl serve (http://HOST:PORT); by default they do when the server holds --dir")
 	pf.StringVar(&a.passphraseFile, "passphrase-file", "", "file holding the passphrase of an encrypted store (else $ENGRAM_PASSPHRASE, $ENGRAM_KEY_FILE or a prompt)")
 	pf.StringVar(&a.keyFile, "key-file", "", "key file of an encrypted store (memctl keyfile makes one)")

@@ -13,8 +13,9 @@ import (
 	"github.com/engramdb/engram/ollama"
 )
 
-// shortTermOptions fills the short-term settings of opts from --short-term-tokens and
-// --summarizer (extractive, the built-in one, or ollama:MODEL), unless the command set them.
+// shortTermOptions fills the short-term settings of opts from --short-term-tokens,
+// --summarizer (extractive, the built-in one, or ollama:MODEL) and --distiller (rules, the
+// built-in one, or ollama:MODEL), unless the command set them.
 func (a *app) shortTermOptions(opts memory.Options) (memory.Options, error) {
 	if opts.ShortTermTokens == 0 {
 		if a.shortTermTokens < 0 {
@@ -38,6 +39,23 @@ func (a *app) shortTermOptions(opts memory.Options) (memory.Options, error) {
 		}
 	default:
 		return opts, usagef("unknown --summarizer %q (want extractive or ollama:MODEL)", a.summarizer)
+	}
+	kind, arg, _ = strings.Cut(a.distiller, ":")
+	switch kind {
+	case "", "rules":
+		if arg != "" {
+			return opts, usagef("--distiller rules takes no argument")
+		}
+	case "ollama":
+		if opts.Distiller == nil {
+			c, err := ollama.New(ollama.Config{BaseURL: a.ollamaURL})
+			if err != nil {
+				return opts, err
+			}
+			opts.Distiller = &ollama.Distiller{Client: c, Model: arg}
+		}
+	default:
+		return opts, usagef("unknown --distiller %q (want rules or ollama:MODEL)", a.distiller)
 	}
 	return opts, nil
 }
