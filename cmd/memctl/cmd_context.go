@@ -23,41 +23,44 @@ func (a *app) shortTermOptions(opts memory.Options) (memory.Options, error) {
 		}
 		opts.ShortTermTokens = a.shortTermTokens
 	}
-	kind, arg, _ := strings.Cut(a.summarizer, ":")
-	switch kind {
-	case "", "extractive":
-		if arg != "" {
-			return opts, usagef("--summarizer extractive takes no argument")
-		}
-	case "ollama":
-		if opts.Summarizer == nil {
-			c, err := ollama.New(ollama.Config{BaseURL: a.ollamaURL})
-			if err != nil {
-				return opts, err
-			}
-			opts.Summarizer = &ollama.Summarizer{Client: c, Model: arg}
-		}
-	default:
-		return opts, usagef("unknown --summarizer %q (want extractive or ollama:MODEL)", a.summarizer)
+	model, useOllama, err := builtinOrOllama("--summarizer", a.summarizer, "extractive")
+	if err != nil {
+		return opts, err
 	}
-	kind, arg, _ = strings.Cut(a.distiller, ":")
-	switch kind {
-	case "", "rules":
-		if arg != "" {
-			return opts, usagef("--distiller rules takes no argument")
+	if useOllama && opts.Summarizer == nil {
+		c, err := ollama.New(ollama.Config{BaseURL: a.ollamaURL})
+		if err != nil {
+			return opts, err
 		}
-	case "ollama":
-		if opts.Distiller == nil {
-			c, err := ollama.New(ollama.Config{BaseURL: a.ollamaURL})
-			if err != nil {
-				return opts, err
-			}
-			opts.Distiller = &ollama.Distiller{Client: c, Model: arg}
+		opts.Summarizer = &ollama.Summarizer{Client: c, Model: model}
+	}
+	if model, useOllama, err = builtinOrOllama("--distiller", a.distiller, "rules"); err != nil {
+		return opts, err
+	}
+	if useOllama && opts.Distiller == nil {
+		c, err := ollama.New(ollama.Config{BaseURL: a.ollamaURL})
+		if err != nil {
+			return opts, err
 		}
-	default:
-		return opts, usagef("unknown --distiller %q (want rules or ollama:MODEL)", a.distiller)
+		opts.Distiller = &ollama.Distiller{Client: c, Model: model}
 	}
 	return opts, nil
+}
+
+// builtinOrOllama reads a flag that names a built-in implementation or ollama:MODEL: it
+// returns the model and true for the latter, a usage error for anything else.
+func builtinOrOllama(flag, value, builtin string) (string, bool, error) {
+	kind, arg, _ := strings.Cut(value, ":")
+	switch kind {
+	case "", builtin:
+		if arg != "" {
+			return "", false, usagef("%s %s takes no argument", flag, builtin)
+		}
+		return "", false, nil
+	case "ollama":
+		return arg, true, nil
+	}
+	return "", false, usagef("unknown %s %q (want %s or ollama:MODEL)", flag, value, builtin)
 }
 
 func (a *app) contextCommand() *cobra.Command {
