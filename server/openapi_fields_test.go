@@ -5,11 +5,13 @@ import (
 	"io"
 	"net/http"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
 
 	"github.com/engramdb/engram/api"
+	"github.com/engramdb/engram/memory"
 )
 
 // TestOpenAPIRequestFieldsAccepted sends, for every operation openapi.json
@@ -162,6 +164,81 @@ func jsonFields(t reflect.Type) []string {
 		default:
 			out = append(out, tag)
 		}
+	}
+	return out
+}
+
+// TestOpenAPIResponsesRequireWhatIsAlwaysSent: a response schema lists as required exactly
+// the fields its Go type always writes (no omitempty or omitzero, and not a pointer, slice,
+// map or interface, which can be null), so that a generated client types them as present.
+func TestOpenAPIResponsesRequireWhatIsAlwaysSent(t *testing.T) {
+	var doc struct {
+		Components struct {
+			Schemas map[string]struct {
+				Required   []string                   `json:"required"`
+				Properties map[string]json.RawMessage `json:"properties"`
+			} `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(openAPI, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for name, v := range map[string]any{
+		"Job":              Job{},
+		"RememberResponse": api.RememberResponse{},
+		"RecallResponse":   api.RecallResponse{},
+		"ForgetResponse":   api.ForgetResponse{},
+		"ListResponse":     api.ListResponse{},
+		"HistoryResponse":  api.HistoryResponse{},
+		"Score":            memory.Score{},
+		"Version":          memory.VersionJSON{},
+	} {
+		sc := doc.Components.Schemas[name]
+		want := alwaysSent(reflect.TypeOf(v))
+		got := slices.Clone(sc.Required)
+		slices.Sort(want)
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			t.Errorf("schema %s requires %q, its type always sends %q", name, got, want)
+		}
+		for _, f := range got {
+			if _, ok := sc.Properties[f]; !ok {
+				t.Errorf("schema %s requires %q, which it does not describe", name, f)
+			}
+		}
+	}
+}
+
+// alwaysSent lists the JSON names of t's fields that encoding/json always writes with a
+// non-null value.
+func alwaysSent(t reflect.Type) []string {
+	var out []string
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		tag := f.Tag.Get("json")
+		name, opts, _ := strings.Cut(tag, ",")
+		if name == "-" || !f.IsExported() {
+			continue
+		}
+		if f.Anonymous && name == "" {
+			ft := f.Type
+			if ft.Kind() == reflect.Pointer {
+				continue
+			}
+			out = append(out, alwaysSent(ft)...)
+			continue
+		}
+		if strings.Contains(opts, "omitempty") || strings.Contains(opts, "omitzero") {
+			continue
+		}
+		switch f.Type.Kind() {
+		case reflect.Pointer, reflect.Slice, reflect.Map, reflect.Interface:
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		out = append(out, name)
 	}
 	return out
 }

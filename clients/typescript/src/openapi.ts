@@ -4,15 +4,15 @@
 // (test/drift.test.ts, run by `go test ./clients/typescript`) fails while this file is stale.
 
 export interface Job {
-  id?: string;
-  kind?: string;
-  state?: "running" | "done" | "failed" | "cancelled";
-  done?: number;
+  id: string;
+  kind: string;
+  state: "running" | "done" | "failed" | "cancelled";
+  done: number;
   /** 0 while unknown */
-  total?: number;
+  total: number;
   /** what done and total count: bytes (backup, backup.tar), records (segment records checked or merged: check, compact), memories (cleanup, restore, import, reembed) */
   unit?: "bytes" | "records" | "memories";
-  started?: string;
+  started: string;
   finished?: string;
   error?: string;
   result?: unknown;
@@ -136,20 +136,20 @@ export interface RecallRequest {
 
 export interface Score {
   /** cosine similarity (the fused part clamps it to [0, 1]) */
-  vector?: number;
+  vector: number;
   /** raw BM25 score, unbounded */
-  keyword?: number;
+  keyword: number;
   /** keyword over the best BM25 score among the query's candidates: the keyword part on the scale of fused and final (minimum 0; maximum 1) */
-  keyword_norm?: number;
+  keyword_norm: number;
   /** the memory's score in the attribute list (a question about one of the user's own facts) over that list's best; absent when the query asks about none (minimum 0; maximum 1) */
   attribute?: number;
-  fused?: number;
-  decay?: number;
-  weight?: number;
+  fused: number;
+  decay: number;
+  weight: number;
   /** 1, or the penalty (0.5) of a memory that a newer one changes */
-  current?: number;
+  current: number;
   /** min(1, fused × decay × weight × current) */
-  final?: number;
+  final: number;
 }
 
 export type RecallResult = Memory & {
@@ -187,10 +187,10 @@ export interface ForgetRequest {
 }
 
 export interface ForgetResponse {
-  forgotten?: number;
+  forgotten: number;
   purged?: boolean;
   /** POST /v1/restore can bring them back */
-  restorable?: boolean;
+  restorable: boolean;
   /** when they are deleted for good (format date-time) */
   purge_after?: string;
 }
@@ -304,13 +304,13 @@ export interface Memory {
 }
 
 export interface Version {
-  version?: number;
-  change?: "merge" | "supersede" | "older" | "update" | "restore";
+  version: number;
+  change: "merge" | "supersede" | "older" | "update" | "restore";
   /** (format date-time) */
-  at?: string;
+  at: string;
   /** supersede: the memory that changed this one's fact, when it is a memory of its own */
   by?: string;
-  memory?: Memory;
+  memory: Memory;
 }
 
 export interface ListResponse {
@@ -330,7 +330,7 @@ export interface UpdateRequest {
 }
 
 export interface HistoryResponse {
-  id?: string;
+  id: string;
   versions?: Version[];
 }
 

@@ -278,7 +278,7 @@ function jobServer(states: Job[], cancels: string[] = []): typeof fetch {
 }
 
 test("admin jobs: progress, failure and cancellation", async () => {
-  const run = (done: number, state: Job["state"] = "running", error?: string): Job => ({ id: "j1", kind: "compact", state, done, total: 3, unit: "records", ...(error ? { error } : {}) });
+  const run = (done: number, state: Job["state"] = "running", error?: string): Job => ({ id: "j1", kind: "compact", state, done, total: 3, unit: "records", started: "2026-12-03T10:00:00Z", ...(error ? { error } : {}) });
   const seen: number[] = [];
   const ok = await new Client({ fetch: jobServer([run(0), run(1), run(2), run(3, "done")]) }).compact({ pollMs: 1, onProgress: (j) => seen.push(j.done!) });
   assert.equal(ok.state, "done");
