@@ -32,6 +32,10 @@ const streamVersion = 1
 
 const streamIDSize = 16
 
+// maxStreamMemoryKiB bounds the argon2id memory a sealed stream may name: an export can come
+// from someone else, and its header must not make the reader allocate gigabytes.
+const maxStreamMemoryKiB = 1 << 20
+
 // IsSealedStream reports whether prefix (at least the first 8 bytes of a
 // file) begins a sealed stream.
 func IsSealedStream(prefix []byte) bool {
@@ -75,6 +79,9 @@ func NewStreamWriter(w io.Writer, s Secret, p KDF) (*StreamWriter, error) {
 	p = p.withDefaults()
 	if err := p.check(); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	if p.MemoryKiB > maxStreamMemoryKiB {
+		return nil, fmt.Errorf("%w: a sealed stream's argon2id memory is at most %d KiB", ErrInvalid, maxStreamMemoryKiB)
 	}
 	hdr := append([]byte(StreamMagic), 0, 0, 0, 0)
 	binary.LittleEndian.PutUint32(hdr[8:], streamVersion)
@@ -235,6 +242,9 @@ func NewStreamReader(r io.Reader, s Secret) (*StreamReader, error) {
 	if fixed[12] == kdfArgon2id {
 		if err := p.check(); err != nil {
 			return nil, corrupt("%v", err)
+		}
+		if p.MemoryKiB > maxStreamMemoryKiB {
+			return nil, corrupt("argon2id memory %d KiB over the %d KiB a sealed stream may name", p.MemoryKiB, maxStreamMemoryKiB)
 		}
 	}
 	a, err := chacha20poly1305.NewX(deriveKEK(s, fixed[12], p, salt))

@@ -2,10 +2,13 @@ package crypt
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
+	"hash/crc32"
 	"io"
 	"math/rand/v2"
 	"testing"
+	"time"
 )
 
 func sealStream(t testing.TB, s Secret, plain []byte) []byte {
@@ -147,4 +150,25 @@ func FuzzStreamReader(f *testing.F) {
 			io.Copy(io.Discard, r)
 		}
 	})
+}
+
+// TestStreamRefusesCostlyHeader: a header that names 4 GiB of argon2id memory (its CRC made to
+// hold) is refused before anything is derived, and the writer will not make one.
+func TestStreamRefusesCostlyHeader(t *testing.T) {
+	s := Secret{Passphrase: []byte("p")}
+	if _, err := NewStreamWriter(io.Discard, s, KDF{Time: 1, MemoryKiB: maxStreamMemoryKiB + 1, Threads: 1}); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("writer with too much memory: %v", err)
+	}
+	sealed := sealStream(t, s, []byte("x"))
+	hdrEnd := 16 + streamIDSize + 10 + saltSize
+	bad := bytes.Clone(sealed)
+	binary.LittleEndian.PutUint32(bad[16+streamIDSize+4:], 4<<20)
+	binary.LittleEndian.PutUint32(bad[hdrEnd+Overhead:], crc32.Checksum(bad[:hdrEnd+Overhead], castagnoli))
+	start := time.Now()
+	if _, err := openStream(s, bad); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("4 GiB header: %v", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("refusing took %v: something was derived", d)
+	}
 }
