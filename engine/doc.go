@@ -335,5 +335,6 @@
 //	segcontainer.go    the file container: section table, trailer, chunk checksums
 //	seginfo.go, segsections.go  the info section, the typed sections parsed at open
 //	walrec.go          WAL record encoding           collection.go, search.go  the collection API
-//	encrypt.go         Options.Key, KEYS, sealed WAL records, ChangeKey, DestroySessionKey
+//	encrypt.go         Options.Key, KEYS, sealed WAL records, ChangeKey, DestroySessionKey, ReleaseSessionKey
+//	sealedstream.go    sealed streams (export --encrypt): NewSealedWriter, NewSealedReader
 package engine

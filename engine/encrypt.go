@@ -187,6 +187,45 @@ func ChangeKey(dir string, opts Options, old, new *Key) error {
 func (d *DB) DestroySessionKey(session string) (bool, error) {
 	d.writeMu.Lock()
 	defer d.writeMu.Unlock()
+	return d.destroySessionKeyLocked(session)
+}
+
+// ReleaseSessionKey destroys the session's data key, as DestroySessionKey
+// does, but only when no live record of any collection holds the session
+// (a purge that left its history or an archived copy behind keeps the
+// key, so nothing still stored becomes unreadable). Writes wait while it
+// looks, so no record can be sealed with the key between the check and
+// the destruction. It reports whether a key was destroyed.
+func (d *DB) ReleaseSessionKey(session string) (bool, error) {
+	d.writeMu.Lock()
+	defer d.writeMu.Unlock()
+	if d.closed {
+		return false, ErrClosed
+	}
+	if d.keys == nil || d.opts.NamespaceField == "" {
+		return false, nil
+	}
+	if _, ok := d.keys.Lookup(session); !ok {
+		return false, nil
+	}
+	f := Eq(d.opts.NamespaceField, String(session))
+	for _, cfg := range d.Collections() {
+		c, err := d.Collection(cfg.Name)
+		if err != nil {
+			return false, err
+		}
+		n, err := c.Count(f)
+		if err != nil {
+			return false, err
+		}
+		if n > 0 {
+			return false, nil
+		}
+	}
+	return d.destroySessionKeyLocked(session)
+}
+
+func (d *DB) destroySessionKeyLocked(session string) (bool, error) {
 	if d.closed {
 		return false, ErrClosed
 	}

@@ -398,3 +398,50 @@ func FuzzOpenOps(f *testing.F) {
 		}
 	})
 }
+
+// TestReleaseSessionKey: the key stays while any collection still holds a record of the
+// session (another collection counts too), and is destroyed once none does; an unencrypted
+// store and an unknown session are no-ops.
+func TestReleaseSessionKey(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "store")
+	db := openT(t, dir, encOpts(testKey("pass phrase")))
+	defer db.Close()
+	notes, _ := db.CreateCollection(CollectionConfig{Name: "notes", Dim: 8, Metric: quant.L2, Fingerprint: "fp"})
+	hist, _ := db.CreateCollection(CollectionConfig{Name: "history", Dim: 8, Metric: quant.L2, Fingerprint: "fp"})
+	alice := secretRecords("alice", 3)
+	if err := notes.Upsert(ctx, alice[:2]); err != nil {
+		t.Fatal(err)
+	}
+	if err := hist.Upsert(ctx, alice[2:]); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := db.ReleaseSessionKey("alice"); err != nil || ok {
+		t.Fatalf("with records live: %v %v", ok, err)
+	}
+	if _, err := notes.Delete(alice[0].ID, alice[1].ID); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := db.ReleaseSessionKey("alice"); err != nil || ok {
+		t.Fatalf("with a record left in another collection: %v %v", ok, err)
+	}
+	if _, ok := db.keys.Lookup("alice"); !ok {
+		t.Fatal("the key went while a record needed it")
+	}
+	if _, err := hist.Delete(alice[2].ID); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := db.ReleaseSessionKey("alice"); err != nil || !ok {
+		t.Fatalf("with nothing left: %v %v", ok, err)
+	}
+	if _, ok := db.keys.Lookup("alice"); ok {
+		t.Fatal("the key is still in KEYS")
+	}
+	if ok, err := db.ReleaseSessionKey("nobody"); err != nil || ok {
+		t.Fatalf("unknown session: %v %v", ok, err)
+	}
+	plain := openT(t, filepath.Join(t.TempDir(), "plain"), testOpts())
+	defer plain.Close()
+	if ok, err := plain.ReleaseSessionKey("alice"); err != nil || ok {
+		t.Fatalf("unencrypted store: %v %v", ok, err)
+	}
+}

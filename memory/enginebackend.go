@@ -514,3 +514,9 @@ func (b *engineBackend) BackendStats() BackendStats {
 	}
 	return out
 }
+
+// ReleaseSessionKey implements SessionKeyReleaser: the engine destroys the session's key in an
+// encrypted store when no record of any collection holds the session.
+func (b *engineBackend) ReleaseSessionKey(session string) (bool, error) {
+	return b.db.ReleaseSessionKey(session)
+}

@@ -58,8 +58,10 @@ func (s *Store) deleteWhereLocked(ctx context.Context, c Collection, f *Filter) 
 		return 0, err
 	}
 	var ids []string
-	if hc != nil { // the IDs, to forget their history too
-		if err := scanLight(ctx, c, f, func(m *Memory) { ids = append(ids, m.ID) }); err != nil {
+	_, releases := s.b.(SessionKeyReleaser)
+	sessions := map[string]bool{}
+	if hc != nil || releases { // the IDs, to forget their history too; the sessions, for their keys
+		if err := scanLight(ctx, c, f, func(m *Memory) { ids = append(ids, m.ID); sessions[m.Session] = true }); err != nil {
 			return 0, err
 		}
 	}
@@ -67,5 +69,8 @@ func (s *Store) deleteWhereLocked(ctx context.Context, c Collection, f *Filter) 
 	if err != nil {
 		return 0, fmt.Errorf("memory: forgetting: %w", err)
 	}
-	return n, s.forgetHistory(ctx, ids)
+	if err := s.forgetHistory(ctx, ids); err != nil {
+		return n, err
+	}
+	return n, s.releaseSessionKeys(sessions)
 }

@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -56,11 +57,18 @@ func (s *Store) trashes(ctx context.Context) ([]Collection, error) {
 // with their history. It returns how many were live. The caller holds s.wmu.
 func (s *Store) removeLocked(ctx context.Context, c Collection, emb Embedder, ids []string) (int, error) {
 	if !s.keepsForgotten() {
+		sessions, err := s.sessionsOf(ctx, c, ids)
+		if err != nil {
+			return 0, err
+		}
 		n, err := c.Delete(ctx, ids)
 		if err != nil {
 			return 0, fmt.Errorf("memory: forgetting: %w", err)
 		}
-		return n, s.forgetHistory(ctx, ids)
+		if err := s.forgetHistory(ctx, ids); err != nil {
+			return n, err
+		}
+		return n, s.releaseSessionKeys(sessions)
 	}
 	if err := s.expireLocked(ctx); err != nil {
 		return 0, err
@@ -138,11 +146,13 @@ func (s *Store) expireLocked(ctx context.Context) error {
 		return err
 	}
 	now := s.opts.Clock()
+	sessions := map[string]bool{}
 	for _, tc := range tcs {
 		var ids []string
 		err := scanLight(ctx, tc, nil, func(m *Memory) {
 			if fm := fromTrash(*m); !fm.PurgeAfter.After(now) {
 				ids = append(ids, m.ID)
+				sessions[m.Session] = true
 			}
 		})
 		if err != nil {
@@ -150,6 +160,48 @@ func (s *Store) expireLocked(ctx context.Context) error {
 		}
 		if err := s.purgeTrashLocked(ctx, tc, ids); err != nil {
 			return err
+		}
+	}
+	return s.releaseSessionKeys(sessions)
+}
+
+// SessionKeyReleaser is implemented by a Backend that keeps a data key per session (an
+// encrypted engine store): ReleaseSessionKey destroys the session's key when nothing stored
+// holds the session any more, so that what it sealed (the WAL, copies and backups of it)
+// cannot be read with the store's keys (docs/format/encryption.md).
+type SessionKeyReleaser interface {
+	ReleaseSessionKey(session string) (bool, error)
+}
+
+// sessionsOf returns the sessions of the memories ids of c, when the backend keeps per-session
+// keys (nil otherwise: nothing needs them).
+func (s *Store) sessionsOf(ctx context.Context, c Collection, ids []string) (map[string]bool, error) {
+	if _, ok := s.b.(SessionKeyReleaser); !ok {
+		return nil, nil
+	}
+	sessions := map[string]bool{}
+	for i := 0; i < len(ids); i += trashBatch {
+		ms, err := c.Get(ctx, ids[i:min(i+trashBatch, len(ids))])
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range ms {
+			sessions[m.Session] = true
+		}
+	}
+	return sessions, nil
+}
+
+// releaseSessionKeys offers each session a purge touched to the backend's key store, which
+// destroys the keys of those left with no record anywhere. The caller holds s.wmu.
+func (s *Store) releaseSessionKeys(sessions map[string]bool) error {
+	r, ok := s.b.(SessionKeyReleaser)
+	if !ok {
+		return nil
+	}
+	for _, session := range slices.Sorted(maps.Keys(sessions)) {
+		if _, err := r.ReleaseSessionKey(session); err != nil {
+			return fmt.Errorf("memory: purged; destroying session %q's key: %w", session, err)
 		}
 	}
 	return nil
@@ -318,6 +370,7 @@ func (s *Store) Purge(ctx context.Context, ids ...string) (int, error) {
 		return 0, err
 	}
 	found := map[string]bool{}
+	sessions := map[string]bool{}
 	for _, col := range colls {
 		for i := 0; i < len(ids); i += trashBatch {
 			part := ids[i:min(i+trashBatch, len(ids))]
@@ -332,13 +385,17 @@ func (s *Store) Purge(ctx context.Context, ids ...string) (int, error) {
 			for j, m := range ms {
 				got[j] = m.ID
 				found[m.ID] = true
+				sessions[m.Session] = true
 			}
 			if _, err := col.Delete(ctx, got); err != nil {
 				return 0, fmt.Errorf("memory: purging: %w", err)
 			}
 		}
 	}
-	return len(found), s.forgetHistory(ctx, ids)
+	if err := s.forgetHistory(ctx, ids); err != nil {
+		return len(found), err
+	}
+	return len(found), s.releaseSessionKeys(sessions)
 }
 
 // PurgeWhere deletes for good every memory the filter matches, live, forgotten or archived, and
@@ -357,10 +414,11 @@ func (s *Store) PurgeWhere(ctx context.Context, f *Filter) (int, error) {
 		return 0, err
 	}
 	seen := map[string]bool{}
+	sessions := map[string]bool{}
 	var all []string
 	for _, col := range colls {
 		var ids []string
-		if err := scanLight(ctx, col, f, func(m *Memory) { ids = append(ids, m.ID) }); err != nil {
+		if err := scanLight(ctx, col, f, func(m *Memory) { ids = append(ids, m.ID); sessions[m.Session] = true }); err != nil {
 			return 0, err
 		}
 		if len(ids) == 0 {
@@ -376,7 +434,10 @@ func (s *Store) PurgeWhere(ctx context.Context, f *Filter) (int, error) {
 			}
 		}
 	}
-	return len(all), s.forgetHistory(ctx, all)
+	if err := s.forgetHistory(ctx, all); err != nil {
+		return len(all), err
+	}
+	return len(all), s.releaseSessionKeys(sessions)
 }
 
 // PurgeForgotten empties the trash: every forgotten memory is deleted for good, with its
@@ -392,9 +453,10 @@ func (s *Store) PurgeForgotten(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	n := 0
+	sessions := map[string]bool{}
 	for _, tc := range tcs {
 		var ids []string
-		if err := scanLight(ctx, tc, nil, func(m *Memory) { ids = append(ids, m.ID) }); err != nil {
+		if err := scanLight(ctx, tc, nil, func(m *Memory) { ids = append(ids, m.ID); sessions[m.Session] = true }); err != nil {
 			return n, err
 		}
 		if err := s.purgeTrashLocked(ctx, tc, ids); err != nil {
@@ -402,7 +464,7 @@ func (s *Store) PurgeForgotten(ctx context.Context) (int, error) {
 		}
 		n += len(ids)
 	}
-	return n, nil
+	return n, s.releaseSessionKeys(sessions)
 }
 
 // forgottenCount counts the memories in the trash.
