@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -72,14 +73,28 @@ func (a *app) quickstartCommand() *cobra.Command {
 				return err
 			}
 			ctx := cmd.Context()
-			// Start from the demo set alone, so reruns show the same thing.
-			if _, err := s.ForgetWhere(ctx, memory.In(memory.FieldSession, "alice", "bob")); err != nil {
+			// Start from the demo set alone, so reruns show the same thing:
+			// in the demo's own store the old demo memories are purged; in a
+			// store the user named they are only forgotten (the trash keeps them).
+			demo := memory.In(memory.FieldSession, "alice", "bob")
+			clear := s.ForgetWhere
+			if a.dir == quickstartDir() {
+				clear = s.PurgeWhere
+			}
+			if _, err := clear(ctx, demo); err != nil {
 				return err
 			}
 			for _, m := range quickstartMemories {
 				if _, err := s.Remember(ctx, m.session, m.text, memory.RememberOptions{Source: m.source}); err != nil {
 					return err
 				}
+			}
+			// Compact before recalling: BM25 counts deleted documents until
+			// compaction drops them (as Lucene does), so without it the scores
+			// shown here would depend on whether a background compaction had
+			// run yet, and a later recall could score differently.
+			if err := s.Compact(ctx); err != nil && !errors.Is(err, memory.ErrUnsupported) {
+				return err
 			}
 			out := a.stdout
 			fmt.Fprintf(out, "Remembered %d memories in sessions alice and bob (embedder: %s).\n", len(quickstartMemories), s.Embedder().Fingerprint())
