@@ -187,7 +187,10 @@ func searchMode(ix *Index, q []float32, k, ef int, f *Bitset, scan bool) ([]Resu
 	if err != nil {
 		return nil, err
 	}
-	p.exact, p.acc.scanBelow = scan, 0
+	p.strat, p.acc.scanBelow = stratWalk, 0
+	if scan {
+		p.strat = stratScan
+	}
 	ep, top := unpackEP(ix.ep.Load())
 	return p.run(&ix.g, &ix.pool, ix.Len(), ep, top, true, nil), nil
 }

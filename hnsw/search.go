@@ -25,6 +25,11 @@ type SearchOptions struct {
 	// NoRescore returns the ef best by code distance without rescoring
 	// them with the full-precision vectors.
 	NoRescore bool
+
+	// Test hooks: other thresholds; force, when not 0, runs strategy
+	// force-1 whatever the filter.
+	planner *planner
+	force   strategy
 }
 
 // Searcher is what Index and View have in common.
@@ -48,24 +53,78 @@ var (
 
 // ScanFactor sets when a filtered search scans instead of walking the
 // graph: when the filter reports (Counter) allowing at most
-// ScanFactor·sqrt(live·ef) ids. A walk visits about ef/selectivity nodes and
-// a scan touches every allowed one, so the crossover grows like the square
-// root of live·ef. Measured on GloVe-100 100k at ef=120 (bench/results/
-// hnsw.md): the scan (batched int8 distances, best rescored) is faster up to
-// about 25% selectivity, i.e. 25k ≈ 7·sqrt(100k·120); at 10k it is faster
-// at every selectivity measured. Scan results are at least as good as the
-// walk's (recall@10 1.000 against brute force in those runs). A filter
-// that cannot count (FilterFunc) is walked, and the walk switches to the
-// scan once 1024 evaluated nodes show a pass rate that puts the allowed
-// count under the same limit.
+// ScanFactor·sqrt(live·ef) ids (and at most ScanMax, below). A walk
+// visits about ef/selectivity nodes and a scan touches every allowed one,
+// so the crossover grows like the square root of live·ef. Measured on
+// GloVe-100 100k at ef=120 (bench/results/hnsw.md): the scan (batched int8
+// distances, best rescored) is faster than the plain walk up to about 25%
+// selectivity, i.e. 25k ≈ 7·sqrt(100k·120); at 10k it is faster at every
+// selectivity measured. Scan results are at least as good as the walk's
+// (recall@10 1.000 against brute force in those runs). A filter that
+// cannot count (FilterFunc) is walked, and the walk switches to the scan
+// once 1024 evaluated nodes show a pass rate that puts the allowed count
+// under the same limit.
 const ScanFactor = 7.0
+
+// ScanMax caps the scan for counting filters: above ScanMax·ef allowed ids
+// the two-hop walk (which computes distances for allowed nodes only, a few
+// thousand per query) is cheaper than touching every allowed code. See the
+// package doc's Filters section for the measurements.
+const ScanMax = 64
+
+// TwoHopMax is the selectivity (allowed / live) above which a counting
+// filter is walked plainly: past it most links of a node are allowed, so
+// the plain walk wastes little on disallowed nodes and the two-hop walk's
+// extra list reads buy nothing. See the package doc's Filters section.
+const TwoHopMax = 0.3
+
+// strategy is how a query runs.
+type strategy uint8
+
+const (
+	stratWalk   strategy = iota // beam search over every node, the filter on the results
+	stratScan                   // every allowed code, no graph
+	stratTwoHop                 // beam search over allowed nodes, bridging disallowed ones
+)
+
+func (s strategy) String() string {
+	return [...]string{"walk", "scan", "twohop"}[s]
+}
+
+// planner holds the thresholds that choose a strategy for a counting
+// filter; tests shrink them to exercise every strategy on small graphs.
+type planner struct {
+	scanFactor float64 // scan when count <= scanFactor·sqrt(live·ef) ...
+	scanMax    float64 // ... and count <= scanMax·ef
+	twoHopMax  float64 // else two-hop when count <= twoHopMax·live
+}
+
+var defaultPlanner = planner{scanFactor: ScanFactor, scanMax: ScanMax, twoHopMax: TwoHopMax}
+
+// choose returns the strategy for a filter allowing count of live ids.
+func (pl *planner) choose(count, live, ef int) strategy {
+	c, l := float64(count), float64(max(live, 0))
+	switch {
+	case c <= pl.scanLimit(live, ef):
+		return stratScan
+	case c <= pl.twoHopMax*l:
+		return stratTwoHop
+	}
+	return stratWalk
+}
+
+// scanLimit is the largest allowed count that is scanned.
+func (pl *planner) scanLimit(live, ef int) float64 {
+	return min(pl.scanFactor*math.Sqrt(float64(max(live, 0))*float64(ef)), pl.scanMax*float64(ef))
+}
 
 // plan validates a query and decides how to run it.
 type plan struct {
 	q     []float32
 	k, ef int
 	acc   accept
-	exact bool
+	strat strategy
+	count int // ids the filter allows (counting filters only)
 }
 
 func makePlan(g *graph, q []float32, k int, opts SearchOptions, live int, hasDeletes bool) (plan, error) {
@@ -95,12 +154,20 @@ func makePlan(g *graph, q []float32, k int, opts SearchOptions, live int, hasDel
 	} else {
 		p.acc.filter = f
 	}
-	limit := ScanFactor * math.Sqrt(float64(max(live, 0))*float64(ef))
+	pl := &defaultPlanner
+	if opts.planner != nil {
+		pl = opts.planner
+	}
 	if c, ok := f.(Counter); ok {
-		p.exact = float64(c.Count()) <= limit
+		p.count = c.Count()
+		p.strat = pl.choose(p.count, live, ef)
 	} else if f != nil {
 		// Estimated during the walk from the share of nodes it passes.
-		p.acc.scanBelow, p.acc.live = limit, float64(live)
+		p.acc.scanBelow, p.acc.live = pl.scanLimit(live, ef), float64(live)
+	}
+	if opts.force != 0 {
+		p.strat = opts.force - 1
+		p.acc.scanBelow = 0
 	}
 	return p, nil
 }
@@ -114,8 +181,11 @@ func (p *plan) run(g *graph, pool *sync.Pool, n int, ep uint32, top int, rescore
 	}
 	s.tr = tr
 	defer func() { s.tr = nil; pool.Put(s) }()
-	if p.exact {
+	switch p.strat {
+	case stratScan:
 		return g.scan(s, p.q, p.k, n, &p.acc, rescore)
+	case stratTwoHop:
+		return g.searchTwoHop(s, p.q, p.k, p.ef, n, ep, top, &p.acc, p.count, rescore)
 	}
 	return g.search(s, p.q, p.k, p.ef, n, ep, top, &p.acc, rescore)
 }

@@ -1,0 +1,257 @@
+package hnsw
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/engramdb/engram/quant"
+)
+
+// clustered returns n L2-normalized vectors around nc random centres and
+// each vector's centre: the shape of memories, where one user's lie in a
+// few topics.
+func clustered(n, dim, nc int, seed uint64) ([][]float32, []int) {
+	r := rand.New(rand.NewPCG(seed, 11))
+	centres := make([][]float64, nc)
+	for i := range centres {
+		centres[i] = make([]float64, dim)
+		for j := range centres[i] {
+			centres[i][j] = r.NormFloat64()
+		}
+	}
+	rows := make([][]float32, n)
+	labels := make([]int, n)
+	for i := range rows {
+		c := r.IntN(nc)
+		labels[i] = c
+		v := make([]float32, dim)
+		var norm float64
+		for j := range v {
+			x := centres[c][j] + 0.6*r.NormFloat64()
+			v[j] = float32(x)
+			norm += x * x
+		}
+		for j := range v {
+			v[j] = float32(float64(v[j]) / math.Sqrt(norm))
+		}
+		rows[i] = v
+	}
+	return rows, labels
+}
+
+// sessionFilter allows count ids: 70% from two home clusters, the rest
+// anywhere, like one user's memories. It returns the set and one home
+// cluster.
+func sessionFilter(r *rand.Rand, labels []int, count, nc int) (*Bitset, int) {
+	bs := NewBitset(len(labels))
+	home := [2]int{r.IntN(nc), r.IntN(nc)}
+	var members []uint32
+	for id, l := range labels {
+		if l == home[0] || l == home[1] {
+			members = append(members, uint32(id))
+		}
+	}
+	for bs.Count() < count*7/10 && bs.Count() < len(members) {
+		_ = bs.Set(members[r.IntN(len(members))])
+	}
+	for bs.Count() < count {
+		_ = bs.Set(uint32(r.IntN(len(labels))))
+	}
+	return bs, home[0]
+}
+
+// TestPlannerBands checks, per selectivity band, which strategy the
+// planner picks and that the answer holds recall@10 >= 0.95 against brute
+// force over the allowed ids. The graph is small, so the test planner's
+// thresholds are shrunk to put the bands where a store of a million puts
+// them (scan, two-hop, walk); the default planner's choices at scale are
+// checked on their own.
+func TestPlannerBands(t *testing.T) {
+	const n, dim, nc, k, ef = 5000, 32, 40, 10, 64
+	rows, labels := clustered(n, dim, nc, 1)
+	ix := build(t, Config{Dim: dim, Metric: quant.Cosine, Seed: 1, EfConstruction: 100}, rows)
+	small := &planner{scanFactor: ScanFactor, scanMax: 0.5, twoHopMax: TwoHopMax}
+	r := rand.New(rand.NewPCG(5, 5))
+	bands := []struct {
+		sel  float64
+		want strategy
+	}{
+		{0.0001, stratScan}, {0.001, stratScan}, {0.01, stratTwoHop},
+		{0.05, stratTwoHop}, {0.1, stratTwoHop}, {0.5, stratWalk},
+	}
+	for _, b := range bands {
+		count := max(1, int(math.Round(b.sel*n)))
+		bs, home := sessionFilter(r, labels, count, nc)
+		p, err := makePlan(&ix.g, rows[0], k, SearchOptions{Ef: ef, Filter: bs, planner: small}, ix.Live(), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.strat != b.want {
+			t.Errorf("selectivity %g (%d ids): planner chose %v, want %v", b.sel, count, p.strat, b.want)
+		}
+		allow := func(i int) bool { return bs.Allow(uint32(i)) }
+		// Half the queries near the session's home topic, half anywhere.
+		var queries [][]float32
+		for len(queries) < 60 {
+			id := r.IntN(n)
+			if len(queries)%2 == 0 && labels[id] != home {
+				continue
+			}
+			q := make([]float32, dim)
+			for j := range q {
+				q[j] = rows[id][j] + float32(0.05*r.NormFloat64())
+			}
+			queries = append(queries, q)
+		}
+		recall := func(opts SearchOptions) float64 {
+			var sum float64
+			for _, q := range queries {
+				res, err := ix.Search(q, k, opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, h := range res {
+					if !bs.Allow(h.ID) {
+						t.Fatalf("selectivity %g: id %d not allowed", b.sel, h.ID)
+					}
+				}
+				want := bruteForce(quant.Cosine, rows, q, k, allow)
+				if len(res) != len(want) {
+					t.Fatalf("selectivity %g: %d results, want %d", b.sel, len(res), len(want))
+				}
+				sum += recallAt(res, want)
+			}
+			return sum / float64(len(queries))
+		}
+		got := recall(SearchOptions{Ef: ef, Filter: bs, planner: small})
+		t.Logf("selectivity %g (%d ids) %v: recall@10 %.3f", b.sel, count, b.want, got)
+		if got < 0.95 {
+			t.Errorf("selectivity %g (%d ids) %v: recall@10 %.3f < 0.95", b.sel, count, b.want, got)
+		}
+		// The two-hop walk on its own must hold every band it may be
+		// given; the plain walk is logged for comparison.
+		if count >= 5 {
+			th := recall(SearchOptions{Ef: ef, Filter: bs, force: stratTwoHop + 1})
+			walk := recall(SearchOptions{Ef: ef, Filter: bs, force: stratWalk + 1})
+			t.Logf("  forced: twohop %.3f walk %.3f", th, walk)
+			if th < 0.95 {
+				t.Errorf("selectivity %g: forced two-hop recall@10 %.3f < 0.95", b.sel, th)
+			}
+		}
+	}
+}
+
+// TestPlannerDefaults pins the default planner's choices where they
+// matter: a store of a million with the default ef, and a small one.
+func TestPlannerDefaults(t *testing.T) {
+	pl := &defaultPlanner
+	for _, c := range []struct {
+		count, live, ef int
+		want            strategy
+	}{
+		{100, 1_000_000, 64, stratScan},
+		{1_000, 1_000_000, 64, stratScan},
+		{4_000, 1_000_000, 64, stratScan},
+		{10_000, 1_000_000, 64, stratTwoHop},
+		{100_000, 1_000_000, 64, stratTwoHop},
+		{500_000, 1_000_000, 64, stratWalk},
+		{2_500, 5_000, 64, stratScan},
+		{30_000, 100_000, 64, stratTwoHop},
+		{50_000, 100_000, 64, stratWalk},
+		{0, 0, 64, stratScan},
+	} {
+		if got := pl.choose(c.count, c.live, c.ef); got != c.want {
+			t.Errorf("choose(%d of %d, ef %d) = %v, want %v", c.count, c.live, c.ef, got, c.want)
+		}
+	}
+}
+
+// TestTwoHopDisconnected: a filter whose ids lie far from the query and
+// from each other is still answered (the seeds start walks inside it),
+// and deleted ids are never returned.
+func TestTwoHopDisconnected(t *testing.T) {
+	const n, dim, nc = 3000, 16, 30
+	rows, labels := clustered(n, dim, nc, 2)
+	ix := build(t, Config{Dim: dim, Metric: quant.L2, Seed: 2, EfConstruction: 64}, rows)
+	bs := NewBitset(n)
+	for id, l := range labels {
+		if l == 3 {
+			_ = bs.Set(uint32(id))
+		}
+	}
+	var deleted uint32
+	for id, l := range labels {
+		if l == 3 {
+			deleted = uint32(id)
+			if err := ix.Delete(deleted); err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+	}
+	allow := func(i int) bool { return bs.Allow(uint32(i)) && uint32(i) != deleted }
+	var sum float64
+	var nq int
+	for id, l := range labels {
+		if l == 3 || nq == 30 {
+			continue
+		}
+		nq++
+		res, err := ix.Search(rows[id], 10, SearchOptions{Ef: 64, Filter: bs, force: stratTwoHop + 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, h := range res {
+			if h.ID == deleted || !bs.Allow(h.ID) {
+				t.Fatalf("returned id %d (deleted %d)", h.ID, deleted)
+			}
+		}
+		sum += recallAt(res, bruteForce(quant.L2, rows, rows[id], 10, allow))
+	}
+	if got := sum / float64(nq); got < 0.95 {
+		t.Errorf("recall@10 %.3f < 0.95 for a filter far from every query", got)
+	}
+}
+
+// TestTwoHopView runs the two-hop walk on a serialized View with a read
+// verifier: same answers as the Index, every read checked.
+func TestTwoHopView(t *testing.T) {
+	const n, dim, nc = 2000, 16, 20
+	rows, labels := clustered(n, dim, nc, 3)
+	ix := build(t, Config{Dim: dim, Metric: quant.Cosine, Seed: 3, EfConstruction: 64}, rows)
+	v := writeView(t, ix)
+	var checks int
+	v.SetReadVerifier(func(off, n uint64) error { checks++; return nil })
+	bs, _ := sessionFilter(rand.New(rand.NewPCG(1, 1)), labels, n/20, nc)
+	for i := 0; i < 10; i++ {
+		opts := SearchOptions{Ef: 64, Filter: bs, force: stratTwoHop + 1}
+		a, err := ix.Search(rows[i*7], 10, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := v.Search(rows[i*7], 10, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(a) != fmt.Sprint(b) {
+			t.Fatalf("query %d: index %v, view %v", i, a, b)
+		}
+	}
+	if checks == 0 {
+		t.Fatal("the verifier was never called")
+	}
+}
+
+func TestTwoHopAllocs(t *testing.T) {
+	rows, labels := clustered(2000, 16, 20, 4)
+	ix := build(t, Config{Dim: 16, Metric: quant.Cosine, Seed: 4, EfConstruction: 64}, rows)
+	bs, _ := sessionFilter(rand.New(rand.NewPCG(2, 2)), labels, 100, 20)
+	opts := SearchOptions{Ef: 64, Filter: bs, force: stratTwoHop + 1}
+	_, _ = ix.Search(rows[1], 10, opts)
+	// prepare's copy of the query and the result slice, as in every search.
+	if a := testing.AllocsPerRun(50, func() { _, _ = ix.Search(rows[1], 10, opts) }); a > 2 {
+		t.Errorf("%v allocations per two-hop search, want <= 2", a)
+	}
+}
