@@ -187,9 +187,9 @@ func searchMode(ix *Index, q []float32, k, ef int, f *Bitset, scan bool) ([]Resu
 	if err != nil {
 		return nil, err
 	}
-	p.strat, p.acc.scanBelow = stratWalk, 0
+	p.strat, p.acc.scanBelow = StrategyWalk, 0
 	if scan {
-		p.strat = stratScan
+		p.strat = StrategyScan
 	}
 	ep, top := unpackEP(ix.ep.Load())
 	return p.run(&ix.g, &ix.pool, ix.Len(), ep, top, true, nil), nil

@@ -26,10 +26,15 @@ type SearchOptions struct {
 	// them with the full-precision vectors.
 	NoRescore bool
 
-	// Test hooks: other thresholds; force, when not 0, runs strategy
-	// force-1 whatever the filter.
+	// Strategy forces how a filtered search runs; StrategyAuto (the zero
+	// value) lets the planner choose (see the package doc's Filters
+	// section). Forcing is for measurements and tests: every strategy
+	// returns only allowed ids, but may return fewer or worse results
+	// where it does not fit.
+	Strategy Strategy
+
+	// planner, when set, replaces the default thresholds (tests).
 	planner *planner
-	force   strategy
 }
 
 // Searcher is what Index and View have in common.
@@ -76,19 +81,43 @@ const ScanMax = 64
 // filter is walked plainly: past it most links of a node are allowed, so
 // the plain walk wastes little on disallowed nodes and the two-hop walk's
 // extra list reads buy nothing. See the package doc's Filters section.
-const TwoHopMax = 0.3
+const TwoHopMax = 0.1
 
-// strategy is how a query runs.
-type strategy uint8
+// Strategy is how a filtered query runs (see the package doc's Filters
+// section).
+type Strategy uint8
 
+// The strategies.
 const (
-	stratWalk   strategy = iota // beam search over every node, the filter on the results
-	stratScan                   // every allowed code, no graph
-	stratTwoHop                 // beam search over allowed nodes, bridging disallowed ones
+	StrategyAuto   Strategy = iota // the planner chooses
+	StrategyWalk                   // beam search over every node, the filter on the results
+	StrategyScan                   // every allowed code, no graph
+	StrategyTwoHop                 // beam search over allowed nodes, bridging disallowed ones
 )
 
-func (s strategy) String() string {
-	return [...]string{"walk", "scan", "twohop"}[s]
+func (s Strategy) String() string {
+	switch s {
+	case StrategyAuto:
+		return "auto"
+	case StrategyWalk:
+		return "walk"
+	case StrategyScan:
+		return "scan"
+	case StrategyTwoHop:
+		return "twohop"
+	}
+	return fmt.Sprintf("Strategy(%d)", uint8(s))
+}
+
+// Plan reports the strategy Search uses for a filter that counts itself
+// (Counter) allowing count ids of live ones, at beam width ef (0: the
+// default for k=10). A filter that cannot count is walked (and may switch
+// to the scan, see ScanFactor).
+func Plan(count, live, ef int) Strategy {
+	if ef <= 0 {
+		ef = max(DefaultEf, 10)
+	}
+	return defaultPlanner.choose(count, live, ef)
 }
 
 // planner holds the thresholds that choose a strategy for a counting
@@ -101,16 +130,16 @@ type planner struct {
 
 var defaultPlanner = planner{scanFactor: ScanFactor, scanMax: ScanMax, twoHopMax: TwoHopMax}
 
-// choose returns the strategy for a filter allowing count of live ids.
-func (pl *planner) choose(count, live, ef int) strategy {
+// choose returns the Strategy for a filter allowing count of live ids.
+func (pl *planner) choose(count, live, ef int) Strategy {
 	c, l := float64(count), float64(max(live, 0))
 	switch {
 	case c <= pl.scanLimit(live, ef):
-		return stratScan
+		return StrategyScan
 	case c <= pl.twoHopMax*l:
-		return stratTwoHop
+		return StrategyTwoHop
 	}
-	return stratWalk
+	return StrategyWalk
 }
 
 // scanLimit is the largest allowed count that is scanned.
@@ -123,7 +152,7 @@ type plan struct {
 	q     []float32
 	k, ef int
 	acc   accept
-	strat strategy
+	strat Strategy
 	count int // ids the filter allows (counting filters only)
 }
 
@@ -165,9 +194,16 @@ func makePlan(g *graph, q []float32, k int, opts SearchOptions, live int, hasDel
 		// Estimated during the walk from the share of nodes it passes.
 		p.acc.scanBelow, p.acc.live = pl.scanLimit(live, ef), float64(live)
 	}
-	if opts.force != 0 {
-		p.strat = opts.force - 1
+	switch opts.Strategy {
+	case StrategyAuto:
+		if p.strat == StrategyAuto {
+			p.strat = StrategyWalk
+		}
+	case StrategyWalk, StrategyScan, StrategyTwoHop:
+		p.strat = opts.Strategy
 		p.acc.scanBelow = 0
+	default:
+		return p, fmt.Errorf("%w: strategy %v", ErrBadArgument, opts.Strategy)
 	}
 	return p, nil
 }
@@ -182,9 +218,9 @@ func (p *plan) run(g *graph, pool *sync.Pool, n int, ep uint32, top int, rescore
 	s.tr = tr
 	defer func() { s.tr = nil; pool.Put(s) }()
 	switch p.strat {
-	case stratScan:
+	case StrategyScan:
 		return g.scan(s, p.q, p.k, n, &p.acc, rescore)
-	case stratTwoHop:
+	case StrategyTwoHop:
 		return g.searchTwoHop(s, p.q, p.k, p.ef, n, ep, top, &p.acc, p.count, rescore)
 	}
 	return g.search(s, p.q, p.k, p.ef, n, ep, top, &p.acc, rescore)

@@ -98,8 +98,10 @@ func (g *graph) searchTwoHop(s *scratch, q []float32, k, ef, n int, ep uint32, t
 				}
 				continue
 			}
-			prefetchU32(&g.level0[int(nb)*g.stride0()])
-			hops = append(hops, nb)
+			if len(hops) < g.m {
+				prefetchU32(&g.level0[int(nb)*g.stride0()])
+				hops = append(hops, nb)
+			}
 		}
 		// Second hop, in list order (closest links first). Disallowed
 		// second-hop nodes are kept for a third hop.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 
 	"github.com/engramdb/engram/quant"
@@ -62,7 +63,7 @@ func sessionFilter(r *rand.Rand, labels []int, count, nc int) (*Bitset, int) {
 	return bs, home[0]
 }
 
-// TestPlannerBands checks, per selectivity band, which strategy the
+// TestPlannerBands checks, per selectivity band, which Strategy the
 // planner picks and that the answer holds recall@10 >= 0.95 against brute
 // force over the allowed ids. The graph is small, so the test planner's
 // thresholds are shrunk to put the bands where a store of a million puts
@@ -76,10 +77,10 @@ func TestPlannerBands(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 5))
 	bands := []struct {
 		sel  float64
-		want strategy
+		want Strategy
 	}{
-		{0.0001, stratScan}, {0.001, stratScan}, {0.01, stratTwoHop},
-		{0.05, stratTwoHop}, {0.1, stratTwoHop}, {0.5, stratWalk},
+		{0.0001, StrategyScan}, {0.001, StrategyScan}, {0.01, StrategyTwoHop},
+		{0.05, StrategyTwoHop}, {0.1, StrategyTwoHop}, {0.5, StrategyWalk},
 	}
 	for _, b := range bands {
 		count := max(1, int(math.Round(b.sel*n)))
@@ -133,8 +134,8 @@ func TestPlannerBands(t *testing.T) {
 		// The two-hop walk on its own must hold every band it may be
 		// given; the plain walk is logged for comparison.
 		if count >= 5 {
-			th := recall(SearchOptions{Ef: ef, Filter: bs, force: stratTwoHop + 1})
-			walk := recall(SearchOptions{Ef: ef, Filter: bs, force: stratWalk + 1})
+			th := recall(SearchOptions{Ef: ef, Filter: bs, Strategy: StrategyTwoHop})
+			walk := recall(SearchOptions{Ef: ef, Filter: bs, Strategy: StrategyWalk})
 			t.Logf("  forced: twohop %.3f walk %.3f", th, walk)
 			if th < 0.95 {
 				t.Errorf("selectivity %g: forced two-hop recall@10 %.3f < 0.95", b.sel, th)
@@ -149,18 +150,18 @@ func TestPlannerDefaults(t *testing.T) {
 	pl := &defaultPlanner
 	for _, c := range []struct {
 		count, live, ef int
-		want            strategy
+		want            Strategy
 	}{
-		{100, 1_000_000, 64, stratScan},
-		{1_000, 1_000_000, 64, stratScan},
-		{4_000, 1_000_000, 64, stratScan},
-		{10_000, 1_000_000, 64, stratTwoHop},
-		{100_000, 1_000_000, 64, stratTwoHop},
-		{500_000, 1_000_000, 64, stratWalk},
-		{2_500, 5_000, 64, stratScan},
-		{30_000, 100_000, 64, stratTwoHop},
-		{50_000, 100_000, 64, stratWalk},
-		{0, 0, 64, stratScan},
+		{100, 1_000_000, 64, StrategyScan},
+		{1_000, 1_000_000, 64, StrategyScan},
+		{4_000, 1_000_000, 64, StrategyScan},
+		{10_000, 1_000_000, 64, StrategyTwoHop},
+		{100_000, 1_000_000, 64, StrategyTwoHop},
+		{500_000, 1_000_000, 64, StrategyWalk},
+		{2_500, 5_000, 64, StrategyScan},
+		{8_000, 100_000, 64, StrategyTwoHop},
+		{20_000, 100_000, 64, StrategyWalk},
+		{0, 0, 64, StrategyScan},
 	} {
 		if got := pl.choose(c.count, c.live, c.ef); got != c.want {
 			t.Errorf("choose(%d of %d, ef %d) = %v, want %v", c.count, c.live, c.ef, got, c.want)
@@ -199,7 +200,7 @@ func TestTwoHopDisconnected(t *testing.T) {
 			continue
 		}
 		nq++
-		res, err := ix.Search(rows[id], 10, SearchOptions{Ef: 64, Filter: bs, force: stratTwoHop + 1})
+		res, err := ix.Search(rows[id], 10, SearchOptions{Ef: 64, Filter: bs, Strategy: StrategyTwoHop})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -226,7 +227,7 @@ func TestTwoHopView(t *testing.T) {
 	v.SetReadVerifier(func(off, n uint64) error { checks++; return nil })
 	bs, _ := sessionFilter(rand.New(rand.NewPCG(1, 1)), labels, n/20, nc)
 	for i := 0; i < 10; i++ {
-		opts := SearchOptions{Ef: 64, Filter: bs, force: stratTwoHop + 1}
+		opts := SearchOptions{Ef: 64, Filter: bs, Strategy: StrategyTwoHop}
 		a, err := ix.Search(rows[i*7], 10, opts)
 		if err != nil {
 			t.Fatal(err)
@@ -248,10 +249,74 @@ func TestTwoHopAllocs(t *testing.T) {
 	rows, labels := clustered(2000, 16, 20, 4)
 	ix := build(t, Config{Dim: 16, Metric: quant.Cosine, Seed: 4, EfConstruction: 64}, rows)
 	bs, _ := sessionFilter(rand.New(rand.NewPCG(2, 2)), labels, 100, 20)
-	opts := SearchOptions{Ef: 64, Filter: bs, force: stratTwoHop + 1}
+	opts := SearchOptions{Ef: 64, Filter: bs, Strategy: StrategyTwoHop}
 	_, _ = ix.Search(rows[1], 10, opts)
 	// prepare's copy of the query and the result slice, as in every search.
 	if a := testing.AllocsPerRun(50, func() { _, _ = ix.Search(rows[1], 10, opts) }); a > 2 {
 		t.Errorf("%v allocations per two-hop search, want <= 2", a)
+	}
+}
+
+// BenchmarkPlannerBands measures, per selectivity of a session-like filter
+// (70% from two home clusters, the rest anywhere) on clustered synthetic
+// vectors, the three strategies forced and the planner's choice: CPU
+// queries per second and recall@10 against brute force over the allowed
+// ids. It is how ScanMax and TwoHopMax were chosen (see the package doc).
+func BenchmarkPlannerBands(b *testing.B) {
+	const n, dim, nc, k, ef = 50_000, 128, 200, 10, 64
+	var rows [][]float32
+	var labels []int
+	var ix *Index
+	for _, sel := range []float64{0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5} {
+		b.Run(fmt.Sprintf("n=%d/dim=%d/sel=%g", n, dim, sel), func(b *testing.B) {
+			if ix == nil {
+				rows, labels = clustered(n, dim, nc, 9)
+				ix = build(b, Config{Dim: dim, Metric: quant.Cosine, Seed: 9}, rows)
+			}
+			r := rand.New(rand.NewPCG(uint64(sel*1e6), 9))
+			bs, home := sessionFilter(r, labels, int(sel*n), nc)
+			allow := func(i int) bool { return bs.Allow(uint32(i)) }
+			var qs [][]float32
+			for len(qs) < 100 {
+				id := r.IntN(n)
+				if len(qs)%2 == 0 && labels[id] != home {
+					continue
+				}
+				q := make([]float32, dim)
+				for j := range q {
+					q[j] = rows[id][j] + float32(0.05*r.NormFloat64())
+				}
+				qs = append(qs, q)
+			}
+			truth := make([][]uint32, len(qs))
+			for i, q := range qs {
+				truth[i] = bruteForce(quant.Cosine, rows, q, k, allow)
+			}
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			for _, m := range []struct {
+				name  string
+				force Strategy
+			}{{"plan", StrategyAuto}, {"scan", StrategyScan}, {"twohop", StrategyTwoHop}, {"walk", StrategyWalk}} {
+				var recall float64
+				cpu0 := threadCPU()
+				for i := 0; i < b.N; i++ {
+					for j, q := range qs {
+						res, err := ix.Search(q, k, SearchOptions{Ef: ef, Filter: bs, Strategy: m.force})
+						if err != nil {
+							b.Fatal(err)
+						}
+						if i == 0 {
+							recall += recallAt(res, truth[j])
+						}
+					}
+				}
+				cpu := threadCPU() - cpu0
+				b.ReportMetric(recall/float64(len(qs)), m.name+"_recall@10")
+				if cpu > 0 {
+					b.ReportMetric(float64(b.N*len(qs))/cpu.Seconds(), m.name+"_cpuQPS")
+				}
+			}
+		})
 	}
 }
