@@ -32,7 +32,7 @@ const twoHopRoots = 32
 
 // twoHopThird: an expansion whose two hops gathered fewer allowed nodes
 // takes a third hop through up to a list's worth of second-hop nodes.
-const twoHopThird = 2
+const twoHopThird = 8
 
 // searchTwoHop runs a two-hop filtered query (q prepared) from the entry
 // point ep on level top and returns the best k. a.bits or a.filter decides
