@@ -70,11 +70,11 @@ type data struct {
 	cfg      Config
 	centres  [][]float32 // latent
 	proj     []float32   // Dim×latent
-	session  []int32    // per memory
-	home     [][2]int32 // per session: two home clusters
-	sizes    []int      // per session
-	heavy    []int      // session index of each Heavy share
-	vocab    [][]string // per cluster
+	session  []int32     // per memory
+	home     [][2]int32  // per session: two home clusters
+	sizes    []int       // per session
+	heavy    []int       // session index of each Heavy share
+	vocab    [][]string  // per cluster
 	common   []string
 	baseTime time.Time
 }

@@ -72,6 +72,11 @@ func (r *Report) Markdown(m Machine) string {
 	w("| compaction (Compact after ingest), wall | %.1f s |\n", r.CompactWall.Seconds())
 	w("| disk after compaction | %s (%.0f bytes/memory, %d segment files) |\n", mib(r.DiskBytes), float64(r.DiskBytes)/float64(c.N), r.Segments)
 	w("| open (memory.Open) | %s |\n\n", ms(r.OpenWall))
+	if p := r.Peer; p != nil {
+		ours := float64(c.N) / r.IngestCPU.Seconds()
+		w("Peer build on the same %d vectors (`%s`, load at start %s): %s, cosine, M=16, efC=200, one thread: %.1f s wall, %.1f s CPU, %.0f vectors per CPU second. The engine's ingest (through the memory layer, WAL, flushes and merges included) is %.2fx that per CPU second.\n\n",
+			p.N, p.Command, p.LoadStart, p.Impl, p.WallS, p.CPUS, p.PerCPUS, ours/p.PerCPUS)
+	}
 
 	w("## Resident memory\n\n")
 	cg := CodesGraphBytes(c.N, c.Dim)

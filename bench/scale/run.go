@@ -99,6 +99,8 @@ type Report struct {
 	AllRecall      float64
 	Bands          []Band
 	Segments       int
+	// Peer, when set, is a peer's build on the same vectors.
+	Peer *Peer
 }
 
 // CodesGraphBytes estimates the int8 codes plus the graph of n vectors:

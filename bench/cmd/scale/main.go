@@ -6,9 +6,12 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -32,6 +35,7 @@ func run() error {
 	flag.IntVar(&cfg.BandQueries, "band-queries", 100, "searches per selectivity band")
 	dir := flag.String("dir", "", "store directory (default: a temporary one, removed after)")
 	out := flag.String("out", "bench/results/scale.md", "report file (- for stdout)")
+	peer := flag.Bool("peer", false, "also time python3-hnswlib's build on the same vectors (scripts/peers/scale_build.py, /usr/bin/python3)")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", flag.Args())
@@ -52,6 +56,11 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	if *peer {
+		if rep.Peer, err = runPeer(cfg); err != nil {
+			return err
+		}
+	}
 	m.LoadEnd, m.End = scale.Load(), time.Now()
 	md := rep.Markdown(m)
 	if *out == "-" {
@@ -59,4 +68,36 @@ func run() error {
 		return err
 	}
 	return os.WriteFile(*out, []byte(md), 0o644)
+}
+
+// runPeer writes the vectors to a temporary fvecs file and times
+// python3-hnswlib's build on them.
+func runPeer(cfg scale.Config) (*scale.Peer, error) {
+	tmp, err := os.MkdirTemp("", "engram-scale-peer-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	path := filepath.Join(tmp, "base.fvecs")
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := scale.WriteVectors(f, cfg); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if err := f.Close(); err != nil {
+		return nil, err
+	}
+	fmt.Fprintln(os.Stderr, "peer: python3-hnswlib build")
+	p := &scale.Peer{Command: "/usr/bin/python3 scripts/peers/scale_build.py VECTORS.fvecs", LoadStart: scale.Load()}
+	out, err := exec.Command("/usr/bin/python3", "scripts/peers/scale_build.py", path).Output()
+	if err != nil {
+		return nil, fmt.Errorf("peer: %w", err)
+	}
+	if err := json.Unmarshal(out, p); err != nil {
+		return nil, fmt.Errorf("peer: %w (output %q)", err, out)
+	}
+	return p, nil
 }
