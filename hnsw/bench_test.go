@@ -192,7 +192,7 @@ func searchMode(ix *Index, q []float32, k, ef int, f *Bitset, scan bool) ([]Resu
 		p.strat = StrategyScan
 	}
 	ep, top := unpackEP(ix.ep.Load())
-	return p.run(&ix.g, &ix.pool, ix.Len(), ep, top, true, nil), nil
+	return p.run(&ix.g, &ix.pool, ix.Len(), ep, top, true, nil)
 }
 
 // BenchmarkFilter compares, per selectivity, the filtered graph walk with

@@ -221,18 +221,24 @@ func makePlan(g *graph, q []float32, k int, opts SearchOptions, live int, hasDel
 
 // run executes p on g (n node slots, entry point ep on level top),
 // recording its reads in tr when tr is not nil.
-func (p *plan) run(g *graph, pool *sync.Pool, n int, ep uint32, top int, rescore bool, tr *trace) []Result {
+func (p *plan) run(g *graph, pool *sync.Pool, n int, ep uint32, top int, rescore bool, tr *trace) ([]Result, error) {
 	s, _ := pool.Get().(*scratch)
 	if s == nil {
 		s = new(scratch)
 	}
-	s.tr = tr
-	defer func() { s.tr = nil; pool.Put(s) }()
+	s.tr, s.err = tr, nil
+	defer func() { s.tr, s.err = nil, nil; pool.Put(s) }()
+	var res []Result
 	switch p.strat {
 	case StrategyScan:
-		return g.scan(s, p.q, p.k, n, &p.acc, rescore)
+		res = g.scan(s, p.q, p.k, n, &p.acc, rescore)
 	case StrategyTwoHop:
-		return g.searchTwoHop(s, p.q, p.k, p.ef, n, ep, top, &p.acc, p.count, rescore)
+		res = g.searchTwoHop(s, p.q, p.k, p.ef, n, ep, top, &p.acc, p.count, rescore)
+	default:
+		res = g.search(s, p.q, p.k, p.ef, n, ep, top, &p.acc, rescore)
 	}
-	return g.search(s, p.q, p.k, p.ef, n, ep, top, &p.acc, rescore)
+	if s.err != nil {
+		return nil, s.err
+	}
+	return res, nil
 }

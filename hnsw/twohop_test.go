@@ -1,6 +1,8 @@
 package hnsw
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -318,5 +320,66 @@ func BenchmarkPlannerBands(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestVectorReader: a View whose rescoring reads vectors through
+// SetVectorReader answers exactly as one reading its bytes, for every
+// strategy, and a reader's error is the search's.
+func TestVectorReader(t *testing.T) {
+	rows, labels := clustered(2000, 16, 20, 6)
+	ix := build(t, Config{Dim: 16, Metric: quant.Cosine, Seed: 6, EfConstruction: 64}, rows)
+	var buf bytes.Buffer
+	if _, err := ix.WriteTo(&buf); err != nil {
+		t.Fatal(err)
+	}
+	layout := buf.Bytes()
+	plain, err := OpenView(layout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	read, err := OpenView(layout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reads int
+	var fail error
+	read.SetVectorReader(func(off uint64, dst []byte) error {
+		reads++
+		if fail != nil {
+			return fail
+		}
+		if off+uint64(len(dst)) > uint64(len(layout)) {
+			return errors.New("read past the layout")
+		}
+		copy(dst, layout[off:])
+		return nil
+	})
+	bs, _ := sessionFilter(rand.New(rand.NewPCG(3, 3)), labels, 300, 20)
+	for _, st := range []Strategy{StrategyAuto, StrategyWalk, StrategyScan, StrategyTwoHop} {
+		for i := 0; i < 20; i++ {
+			opts := SearchOptions{Ef: 64, Filter: bs, Strategy: st}
+			a, err := plain.Search(rows[i*31], 10, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := read.Search(rows[i*31], 10, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprint(a) != fmt.Sprint(b) {
+				t.Fatalf("%v query %d: bytes %v, reader %v", st, i, a, b)
+			}
+		}
+	}
+	if reads == 0 {
+		t.Fatal("the reader was never called")
+	}
+	fail = errors.New("damaged")
+	if _, err := read.Search(rows[0], 10, SearchOptions{}); err != fail {
+		t.Fatalf("search with a failing reader: %v", err)
+	}
+	if res, err := read.Search(rows[0], 10, SearchOptions{NoRescore: true}); err != nil || len(res) != 10 {
+		t.Fatalf("NoRescore reads no vector: %v, %d results", err, len(res))
 	}
 }
