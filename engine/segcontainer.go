@@ -222,9 +222,9 @@ func streamSegment(f io.Writer, sections []section) (int64, error) {
 // verify (Check, or Options.VerifyOnOpen).
 type segFile struct {
 	path     string
-	data     []byte       // the mapping (vfs.Map): read-only
-	unmap    func() error // releases data
-	file     vfs.File     // open while mapped: readChecked
+	data     []byte         // the mapping (vfs.Map): read-only
+	unmap    func() error   // releases data
+	file     readerAtCloser // open while mapped: readChecked (nil: read data)
 	sections map[sectionKind][]byte
 	entries  []sectionEntry
 	chunks   *chunkTable // version 4 on; nil before
@@ -504,6 +504,12 @@ func (s *segFile) close() error {
 	}
 	s.data, s.unmap = nil, nil
 	return err
+}
+
+// readerAtCloser is what readChecked needs of the segment's file.
+type readerAtCloser interface {
+	io.ReaderAt
+	io.Closer
 }
 
 // readBufs holds the buffers of readChecked.
