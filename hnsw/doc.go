@@ -108,31 +108,41 @@
 // nodes as an unfiltered search plus the lists it bridges through.
 // BenchmarkPlannerBands (50k clustered 128-d vectors, ef=64, k=10, a
 // session-like filter: 70% of its ids in two clusters, the rest anywhere;
-// CPU queries per second / recall@10 against brute force, 2 cores, load
-// about 4 from other work):
+// CPU queries per second / recall@10 against brute force over the allowed
+// ids, 2 cores, load 2-4.5 from other work, 18:12 UTC):
 //
-//	selectivity   scan            two-hop        walk
-//	0.1%          54,250 / 1.000    668 / 0.938     30 / 1.000
-//	0.5%         116,369 / 1.000    589 / 0.905    149 / 1.000
-//	1%            24,973 / 1.000    802 / 0.937    254 / 1.000
-//	2%            25,069 / 1.000  1,061 / 0.969    460 / 0.996
-//	5%             6,882 / 1.000  1,380 / 0.999  1,215 / 0.999
-//	10%            2,231 / 1.000  1,308 / 0.999  2,116 / 0.999
-//	20%              799 / 1.000  2,358 / 1.000  3,754 / 1.000
-//	30%              440 / 1.000  2,744 / 1.000  5,164 / 1.000
-//	50%              273 / 1.000  2,832 / 1.000  6,352 / 1.000
+//	selectivity   scan             two-hop         walk
+//	0.1%           77,340 / 1.000    929 / 0.938      47 / 1.000
+//	0.5%           74,963 / 1.000    988 / 0.907     249 / 1.000
+//	1%             45,427 / 1.000  1,192 / 0.948     396 / 1.000
+//	2%             29,389 / 1.000  1,124 / 0.976     551 / 0.996
+//	5%             11,565 / 1.000  1,133 / 1.000   1,817 / 0.999
+//	10%             4,826 / 1.000  1,431 / 0.999   3,284 / 0.999
+//	20%             1,219 / 1.000  2,060 / 1.000   4,640 / 1.000
+//	50%               319 / 1.000  4,700 / 1.000  12,950 / 1.000
+//
+// At 128-d distances are cheap, so the plain walk's extra distances cost
+// little and the two-hop walk's list reads dominate. At 1024-d the balance
+// moves: on the 100k x 1024-d store of bench/cmd/scale, engine searches
+// for one session, wall ms / recall@10 against the exact scan
+// (TestStrategiesOnStore in package engine, load about 3):
+//
+//	session share  scan           two-hop        walk
+//	10% (10k ids)  6.63 / 1.000   3.36 / 0.988    9.78 / 0.990
+//	5%  (5k)       3.59 / 1.000   2.79 / 0.973   17.34 / 0.993
+//	2%  (2k)       0.57 / 1.000   2.62 / 0.968   22.22 / 1.000
+//	1%  (1k)       0.31 / 1.000   2.43 / 0.960   38.33 / 0.998
 //
 // So: the scan wins while it touches a few thousand codes (ScanMax = 64,
 // i.e. 4,096 ids at the default ef; the older ScanFactor bound, measured
-// against the walk on GloVe, still applies below it on small graphs), the
-// two-hop walk beats the plain walk below ~10% (TwoHopMax = 0.1) and by
-// 8x at 1%, and the walk wins above. Two-hop recall is lowest where its
-// allowed subgraph is sparsest (0.5-1% here), which is below ScanMax·ef
-// on graphs up to ~400k nodes; bench/results/scale.md has the bands at
-// store scale. The graph strategies cost about the same per distance at
-// any dimension, while the scan's cost grows with it, so at 1024-d the
-// scan's share shrinks; the thresholds count ids, not bytes, and hold
-// recall either way.
+// against the walk on GloVe, still applies below it on small graphs); the
+// two-hop walk beats the plain walk by 3-15x from 1% to 10% at 1024-d
+// (and by 3-20x below 2% at 128-d), and the walk wins above TwoHopMax =
+// 0.1 at 128-d (at 1024-d two-hop still led at 10%: the bound is on the
+// cautious side for the walk's recall). Two-hop recall is lowest where its
+// allowed subgraph is sparsest (0.5-1%), which the scan serves on graphs up
+// to ~400k nodes; above that ef is doubled below 2% (see twoHopSparse).
+// bench/results/scale.md has the bands at store scale.
 //
 // A filter that cannot count is walked, and the walk estimates the pass
 // rate from the nodes it evaluates and switches to the scan (calling Allow
