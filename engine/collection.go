@@ -254,6 +254,23 @@ func (c *Collection) Get(id string) (Record, error) {
 	return r, err
 }
 
+// GetNoVector is Get without the record's vector (Record.Vector nil): it
+// reads neither the vector nor, in a segment, the graph, so callers that
+// want a record's text and metadata do not pull vectors into memory.
+func (c *Collection) GetNoVector(id string) (Record, error) {
+	var r Record
+	err := c.readNeeding(false, func() error {
+		w, ok := c.locateLocked(id)
+		if !ok {
+			return fmt.Errorf("%w: record %.60q in %q", ErrNotFound, id, c.cfg.Name)
+		}
+		var err error
+		r, err = c.recordAt(w, false, true)
+		return err
+	})
+	return r, err
+}
+
 // Delete removes the records with these IDs (unknown IDs are ignored) as
 // one WAL record and returns how many existed.
 func (c *Collection) Delete(ids ...string) (int, error) {

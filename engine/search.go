@@ -33,6 +33,10 @@ type SearchRequest struct {
 	// set), skipping the text and metadata reads: for callers that fetch
 	// records later, or only need IDs.
 	IDsOnly bool
+
+	// strategy forces the hnsw strategy of filtered graph searches
+	// (tests; zero: the planner's choice).
+	strategy hnsw.Strategy
 }
 
 // Hit is one search result. Score is higher for closer records: the cosine
@@ -202,7 +206,7 @@ func (c *Collection) approxLocked(q []float32, req SearchRequest) ([]candidate, 
 		if err != nil {
 			return err
 		}
-		res, err := sr.Search(q, req.K, hnsw.SearchOptions{Ef: req.Ef, Filter: filt})
+		res, err := sr.Search(q, req.K, hnsw.SearchOptions{Ef: req.Ef, Filter: filt, Strategy: req.strategy})
 		if err != nil {
 			return fmt.Errorf("engine: search: %w", err)
 		}

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"sync"
 	"sync/atomic"
 
 	"github.com/engramdb/engram/internal/vfs"
@@ -221,8 +222,9 @@ func streamSegment(f io.Writer, sections []section) (int64, error) {
 // verify (Check, or Options.VerifyOnOpen).
 type segFile struct {
 	path     string
-	data     []byte       // the mapping (vfs.Map): read-only
-	unmap    func() error // releases data
+	data     []byte         // the mapping (vfs.Map): read-only
+	unmap    func() error   // releases data
+	file     readerAtCloser // open while mapped: readChecked (nil: read data)
 	sections map[sectionKind][]byte
 	entries  []sectionEntry
 	chunks   *chunkTable // version 4 on; nil before
@@ -286,21 +288,24 @@ func mapSegFile(fsys FS, path string) (*segFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
+		_ = f.Close()
 		return nil, err
 	}
 	if st.Size() < 12+segTrailer+4 {
+		_ = f.Close()
 		return nil, &CorruptionError{File: path, Err: fmt.Errorf("file of %d bytes is too short", st.Size())}
 	}
 	m, unmap, err := vfs.Map(f)
 	if err != nil {
+		_ = f.Close()
 		return nil, fmt.Errorf("engine: map %s: %w", path, err)
 	}
-	sf := &segFile{path: path, data: m, unmap: unmap}
+	// The file stays open for readChecked (rescoring's vector reads).
+	sf := &segFile{path: path, data: m, unmap: unmap, file: f}
 	if err := sf.parse(); err != nil {
-		_ = unmap()
+		_ = sf.close()
 		return nil, &CorruptionError{File: path, Err: err}
 	}
 	return sf, nil
@@ -486,10 +491,88 @@ func checkGaps(b []byte, entries []sectionEntry) error {
 }
 
 func (s *segFile) close() error {
-	if s.data == nil {
-		return nil
+	var err error
+	if s.file != nil {
+		err = s.file.Close()
+		s.file = nil
 	}
-	err := s.unmap()
+	if s.data == nil {
+		return err
+	}
+	if uerr := s.unmap(); err == nil {
+		err = uerr
+	}
 	s.data, s.unmap = nil, nil
 	return err
+}
+
+// readerAtCloser is what readChecked needs of the segment's file.
+type readerAtCloser interface {
+	io.ReaderAt
+	io.Closer
+}
+
+// readBufs holds the buffers of readChecked.
+var readBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// readChecked copies bytes [off, off+len(dst)) of the file into dst with
+// ReadAt (pread), never through the mapping, and checks the chunks they
+// lie in (version 4 on) against the chunk table from the bytes it read.
+// Rescoring reads vectors this way: through the mapping, each scattered
+// read would map a whole folio of the page cache into the process (up to
+// megabytes on current kernels), and after a few hundred queries the
+// entire vectors section would count as resident.
+func (s *segFile) readChecked(off uint64, dst []byte) error {
+	n := uint64(len(dst))
+	if off > uint64(len(s.data)) || n > uint64(len(s.data))-off {
+		return &CorruptionError{File: s.path, Err: fmt.Errorf("read of %d bytes at %d past the end (%d)", n, off, len(s.data))}
+	}
+	if s.file == nil { // a segment built in memory by tests
+		copy(dst, s.data[off:off+n])
+		return s.verifyRange(off, n)
+	}
+	t := s.chunks
+	if t == nil || off+n > t.covered {
+		// No chunks (before version 4: the whole section was verified
+		// before the first search) or past the chunked part (never for
+		// the graph section).
+		if t != nil {
+			if err := s.verifyRange(off, n); err != nil {
+				return err
+			}
+		}
+		return s.readAt(dst, off)
+	}
+	lo := off >> t.shift << t.shift
+	hi := min(((off+n-1)>>t.shift+1)<<t.shift, t.covered)
+	bp := readBufs.Get().(*[]byte)
+	defer readBufs.Put(bp)
+	if uint64(cap(*bp)) < hi-lo {
+		*bp = make([]byte, hi-lo)
+	}
+	buf := (*bp)[:hi-lo]
+	if err := s.readAt(buf, lo); err != nil {
+		return err
+	}
+	for i := lo >> t.shift; i<<t.shift < hi; i++ {
+		w, bit := &t.ok[i>>6], uint64(1)<<(i&63)
+		if w.Load()&bit != 0 {
+			continue
+		}
+		clo := i<<t.shift - lo
+		chi := min(clo+1<<t.shift, hi-lo)
+		if crc32.Checksum(buf[clo:chi], castagnoli) != le.Uint32(t.crcs[4*i:]) {
+			return &CorruptionError{File: s.path, Err: fmt.Errorf("chunk %d (bytes %d to %d) checksum mismatch", i, lo+clo, lo+chi)}
+		}
+		w.Or(bit)
+	}
+	copy(dst, buf[off-lo:])
+	return nil
+}
+
+func (s *segFile) readAt(dst []byte, off uint64) error {
+	if _, err := s.file.ReadAt(dst, int64(off)); err != nil {
+		return fmt.Errorf("engine: read %s: %w", s.path, err)
+	}
+	return nil
 }

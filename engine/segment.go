@@ -172,6 +172,9 @@ func (s *segment) init(count uint32, verify bool) error {
 		}
 		sf := s.sf
 		view.SetReadVerifier(func(off, n uint64) error { return sf.verifyRange(base+off, n) })
+		// Rescoring reads vectors with pread, checked chunk by chunk,
+		// so they stay out of the process's resident memory.
+		view.SetVectorReader(func(off uint64, dst []byte) error { return sf.readChecked(base+off, dst) })
 	}
 	s.view = view
 	if s.ids, err = parseIDs(secs[secIDs], s.n); err != nil {

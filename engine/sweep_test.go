@@ -98,6 +98,19 @@ func sweep(t *testing.T, version uint32) {
 // fails with a corruption error or answers exactly what the intact file
 // answers.
 func TestFirstQueryNeverAnswersFromDamage(t *testing.T) {
+	// Rescoring reads vectors with pread from the file (pread) or, for a
+	// segment without one, from the mapping: both are swept.
+	for _, pread := range []bool{true, false} {
+		t.Run(fmt.Sprintf("pread=%v", pread), func(t *testing.T) { firstQuerySweep(t, pread) })
+	}
+}
+
+// nopCloser is a bytes.Reader as a segment's file.
+type nopCloser struct{ *bytes.Reader }
+
+func (nopCloser) Close() error { return nil }
+
+func firstQuerySweep(t *testing.T, pread bool) {
 	good, cfg, n := sweepSegment(t, segVersion)
 	q := make([]float32, cfg.Dim)
 	for i := range q {
@@ -108,7 +121,11 @@ func TestFirstQueryNeverAnswersFromDamage(t *testing.T) {
 		if err != nil {
 			return nil, &CorruptionError{File: "sweep", Err: err} // as openSegFile wraps it
 		}
-		s := &segment{file: 1, sf: &segFile{path: "sweep", data: mmap.MMap(b), sections: secs, entries: entries}, cfg: cfg}
+		sf := &segFile{path: "sweep", data: mmap.MMap(b), sections: secs, entries: entries}
+		if pread {
+			sf.file = nopCloser{bytes.NewReader(b)}
+		}
+		s := &segment{file: 1, sf: sf, cfg: cfg}
 		if err := s.init(uint32(n), false); err != nil {
 			return nil, &CorruptionError{File: "sweep", Err: err} // as openSegment wraps it
 		}

@@ -187,9 +187,12 @@ func searchMode(ix *Index, q []float32, k, ef int, f *Bitset, scan bool) ([]Resu
 	if err != nil {
 		return nil, err
 	}
-	p.exact, p.acc.scanBelow = scan, 0
+	p.strat, p.acc.scanBelow = StrategyWalk, 0
+	if scan {
+		p.strat = StrategyScan
+	}
 	ep, top := unpackEP(ix.ep.Load())
-	return p.run(&ix.g, &ix.pool, ix.Len(), ep, top, true, nil), nil
+	return p.run(&ix.g, &ix.pool, ix.Len(), ep, top, true, nil)
 }
 
 // BenchmarkFilter compares, per selectivity, the filtered graph walk with

@@ -69,22 +69,84 @@
 // float32 distances (the best max(4k, 40) of them: code order is close enough
 // to float order that rescoring more changed no result in our measurements)
 // and the best k returned; SearchOptions.NoRescore skips
-// that and returns code distances converted to float units.
+// that and returns code distances converted to float units. A View given a
+// vector reader (SetVectorReader) rescores from copies it reads instead of
+// its bytes: the engine preads segment vectors, because a page fault on a
+// mapping maps a whole page-cache folio (up to megabytes), and rescoring's
+// scattered reads would otherwise make the whole vectors section resident
+// (at 100k x 1024-d: VmRSS 552 MiB after 50 searches, 145 MiB with pread,
+// against 111 MiB of codes and graph).
 //
 // # Filters
 //
-// A Filter is applied during traversal: every node is still walked (so the
-// graph stays connected), but only allowed, non-deleted nodes enter the
-// result heap. When the filter reports how many ids it allows (Bitset does)
-// and that is at most ScanFactor·sqrt(live·ef), Search scans the allowed ids
-// instead: int8 distances in batches (quant.CodeDistances), the best
-// rescored as after a walk. At low selectivity a walk visits about
-// ef/selectivity nodes to fill its result heap, while the scan touches each
-// allowed node once; the threshold was chosen by measurement (see ScanFactor
-// and bench/results/hnsw.md). A filter that cannot count is walked, and the
-// walk estimates the pass rate from the nodes it evaluates and switches to
-// the scan (calling Allow for every id) when the estimate is under the
-// threshold.
+// A Filter is applied during traversal. When the filter reports how many
+// ids it allows (Counter: Bitset does), a planner picks one of three
+// strategies per query from that count, the live count and ef (Plan
+// reports the choice; SearchOptions.Strategy forces one):
+//
+//   - scan, when count <= min(ScanFactor·sqrt(live·ef), ScanMax·ef): the
+//     allowed ids' int8 distances in batches (quant.CodeDistances), the
+//     best rescored as after a walk. Exact over the codes; cost linear in
+//     count.
+//   - two-hop (twohop.go), when the count is above that and at most
+//     TwoHopMax·live: an ACORN-1 style walk whose queue and results hold
+//     allowed nodes only; expanding a node scores its allowed neighbours
+//     and bridges through up to M disallowed ones to their allowed
+//     neighbours (a third hop when two found fewer than eight), with ef
+//     doubled below 2% selectivity where the allowed set is sparsest. It
+//     starts from the nearest nodes of a short unfiltered walk (beam 32)
+//     and 16 allowed seeds spread over the bitset, so an allowed set that
+//     lies away from the query, or in islands, is still reached.
+//     Distances are computed for allowed nodes only; the rest costs list
+//     reads and bit tests.
+//   - walk, above TwoHopMax: the plain beam search over every node, only
+//     allowed, non-deleted nodes entering the results. Past ~10% most
+//     links lead to allowed nodes and the walk is the cheapest.
+//
+// A walk visits about ef/selectivity nodes to fill its result heap, a scan
+// touches each allowed node once, a two-hop walk about as many allowed
+// nodes as an unfiltered search plus the lists it bridges through.
+// BenchmarkPlannerBands (50k clustered 128-d vectors, ef=64, k=10, a
+// session-like filter: 70% of its ids in two clusters, the rest anywhere;
+// CPU queries per second / recall@10 against brute force over the allowed
+// ids, 2 cores, load 2-4.5 from other work, 18:12 UTC):
+//
+//	selectivity   scan             two-hop         walk
+//	0.1%           77,340 / 1.000    929 / 0.938      47 / 1.000
+//	0.5%           74,963 / 1.000    988 / 0.907     249 / 1.000
+//	1%             45,427 / 1.000  1,192 / 0.948     396 / 1.000
+//	2%             29,389 / 1.000  1,124 / 0.976     551 / 0.996
+//	5%             11,565 / 1.000  1,133 / 1.000   1,817 / 0.999
+//	10%             4,826 / 1.000  1,431 / 0.999   3,284 / 0.999
+//	20%             1,219 / 1.000  2,060 / 1.000   4,640 / 1.000
+//	50%               319 / 1.000  4,700 / 1.000  12,950 / 1.000
+//
+// At 128-d distances are cheap, so the plain walk's extra distances cost
+// little and the two-hop walk's list reads dominate. At 1024-d the balance
+// moves: on the 100k x 1024-d store of bench/cmd/scale, engine searches
+// for one session, wall ms / recall@10 against the exact scan
+// (TestStrategiesOnStore in package engine, load about 3):
+//
+//	session share  scan           two-hop        walk
+//	10% (10k ids)  6.63 / 1.000   3.36 / 0.988    9.78 / 0.990
+//	5%  (5k)       3.59 / 1.000   2.79 / 0.973   17.34 / 0.993
+//	2%  (2k)       0.57 / 1.000   2.62 / 0.968   22.22 / 1.000
+//	1%  (1k)       0.31 / 1.000   2.43 / 0.960   38.33 / 0.998
+//
+// So: the scan wins while it touches a few thousand codes (ScanMax = 64,
+// i.e. 4,096 ids at the default ef; the older ScanFactor bound, measured
+// against the walk on GloVe, still applies below it on small graphs); the
+// two-hop walk beats the plain walk by 3-15x from 1% to 10% at 1024-d
+// (and by 3-20x below 2% at 128-d), and the walk wins above TwoHopMax =
+// 0.1 at 128-d (at 1024-d two-hop still led at 10%: the bound is on the
+// cautious side for the walk's recall). Two-hop recall is lowest where its
+// allowed subgraph is sparsest (0.5-1%), which the scan serves on graphs up
+// to ~400k nodes; above that ef is doubled below 2% (see twoHopSparse).
+// bench/results/scale.md has the bands at store scale.
+//
+// A filter that cannot count is walked, and the walk estimates the pass
+// rate from the nodes it evaluates and switches to the scan (calling Allow
+// for every id) when the estimate is under the scan limit.
 //
 // # Delete
 //

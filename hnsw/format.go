@@ -338,7 +338,7 @@ func (v *View) Search(q []float32, k int, opts SearchOptions) ([]Result, error) 
 		return []Result{}, nil
 	}
 	if v.verify == nil {
-		return p.run(&v.g, &v.pool, v.n, v.ep, v.top, !opts.NoRescore, nil), nil
+		return p.run(&v.g, &v.pool, v.n, v.ep, v.top, !opts.NoRescore, nil)
 	}
 	tr, _ := v.traces.Get().(*trace)
 	if tr == nil {
@@ -346,7 +346,10 @@ func (v *View) Search(q []float32, k int, opts SearchOptions) ([]Result, error) 
 	}
 	defer v.traces.Put(tr)
 	tr.reset()
-	res := p.run(&v.g, &v.pool, v.n, v.ep, v.top, !opts.NoRescore, tr)
+	res, err := p.run(&v.g, &v.pool, v.n, v.ep, v.top, !opts.NoRescore, tr)
+	if err != nil {
+		return nil, err
+	}
 	if err := v.verifyTrace(tr); err != nil {
 		return nil, err
 	}

@@ -38,6 +38,12 @@ type graph struct {
 	upperOff []uint32  // id: start of the node's upper lists in upper
 	upper    []uint32  // (level-1)*(1+m) past upperOff: count, then ids
 	flags    []uint32  // id
+
+	// readVec, when set (View.SetVectorReader), is how rescoring reads a
+	// vector: 4·dim bytes at layout offset vecOff+4·dim·id, copied, so
+	// the vectors are never touched through the mapping.
+	readVec func(off uint64, dst []byte) error
+	vecOff  uint64
 }
 
 func (g *graph) stride0() int { return 1 + 2*g.m }
@@ -195,6 +201,10 @@ type scratch struct {
 	// tr, when not nil, records what the search reads (a View with a
 	// ReadVerifier); nil for an Index.
 	tr *trace
+	// vec holds one vector read by graph.readVec; err is the first error
+	// a read returned (the search then answers it instead).
+	vec []float32
+	err error
 }
 
 // begin starts a new visited generation for n nodes.
@@ -524,7 +534,22 @@ func (s *scratch) encode(g *graph, q []float32) []int8 {
 // candidates with float distances when rescore is set.
 func (g *graph) finish(s *scratch, q []float32, k int, rescore bool) []Result {
 	keys := s.sortedResults()
-	if rescore {
+	if rescore && g.readVec != nil {
+		keys = keys[:min(len(keys), rescoreCount(k))]
+		if cap(s.vec) < g.dim {
+			s.vec = make([]float32, g.dim)
+		}
+		v := s.vec[:g.dim]
+		for i, key := range keys {
+			id := keyID(key)
+			if err := g.readVec(g.vecOff+4*uint64(g.dim)*uint64(id), asBytes(v)); err != nil {
+				s.err = err
+				return nil
+			}
+			keys[i] = floatKey(quant.FloatDistance(g.metric, q, v), id)
+		}
+		slices.Sort(keys)
+	} else if rescore {
 		// Code order is close to float order: rescoring the best
 		// rescoreCount(k) keeps recall (measured on GloVe-100 and SIFT)
 		// and skips most of the float vectors' cache misses.

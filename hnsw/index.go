@@ -338,7 +338,7 @@ func (ix *Index) Search(q []float32, k int, opts SearchOptions) ([]Result, error
 		return []Result{}, nil
 	}
 	ep, top := unpackEP(e)
-	return p.run(&ix.g, &ix.pool, n, ep, top, !opts.NoRescore, nil), nil
+	return p.run(&ix.g, &ix.pool, n, ep, top, !opts.NoRescore, nil)
 }
 
 // Delete tombstones id: it is never returned again. Neighbour lists are

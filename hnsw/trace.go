@@ -14,6 +14,21 @@ package hnsw
 // (it should remember what it verified), and must be safe for that.
 type ReadVerifier func(off, n uint64) error
 
+// SetVectorReader makes rescoring read each candidate's vector with fn
+// instead of through the View's bytes: fn copies the 4·dim bytes at
+// offset off of the layout (from the View's first byte) into dst, checked
+// as the caller sees fit, and returns an error for bytes it cannot read or
+// trust (the search then returns it). The engine reads segment vectors
+// with pread this way, so that rescoring's scattered 4 KiB reads do not
+// map the vectors section into the process (a page fault maps a whole
+// folio of the page cache, up to megabytes, not the bytes used) and
+// resident memory stays near the codes and the graph. Vector,
+// CheckedVector and the exact scan of the engine still use the bytes. fn
+// is called from concurrent searches. Call it before the View is shared.
+func (v *View) SetVectorReader(fn func(off uint64, dst []byte) error) {
+	v.g.readVec, v.g.vecOff = fn, v.offs[secVectors]
+}
+
 // SetReadVerifier makes every later Search and CheckedVector check the
 // bytes it read with fn before answering (nil: no checks). Call it before
 // the View is shared between goroutines.

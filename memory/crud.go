@@ -54,6 +54,25 @@ func scanLight(ctx context.Context, c Collection, f *Filter, fn func(*Memory)) e
 	})
 }
 
+// LightGetter is implemented by backends that can read memories by ID without their vectors;
+// the recall path uses it to read texts and successors, so that a recall does not read vectors
+// it drops (on the embedded engine they would be mapped into the process's resident memory).
+type LightGetter interface {
+	GetLight(ctx context.Context, ids []string) ([]Memory, error)
+}
+
+// getLight is Collection.Get without vectors, light where the backend allows.
+func getLight(ctx context.Context, c Collection, ids []string) ([]Memory, error) {
+	if lg, ok := c.(LightGetter); ok {
+		return lg.GetLight(ctx, ids)
+	}
+	ms, err := c.Get(ctx, ids)
+	for i := range ms {
+		ms[i].Vector = nil
+	}
+	return ms, err
+}
+
 // Lookup returns the memory with the given ID, vector included, or a *NotFoundError.
 func (s *Store) Lookup(ctx context.Context, id string) (Memory, error) {
 	if id == "" {

@@ -103,7 +103,7 @@ func (s *Store) currentFirst(ctx context.Context, coll Collection, p *recallPlan
 		}
 	}
 	for hop := 0; len(want) > 0 && hop < maxSupersedeChain; hop++ {
-		ms, err := coll.Get(ctx, want)
+		ms, err := getLight(ctx, coll, want)
 		if err != nil {
 			return nil, fmt.Errorf("memory: reading successors: %w", err)
 		}
@@ -256,7 +256,7 @@ func loadTexts(ctx context.Context, coll Collection, rs []ranked) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	ms, err := coll.Get(ctx, ids)
+	ms, err := getLight(ctx, coll, ids)
 	if err != nil {
 		return fmt.Errorf("memory: reading recalled memories: %w", err)
 	}

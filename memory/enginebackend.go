@@ -171,12 +171,21 @@ func (e *engineColl) Upsert(ctx context.Context, ms []Memory) error {
 }
 
 func (e *engineColl) Get(ctx context.Context, ids []string) ([]Memory, error) {
+	return e.get(ctx, ids, e.c.Get)
+}
+
+// GetLight implements LightGetter: the memories without their vectors.
+func (e *engineColl) GetLight(ctx context.Context, ids []string) ([]Memory, error) {
+	return e.get(ctx, ids, e.c.GetNoVector)
+}
+
+func (e *engineColl) get(ctx context.Context, ids []string, get func(string) (engine.Record, error)) ([]Memory, error) {
 	out := make([]Memory, 0, len(ids))
 	for _, id := range ids {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		r, err := e.c.Get(id)
+		r, err := get(id)
 		if errors.Is(err, engine.ErrNotFound) {
 			continue
 		}

@@ -620,7 +620,7 @@ func fillTexts(ctx context.Context, coll Collection, results []Result) ([]Result
 	for i := range results {
 		ids[i] = results[i].ID
 	}
-	ms, err := coll.Get(ctx, ids)
+	ms, err := getLight(ctx, coll, ids)
 	if err != nil {
 		return nil, fmt.Errorf("memory: reading recalled memories: %w", err)
 	}

@@ -1,0 +1,98 @@
+package scale
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+var (
+	flagN        = flag.Int("scale.n", 5000, "BenchmarkScale: memories")
+	flagDim      = flag.Int("scale.dim", 256, "BenchmarkScale: dimension")
+	flagSessions = flag.Int("scale.sessions", 500, "BenchmarkScale: sessions")
+)
+
+// BenchmarkScale runs the whole scale benchmark once per iteration (use
+// -benchtime 1x) and reports its figures as metrics. Small by default;
+// -scale.n, -scale.dim and -scale.sessions grow it.
+func BenchmarkScale(b *testing.B) {
+	cfg := Config{N: *flagN, Dim: *flagDim, Sessions: *flagSessions, Clusters: max(10, *flagN/100), Queries: 200, BandQueries: 30}
+	b.Run(fmt.Sprintf("n=%d/dim=%d", cfg.N, cfg.Dim), func(b *testing.B) {
+		var rep *Report
+		for i := 0; i < b.N; i++ {
+			cfg.Dir = filepath.Join(b.TempDir(), "store")
+			var err error
+			if rep, err = Run(context.Background(), cfg, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+		n := float64(cfg.N)
+		b.ReportMetric(n/rep.IngestWall.Seconds(), "ingest/s")
+		b.ReportMetric(n/rep.IngestCPU.Seconds(), "ingest/cpu-s")
+		b.ReportMetric(rep.CompactWall.Seconds(), "compact-s")
+		b.ReportMetric(float64(rep.OpenWall)/1e6, "open-ms")
+		b.ReportMetric(float64(rep.DiskBytes)/n, "disk-B/memory")
+		b.ReportMetric(float64(rep.MemQueries.RSS)/float64(CodesGraphBytes(cfg.N, cfg.Dim)), "rss/codes+graph")
+		b.ReportMetric(float64(rep.RecallP50)/1e6, "recall-p50-ms")
+		b.ReportMetric(float64(rep.RecallP99)/1e6, "recall-p99-ms")
+		b.ReportMetric(rep.AllRecall, "recall@10")
+		for _, bd := range rep.Bands {
+			name := strings.TrimRight(strings.TrimRight(fmt.Sprintf("%.3f", 100*bd.Share), "0"), ".")
+			b.ReportMetric(bd.Recall, "band"+name+"%-recall@10")
+			b.ReportMetric(float64(bd.P99)/1e6, "band"+name+"%-p99-ms")
+		}
+	})
+}
+
+// TestConfigRefusesBadInput: bad sizes are errors, not panics, and
+// nothing is created.
+func TestConfigRefusesBadInput(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "store")
+	for _, c := range []Config{
+		{N: 10, Dir: dir}, {N: 5000, Dim: 3, Dir: dir}, {N: 5000, Sessions: 3, Dir: dir},
+		{N: 5000, Sessions: 4000, Dir: dir}, {N: 5000, Clusters: 1, Dir: dir}, {N: 5000, Queries: -1, Dir: dir},
+		{N: 5000},
+	} {
+		if _, err := Run(context.Background(), c, nil); err == nil {
+			t.Errorf("%+v: no error", c)
+		}
+	}
+}
+
+// TestSmallRun runs a tiny store end to end and checks the figures are
+// sane: every band found, filtered recall high, the exact scan agreeing
+// with itself.
+func TestSmallRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a store")
+	}
+	cfg := Config{N: 2000, Dim: 32, Sessions: 100, Clusters: 20, Queries: 20, BandQueries: 10, Dir: filepath.Join(t.TempDir(), "store")}
+	rep, err := Run(context.Background(), cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Bands) != len(Heavy) {
+		t.Fatalf("%d bands, want %d", len(rep.Bands), len(Heavy))
+	}
+	for _, b := range rep.Bands {
+		if b.Recall < 0.95 {
+			t.Errorf("band %s (%d): recall@10 %.3f", b.Session, b.Count, b.Recall)
+		}
+	}
+	if rep.DiskBytes <= 0 || rep.IngestWall <= 0 || rep.RecallP50 <= 0 || rep.OpenWall <= 0 || rep.OpenWall > time.Minute {
+		t.Errorf("implausible report %+v", rep)
+	}
+	md := rep.Markdown(ThisMachine())
+	for _, want := range []string{"ingest rate per CPU second", "VmRSS", "recall@10", heavy0()} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+}
+
+// heavy0 is the first heavy share as the report prints it.
+func heavy0() string { return fmt.Sprintf("%.3g%%", 100*Heavy[0]) }
