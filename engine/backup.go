@@ -12,7 +12,19 @@ import (
 // exist or be empty: it flushes, then copies the segment files and writes a
 // manifest for them (with an empty WAL). Writers wait while it runs;
 // readers do not.
-func (d *DB) Backup(dir string) error {
+//
+// A backup of an encrypted store holds its sealed files without KEYS: it
+// opens only once the store's KEYS file is copied into it, and a session
+// purged since (its key destroyed) stays unreadable in it
+// (docs/format/encryption.md, "Backups"). BackupWithKeys copies KEYS too.
+func (d *DB) Backup(dir string) error { return d.backup(dir, false) }
+
+// BackupWithKeys is Backup that also copies an encrypted store's KEYS
+// (as it is now), so the backup opens on its own with the store's
+// passphrase or key file, purged sessions' keys and all as of now.
+func (d *DB) BackupWithKeys(dir string) error { return d.backup(dir, true) }
+
+func (d *DB) backup(dir string, withKeys bool) error {
 	if inside, err := within(dir, d.dir); err != nil {
 		return fmt.Errorf("engine: backup: %w", err)
 	} else if inside {
@@ -44,10 +56,7 @@ func (d *DB) Backup(dir string) error {
 			}
 		}
 	}
-	if d.keys != nil {
-		// Until segment files are sealed (encryption.md, planned) a
-		// backup of an encrypted store carries its KEYS, so that it
-		// opens as the encrypted store it is.
+	if d.keys != nil && withKeys {
 		if err := copyFile(fsys, filepath.Join(d.dir, keysName), dir, keysName); err != nil {
 			return fmt.Errorf("engine: backup: %w", err)
 		}

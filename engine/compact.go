@@ -292,8 +292,7 @@ func (d *DB) buildReplacement(c *Collection, all bool, pc *progressCounter) (rep
 		sw.replaces = append(sw.replaces, s.file)
 	}
 	slices.Sort(sw.replaces)
-	secs := buildSections(c.cfg, mem, d.opts.NamespaceField, sw)
-	if _, err := writeSegmentFileLimited(d.opts.FS, d.segDir(), segName(file), secs, d.opts.CompactBytesPerSec); err != nil {
+	if _, err := writeMemtableSegment(d.opts.FS, d.segDir(), c.cfg, mem, d.opts.NamespaceField, sw, d.opts.CompactBytesPerSec); err != nil {
 		_ = d.opts.FS.Remove(path)
 		return nil, err
 	}
@@ -323,15 +322,46 @@ func (t *throttle) Write(p []byte) (int, error) {
 	return n, err
 }
 
-func writeSegmentFileLimited(fsys FS, dir, name string, sections []section, bytesPerSec int64) (int64, error) {
+// writeSegmentFileLimited streams sections into dir/name atomically (see
+// writeAtomic) at about bytesPerSec (0: unthrottled) and returns the
+// file's size on disk. In an encrypted store the file is sealed
+// (sealedseg.go) under a key derived from those of sessions, the values of
+// the namespace field among its records.
+func writeSegmentFileLimited(fsys FS, dir, name string, sections []section, bytesPerSec int64, sessions []string) (int64, error) {
 	var size int64
+	keys := segmentKeys(fsys)
 	err := writeAtomic(fsys, dir, name, func(w io.Writer) error {
 		if bytesPerSec > 0 {
 			w = &throttle{w: w, bytesPerSec: bytesPerSec, start: time.Now()}
 		}
-		var err error
-		size, err = streamSegment(w, sections)
+		if keys == nil {
+			var err error
+			size, err = streamSegment(w, sections)
+			return err
+		}
+		cw := &byteCounter{w: w}
+		sw, err := newSealWriter(cw, keys, segNameNumber(name), keys.KeyIDs(sessions))
+		if err != nil {
+			return err
+		}
+		if _, err := streamSegment(sw, sections); err != nil {
+			return err
+		}
+		err = sw.Close()
+		size = cw.n
 		return err
 	})
 	return size, err
+}
+
+// byteCounter counts what is written through it.
+type byteCounter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *byteCounter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }

@@ -71,6 +71,9 @@ type DB struct {
 	// (encryption.md); purgedParts counts replayed parts whose session
 	// key was destroyed.
 	keys        *crypt.Keys
+	// keyRef mirrors keys for the segment reads and writes that run
+	// without writeMu (opts.FS is a keyedFS reading it; sealedseg.go).
+	keyRef atomic.Pointer[crypt.Keys]
 	walSeq      uint64
 	purgedParts int
 

@@ -112,6 +112,9 @@ func loadKeys(fsys FS, dir string, key *Key, fresh bool) (*crypt.Keys, error) {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		if key != nil && !fresh {
+			if hasSealedSegments(fsys, dir) {
+				return nil, fmt.Errorf("%w: %s has sealed segment files but no KEYS: it is a backup of an encrypted store taken without its keys; copy the store's KEYS file into it", ErrKeyRequired, dir)
+			}
 			return nil, fmt.Errorf("%w: %s is not encrypted (encryption is chosen when a store is created)", ErrInvalid, dir)
 		}
 		return nil, nil
@@ -134,6 +137,27 @@ func loadKeys(fsys FS, dir string, key *Key, fresh bool) (*crypt.Keys, error) {
 		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	return k, nil
+}
+
+// hasSealedSegments reports whether dir/seg holds a sealed segment file.
+func hasSealedSegments(fsys FS, dir string) bool {
+	names, err := fsys.ReadDir(filepath.Join(dir, "seg"))
+	if err != nil {
+		return false
+	}
+	for _, n := range names {
+		if _, ok := segFileNumber(n); !ok {
+			continue
+		}
+		if f, err := fsys.OpenFile(filepath.Join(dir, "seg", n), os.O_RDONLY, 0); err == nil {
+			sealed := isSealedSegment(f)
+			f.Close()
+			if sealed {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // writeKeys seals k under key and replaces dir's KEYS durably.
@@ -242,8 +266,14 @@ func (d *DB) destroySessionKeyLocked(session string) (bool, error) {
 	if err := writeKeys(d.opts.FS, d.dir, next, d.opts.Key); err != nil {
 		return false, fmt.Errorf("engine: destroy session key: %w", err)
 	}
-	d.keys = next
+	d.setKeys(next)
 	return true, nil
+}
+
+// setKeys installs the store's keys (writeMu held, or during Open).
+func (d *DB) setKeys(k *crypt.Keys) {
+	d.keys = k
+	d.keyRef.Store(k)
 }
 
 // Encrypted reports whether the store is encrypted.
@@ -289,7 +319,7 @@ func (d *DB) sealOp(o *walOp) ([]byte, error) {
 			if err := writeKeys(d.opts.FS, d.dir, next, d.opts.Key); err != nil {
 				return nil, fmt.Errorf("engine: new session key: %w", err)
 			}
-			d.keys = next
+			d.setKeys(next)
 		}
 		byID := map[[crypt.IDSize]byte]int{}
 		for _, r := range o.records {

@@ -67,7 +67,7 @@ func (d *DB) flushLocked(reps []*replacement) (err error) {
 		file := d.nextFile
 		d.nextFile++
 		path := d.segPath(file)
-		if _, err := writeSegmentFile(d.opts.FS, d.segDir(), segName(file), buildSections(c.cfg, c.mem, d.opts.NamespaceField, segWrite{file: file, lsn: d.lastLSN})); err != nil {
+		if _, err := writeMemtableSegment(d.opts.FS, d.segDir(), c.cfg, c.mem, d.opts.NamespaceField, segWrite{file: file, lsn: d.lastLSN}, 0); err != nil {
 			_ = d.opts.FS.Remove(path)
 			return fmt.Errorf("engine: flush %q: %w", name, err)
 		}
@@ -250,7 +250,7 @@ func (d *DB) manifestLocked(fresh map[*Collection]*segment, reps []*replacement)
 		}
 		mc := manifestColl{cfg: c.cfg, overrides: ov}
 		for _, s := range segs {
-			mc.segs = append(mc.segs, manifestSeg{file: s.file, count: uint32(s.n), size: uint64(len(s.sf.data)), deleted: s.deletedList()})
+			mc.segs = append(mc.segs, manifestSeg{file: s.file, count: uint32(s.n), size: s.sf.size(), deleted: s.deletedList()})
 		}
 		m.colls = append(m.colls, mc)
 	}

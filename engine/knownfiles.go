@@ -126,7 +126,7 @@ func hasSegMagic(fsys FS, path string) bool {
 			return true
 		}
 	}
-	return false
+	return isSealedSegment(f) // an encrypted store's (sealedseg.go)
 }
 
 // knownName reports whether the entry name (a directory if isDir) of the

@@ -131,6 +131,13 @@ func Open(dir string, opts Options) (*DB, error) {
 	}
 	d := &DB{keys: keys, dir: dir, opts: opts, lock: lock, colls: map[string]*Collection{}, kv: map[string][]byte{},
 		flushSignal: make(chan struct{}, 1), compactSignal: make(chan struct{}, 1), bgDone: make(chan struct{})}
+	if keys != nil || opts.Key != nil {
+		// From here on the store's segment files are sealed and
+		// unsealed with its keys (after lockDir, which wants the
+		// caller's FS).
+		d.keyRef.Store(keys)
+		d.opts.FS = keyedFS{FS: d.opts.FS, keys: &d.keyRef}
+	}
 	if err := d.open(fresh); err != nil {
 		d.closeFiles()
 		lock.unlock()
@@ -221,7 +228,7 @@ func (d *DB) open(fresh bool) error {
 		if err := writeKeys(fsys, d.dir, keys, d.opts.Key); err != nil {
 			return fmt.Errorf("engine: create %s: %w", keysName, err)
 		}
-		d.keys = keys
+		d.setKeys(keys)
 	}
 	if fresh {
 		m := &manifest{nextFile: 1, kv: map[string][]byte{}}

@@ -130,7 +130,8 @@ func repair(dir string, opts Options) (rep RepairReport, rebuilt bool, err error
 	}
 	// An encrypted store is repaired only with its key (checked before
 	// anything is written): the WAL is replayed after.
-	if _, err := loadKeys(opts.FS, dir, opts.Key, false); err != nil {
+	keys, err := loadKeys(opts.FS, dir, opts.Key, false)
+	if err != nil {
 		return rep, false, err
 	}
 	lock, err := lockDir(opts.FS, filepath.Join(dir, "LOCK"), false)
@@ -139,6 +140,12 @@ func repair(dir string, opts Options) (rep RepairReport, rebuilt bool, err error
 	}
 	defer lock.unlock()
 	d := &DB{dir: dir, opts: opts}
+	if keys != nil {
+		// Sealed segment files are read and rebuilt with the keys.
+		d.setKeys(keys)
+		opts.FS = keyedFS{FS: opts.FS, keys: &d.keyRef}
+		d.opts.FS = opts.FS
+	}
 	st, err := loadManifests(opts.FS, dir)
 	if err != nil {
 		return rep, false, err

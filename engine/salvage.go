@@ -8,13 +8,11 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math/bits"
-	"os"
 	"path/filepath"
 	"slices"
 	"time"
 
 	"github.com/engramdb/engram/hnsw"
-	"github.com/engramdb/engram/internal/vfs"
 	"github.com/engramdb/engram/wal"
 )
 
@@ -413,26 +411,22 @@ func sectionFits(k sectionKind, sec []byte, n int, version uint32) bool {
 // sorts its live records into intact and lost. An error is returned only
 // for I/O failures: damage of any extent is an outcome.
 func salvageSegment(fsys FS, path string, cfg CollectionConfig, ms manifestSeg) (*salvaged, error) {
-	f, err := fsys.OpenFile(path, os.O_RDONLY, 0)
+	// A sealed file is decrypted leniently: chunks that fail
+	// authentication are zeros, so the sections they held fail their
+	// checksums and are salvaged around like any damage (a file whose key
+	// a purge destroyed is empty: every record lost).
+	b, err := readSegBytes(fsys, path, true)
 	if err != nil {
+		var ce *CorruptionError
+		if errors.As(err, &ce) {
+			return salvageBytes(nil, path, cfg, ms), nil
+		}
 		return nil, fmt.Errorf("engine: repair: %w", err)
 	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("engine: repair: %w", err)
-	}
-	if st.Size() == 0 {
-		return salvageBytes(nil, path, cfg, ms), nil
-	}
-	m, unmap, err := vfs.Map(f)
-	if err != nil {
-		return nil, fmt.Errorf("engine: repair: map %s: %w", path, err)
-	}
-	defer unmap()
+	defer b.close()
 	// Everything salvaged is copied out of the mapping (colMeta and the
 	// text decoder copy; vectors are cloned).
-	return salvageBytes(m, path, cfg, ms), nil
+	return salvageBytes(b.data, path, cfg, ms), nil
 }
 
 // salvageBytes is salvageSegment over the file's bytes b.
@@ -736,7 +730,7 @@ func rebuildSegment(opts *Options, segDir string, cfg CollectionConfig, sv *salv
 		}
 	}
 	w := segWrite{file: file, lsn: wal.LSN(sv.lsn), replaces: []uint64{old}}
-	size, err := writeSegmentFile(opts.FS, segDir, segName(file), buildSections(cfg, mem, opts.NamespaceField, w))
+	size, err := writeMemtableSegment(opts.FS, segDir, cfg, mem, opts.NamespaceField, w, 0)
 	if err != nil {
 		_ = opts.FS.Remove(filepath.Join(segDir, segName(file)))
 		return nil, fmt.Errorf("engine: repair: rebuild %s: %w", sv.path, err)
@@ -771,17 +765,12 @@ func knownSectionSet(fsys FS, path string) bool {
 // openSegFileAnyVersion returns the section kinds of the file at path,
 // ignoring its version field.
 func openSegFileAnyVersion(fsys FS, path string) ([]sectionKind, error) {
-	f, err := fsys.OpenFile(path, os.O_RDONLY, 0)
+	b, err := readSegBytes(fsys, path, false)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	b, unmap, err := vfs.Map(f)
-	if err != nil {
-		return nil, err
-	}
-	defer unmap()
-	_, entries, err := parseContainer(b)
+	defer b.close()
+	_, entries, err := parseContainer(b.data)
 	if err != nil {
 		return nil, err
 	}

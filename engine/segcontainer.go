@@ -9,12 +9,11 @@ import (
 	"hash"
 	"hash/crc32"
 	"io"
-	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
 
-	"github.com/engramdb/engram/internal/vfs"
+	"github.com/engramdb/engram/internal/crypt"
 )
 
 // The segment container: a fixed header, sections at 64-byte aligned
@@ -145,7 +144,7 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 // writeSegmentFile streams sections into dir/name atomically (see
 // writeAtomic) and returns the file's size.
 func writeSegmentFile(fsys FS, dir, name string, sections []section) (int64, error) {
-	return writeSegmentFileLimited(fsys, dir, name, sections, 0)
+	return writeSegmentFileLimited(fsys, dir, name, sections, 0, nil)
 }
 
 func streamSegment(f io.Writer, sections []section) (int64, error) {
@@ -228,6 +227,19 @@ type segFile struct {
 	sections map[sectionKind][]byte
 	entries  []sectionEntry
 	chunks   *chunkTable // version 4 on; nil before
+	// keyIDs are the session keys a sealed file's key derives from (nil:
+	// plaintext); diskSize is the file's size on disk (len(data) unless
+	// sealed).
+	keyIDs   [][crypt.IDSize]byte
+	diskSize int64
+}
+
+// size is the file's size on disk, what manifests record.
+func (s *segFile) size() uint64 {
+	if s.diskSize > 0 {
+		return uint64(s.diskSize)
+	}
+	return uint64(len(s.data))
 }
 
 // chunkTable is a parsed chunk section (kind 11) with the chunks verified
@@ -281,29 +293,23 @@ func (s *segFile) verifyRange(off, n uint64) error {
 	return nil
 }
 
-// mapSegFile maps the segment file at path through fsys and parses its
-// table.
+// mapSegFile maps the segment file at path through fsys (a sealed one is
+// decrypted into memory: sealedseg.go) and parses its table.
 func mapSegFile(fsys FS, path string) (*segFile, error) {
-	f, err := fsys.OpenFile(path, os.O_RDONLY, 0)
+	b, err := readSegBytes(fsys, path, false)
 	if err != nil {
 		return nil, err
 	}
-	st, err := f.Stat()
-	if err != nil {
-		_ = f.Close()
-		return nil, err
+	if len(b.data) < 12+segTrailer+4 {
+		b.close()
+		return nil, &CorruptionError{File: path, Err: fmt.Errorf("file of %d bytes is too short", len(b.data))}
 	}
-	if st.Size() < 12+segTrailer+4 {
-		_ = f.Close()
-		return nil, &CorruptionError{File: path, Err: fmt.Errorf("file of %d bytes is too short", st.Size())}
+	// A mapped file stays open for readChecked (rescoring's vector
+	// reads); an image is read in place.
+	sf := &segFile{path: path, data: b.data, unmap: b.release, keyIDs: b.ids, diskSize: b.size}
+	if b.file != nil {
+		sf.file = b.file
 	}
-	m, unmap, err := vfs.Map(f)
-	if err != nil {
-		_ = f.Close()
-		return nil, fmt.Errorf("engine: map %s: %w", path, err)
-	}
-	// The file stays open for readChecked (rescoring's vector reads).
-	sf := &segFile{path: path, data: m, unmap: unmap, file: f}
 	if err := sf.parse(); err != nil {
 		_ = sf.close()
 		return nil, &CorruptionError{File: path, Err: err}

@@ -213,7 +213,7 @@ func readSegHeaderFS(fsys FS, path string) (segHeader, error) {
 	if err != nil {
 		return fail(err)
 	}
-	h.path, h.size = path, uint64(len(sf.data))
+	h.path, h.size = path, sf.size()
 	num, named := segFileNumber(filepath.Base(path))
 	if version < segVersionV3 {
 		h.file = num

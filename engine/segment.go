@@ -147,7 +147,7 @@ func (s *segment) init(count uint32, verify bool) error {
 	if version < segVersionV3 {
 		h.file = s.file
 	}
-	h.path, h.size = s.sf.path, uint64(len(s.sf.data))
+	h.path, h.size = s.sf.path, s.sf.size()
 	s.hdr = h
 	s.n = int(h.count)
 	open := hnsw.OpenViewUnverified // reads the header only; Check verifies

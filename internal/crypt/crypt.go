@@ -554,3 +554,58 @@ func Decode(b []byte, s Secret) (*Keys, error) {
 	}
 	return k, nil
 }
+
+// KeyIDs returns the sorted, distinct ids of the keys the given sessions
+// hold now; a session without a key (never written, or purged) is left
+// out.
+func (k *Keys) KeyIDs(sessions []string) [][IDSize]byte {
+	seen := map[[IDSize]byte]bool{}
+	var ids [][IDSize]byte
+	for _, s := range sessions {
+		if id, ok := k.Lookup(s); ok && !seen[id] {
+			seen[id] = true
+			ids = append(ids, id)
+		}
+	}
+	slices.SortFunc(ids, func(x, y [IDSize]byte) int { return bytes.Compare(x[:], y[:]) })
+	return ids
+}
+
+// A Sealer seals and opens the chunks of one file under one key.
+type Sealer struct{ a cipher.AEAD }
+
+// Seal appends nonce || ciphertext of plaintext to dst.
+func (s *Sealer) Seal(dst, aad, plaintext []byte) []byte { return sealWith(s.a, dst, aad, plaintext) }
+
+// Open appends the plaintext of sealed (nonce || ciphertext) to dst;
+// ErrAuth if it is not what was sealed for aad.
+func (s *Sealer) Open(dst, aad, sealed []byte) ([]byte, error) { return openWith(s.a, dst, aad, sealed) }
+
+// SegmentSealer returns the sealer of segment file number file, whose
+// records belong to the sessions whose keys are ids (sorted, distinct; see
+// KeyIDs). Its key is derived from the store key, the file number and
+// every one of those session keys (HMAC-SHA256), so it is never stored,
+// and destroying any one of the session keys makes the whole file
+// unreadable: a purge reaches the copies of the file in older backups.
+// ErrNoKey: one of the ids is not in the store (a destroyed key).
+func (k *Keys) SegmentSealer(file uint64, ids [][IDSize]byte) (*Sealer, error) {
+	k.mu.RLock()
+	m := hmac.New(sha256.New, k.store)
+	m.Write([]byte("engram segment key\x00"))
+	m.Write(binary.LittleEndian.AppendUint64(nil, file))
+	for _, id := range ids {
+		s, ok := k.keys[id]
+		if !ok {
+			k.mu.RUnlock()
+			return nil, ErrNoKey
+		}
+		m.Write(id[:])
+		m.Write(s.key)
+	}
+	k.mu.RUnlock()
+	a, err := chacha20poly1305.NewX(m.Sum(nil))
+	if err != nil {
+		return nil, err
+	}
+	return &Sealer{a: a}, nil
+}
