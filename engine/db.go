@@ -70,10 +70,10 @@ type DB struct {
 	// or destroyed. walSeq is the sequence of the last sealed WAL record
 	// (encryption.md); purgedParts counts replayed parts whose session
 	// key was destroyed.
-	keys        *crypt.Keys
+	keys *crypt.Keys
 	// keyRef mirrors keys for the segment reads and writes that run
 	// without writeMu (opts.FS is a keyedFS reading it; sealedseg.go).
-	keyRef atomic.Pointer[crypt.Keys]
+	keyRef      atomic.Pointer[crypt.Keys]
 	walSeq      uint64
 	purgedParts int
 

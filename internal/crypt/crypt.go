@@ -579,7 +579,9 @@ func (s *Sealer) Seal(dst, aad, plaintext []byte) []byte { return sealWith(s.a, 
 
 // Open appends the plaintext of sealed (nonce || ciphertext) to dst;
 // ErrAuth if it is not what was sealed for aad.
-func (s *Sealer) Open(dst, aad, sealed []byte) ([]byte, error) { return openWith(s.a, dst, aad, sealed) }
+func (s *Sealer) Open(dst, aad, sealed []byte) ([]byte, error) {
+	return openWith(s.a, dst, aad, sealed)
+}
 
 // SegmentSealer returns the sealer of segment file number file, whose
 // records belong to the sessions whose keys are ids (sorted, distinct; see
