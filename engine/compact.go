@@ -48,6 +48,12 @@ const (
 func (d *DB) compact(all bool) error { return d.compactWith(all, nil) }
 
 func (d *DB) compactWith(all bool, p Progress) error {
+	return d.compactPicked(func(c *Collection) []*segment { return c.pick(all) }, p)
+}
+
+// compactPicked merges, in each collection, the segments pick chooses
+// (called with c.mu held for reading).
+func (d *DB) compactPicked(pick func(c *Collection) []*segment, p Progress) error {
 	if d.opts.ReadOnly {
 		return ErrReadOnly
 	}
@@ -66,7 +72,7 @@ func (d *DB) compactWith(all bool, p Progress) error {
 	if p != nil {
 		for _, c := range colls {
 			c.mu.RLock()
-			for _, s := range c.pick(all) {
+			for _, s := range pick(c) {
 				pc.total += int64(s.n)
 			}
 			c.mu.RUnlock()
@@ -83,7 +89,7 @@ func (d *DB) compactWith(all bool, p Progress) error {
 		}
 	}()
 	for _, c := range colls {
-		r, err := d.buildReplacement(c, all, pc)
+		r, err := d.buildReplacement(c, pick, pc)
 		if err != nil {
 			return err
 		}
@@ -211,7 +217,7 @@ func (c *Collection) noteDeletes() {
 // nothing to do). It holds no lock while building: the segments it reads
 // stay mapped because only an install (which needs compactMu's holder, us)
 // or Close and Drop (which wait for compactMu) close them.
-func (d *DB) buildReplacement(c *Collection, all bool, pc *progressCounter) (rep *replacement, err error) {
+func (d *DB) buildReplacement(c *Collection, pick func(c *Collection) []*segment, pc *progressCounter) (rep *replacement, err error) {
 	// The output's number is taken before the inputs are read, so every
 	// file flushed after that read (which may hold newer copies of its
 	// records) has a larger number: a manifest rebuilt from seg/ alone
@@ -234,7 +240,7 @@ func (d *DB) buildReplacement(c *Collection, all bool, pc *progressCounter) (rep
 		c.mu.RUnlock()
 		return nil, nil
 	}
-	old := c.pick(all)
+	old := pick(c)
 	if len(old) == 0 {
 		c.mu.RUnlock()
 		return nil, nil

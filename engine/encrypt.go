@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/engramdb/engram/internal/crypt"
@@ -217,36 +218,135 @@ func (d *DB) DestroySessionKey(session string) (bool, error) {
 // ReleaseSessionKey destroys the session's data key, as DestroySessionKey
 // does, but only when no live record of any collection holds the session
 // (a purge that left its history or an archived copy behind keeps the
-// key, so nothing still stored becomes unreadable). Writes wait while it
-// looks, so no record can be sealed with the key between the check and
-// the destruction. It reports whether a key was destroyed.
+// key, so nothing still stored becomes unreadable). It reports whether a
+// key was destroyed. See ReleaseSessionKeys.
 func (d *DB) ReleaseSessionKey(session string) (bool, error) {
+	n, err := d.ReleaseSessionKeys(session)
+	return n > 0, err
+}
+
+// ReleaseSessionKeys destroys the data key of every given session that no
+// live record of any collection holds, and returns how many it destroyed.
+// First the segment files sealed with such a key (they held the session's
+// records, now deleted) are rewritten without them: a flush, then a
+// compaction of just those files. Then, with writes held off, each
+// session is checked again (no live record, nothing of it in memory, no
+// live file sealed with its key) and its key destroyed, in one KEYS write:
+// every copy of those files, in backups taken before, becomes unreadable
+// with the store's keys, and so does the session's part of the WAL. A
+// session written again meanwhile keeps its key.
+func (d *DB) ReleaseSessionKeys(sessions ...string) (int, error) {
+	if d.keys == nil || d.opts.NamespaceField == "" || len(sessions) == 0 {
+		return 0, nil
+	}
+	gone, _, err := d.releasable(sessions)
+	if err != nil || len(gone) == 0 {
+		return 0, err
+	}
+	if err := d.Flush(); err != nil {
+		return 0, err
+	}
+	ids := map[[crypt.IDSize]byte]bool{}
+	for _, kid := range gone {
+		ids[kid] = true
+	}
+	sealedWith := func(c *Collection) []*segment {
+		var out []*segment
+		for _, s := range c.segs {
+			if slices.ContainsFunc(s.sf.keyIDs, func(id [crypt.IDSize]byte) bool { return ids[id] }) {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	if err := d.compactPicked(sealedWith, nil); err != nil && !errors.Is(err, errCompactionStale) {
+		return 0, err
+	}
 	d.writeMu.Lock()
 	defer d.writeMu.Unlock()
 	if d.closed {
-		return false, ErrClosed
+		return 0, ErrClosed
 	}
-	if d.keys == nil || d.opts.NamespaceField == "" {
-		return false, nil
+	if d.opts.ReadOnly {
+		return 0, ErrReadOnly
 	}
-	if _, ok := d.keys.Lookup(session); !ok {
-		return false, nil
+	_, names, err := d.releasable(sessions)
+	if err != nil {
+		return 0, err
 	}
-	f := Eq(d.opts.NamespaceField, String(session))
-	for _, cfg := range d.Collections() {
-		c, err := d.Collection(cfg.Name)
-		if err != nil {
-			return false, err
+	next := d.keys.Clone()
+	n := 0
+	for session, kid := range names {
+		if d.holdsLocked(session, kid) {
+			continue
 		}
-		n, err := c.Count(f)
-		if err != nil {
-			return false, err
-		}
-		if n > 0 {
-			return false, nil
+		if next.Destroy(session) {
+			n++
 		}
 	}
-	return d.destroySessionKeyLocked(session)
+	if n == 0 {
+		return 0, nil
+	}
+	if err := writeKeys(d.opts.FS, d.dir, next, d.opts.Key); err != nil {
+		return 0, fmt.Errorf("engine: destroy session keys: %w", err)
+	}
+	d.setKeys(next)
+	return n, nil
+}
+
+// releasable returns the key ids, and the sessions by name, of the given
+// sessions that have a key and no live record in any collection.
+func (d *DB) releasable(sessions []string) ([][crypt.IDSize]byte, map[string][crypt.IDSize]byte, error) {
+	var ids [][crypt.IDSize]byte
+	names := map[string][crypt.IDSize]byte{}
+	for _, session := range sessions {
+		kid, ok := d.keys.Lookup(session)
+		if !ok {
+			continue
+		}
+		live := false
+		for _, cfg := range d.Collections() {
+			c, err := d.Collection(cfg.Name)
+			if err != nil {
+				return nil, nil, err
+			}
+			n, err := c.Count(Eq(d.opts.NamespaceField, String(session)))
+			if err != nil {
+				return nil, nil, err
+			}
+			if n > 0 {
+				live = true
+				break
+			}
+		}
+		if !live {
+			ids = append(ids, kid)
+			names[session] = kid
+		}
+	}
+	return ids, names, nil
+}
+
+// holdsLocked reports whether a memtable still holds a record of the
+// session (dead ones too: a flush would write their IDs and vectors) or a
+// live segment file is sealed with its key (writeMu held).
+func (d *DB) holdsLocked(session string, kid [crypt.IDSize]byte) bool {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	for _, c := range d.colls {
+		for i := range c.mem.recs {
+			if v, ok := c.mem.recs[i].rec.Meta[d.opts.NamespaceField]; ok && v.kind == KindString && v.s == session {
+				return true
+			}
+		}
+		c.mu.RLock()
+		sealed := slices.ContainsFunc(c.segs, func(s *segment) bool { return s.sf.listsKey(kid) })
+		c.mu.RUnlock()
+		if sealed {
+			return true
+		}
+	}
+	return false
 }
 
 func (d *DB) destroySessionKeyLocked(session string) (bool, error) {

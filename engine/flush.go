@@ -50,6 +50,7 @@ func (d *DB) flushLocked(reps []*replacement) (err error) {
 		}
 	}
 	fresh := map[*Collection]*segment{}
+	var emptied []*Collection
 	defer func() {
 		if err != nil {
 			for _, s := range fresh {
@@ -62,6 +63,13 @@ func (d *DB) flushLocked(reps []*replacement) (err error) {
 	for _, name := range names {
 		c := d.colls[name]
 		if c.mem.live == 0 {
+			if len(c.mem.recs) > 0 {
+				// Only records written and deleted since the last
+				// flush: nothing to write, and the manifest below moves
+				// the WAL checkpoint past them, so they are dropped
+				// (a purged session's leave memory with them).
+				emptied = append(emptied, c)
+			}
 			continue
 		}
 		file := d.nextFile
@@ -118,6 +126,12 @@ func (d *DB) flushLocked(reps []*replacement) (err error) {
 		c.segs = append(c.segs, s)
 		d.memBytes -= c.mem.size
 		c.mem, _ = newMemtable(c.cfg, &d.opts) // cannot fail: cfg was validated
+		c.mu.Unlock()
+	}
+	for _, c := range emptied {
+		c.mu.Lock()
+		d.memBytes -= c.mem.size
+		c.mem, _ = newMemtable(c.cfg, &d.opts)
 		c.mu.Unlock()
 	}
 	for _, r := range reps {

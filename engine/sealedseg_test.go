@@ -159,3 +159,111 @@ func TestSealedSegmentDamage(t *testing.T) {
 		db.Close()
 	}
 }
+
+// openCollectionErr opens dir and its collection "notes" and returns the
+// error of either (a collection whose file cannot be read is broken, the
+// rest of the store opens).
+func openCollectionErr(t *testing.T, dir string, o Options) error {
+	t.Helper()
+	db, err := Open(dir, o)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	_, err = db.Collection("notes")
+	return err
+}
+
+func copyKeys(t *testing.T, from, to string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(from, keysName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(to, keysName), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPurgeReachesBackups: a backup holds sealed files and no KEYS; it
+// opens with the store's KEYS copied in. Once a session is purged
+// (records deleted, ReleaseSessionKeys), the live files that held it are
+// rewritten without it, and the backup taken before cannot give its text
+// with the store's current keys: its files that held the session fail as
+// sealed with a destroyed key, and repair drops them.
+func TestPurgeReachesBackups(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "store")
+	k := testKey("purge reaches backups")
+	db, c, recs := sealedStore(t, dir, k)
+	alice, bob := recs[:40], recs[40:]
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	before := filepath.Join(t.TempDir(), "before")
+	if err := db.Backup(before); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(before, keysName)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a backup carries KEYS: %v", err)
+	}
+	withKeys := filepath.Join(t.TempDir(), "withkeys")
+	if err := db.BackupWithKeys(withKeys); err != nil {
+		t.Fatal(err)
+	}
+	// Without KEYS the backup says what it is.
+	if _, err := Open(before, encOpts(k)); !errors.Is(err, ErrKeyRequired) || !strings.Contains(err.Error(), "KEYS") {
+		t.Fatalf("backup without KEYS, with the key: %v", err)
+	}
+	if err := openCollectionErr(t, before, testOpts()); !errors.Is(err, ErrKeyRequired) {
+		t.Fatalf("backup without KEYS, no key: %v", err)
+	}
+	var ids []string
+	for _, r := range alice {
+		ids = append(ids, r.ID)
+	}
+	if _, err := c.Delete(ids...); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := db.ReleaseSessionKeys("alice", "bob", "nobody"); err != nil || n != 1 {
+		t.Fatalf("ReleaseSessionKeys = %d, %v; want alice's key only", n, err)
+	}
+	expectRecords(t, c, bob)
+	for _, cfg := range db.Collections() {
+		c, _ := db.Collection(cfg.Name)
+		for _, s := range c.segs {
+			if len(s.sf.keyIDs) != 1 {
+				t.Fatalf("live file %s sealed with %d session keys, want bob's alone", s.sf.path, len(s.sf.keyIDs))
+			}
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db = openT(t, dir, encOpts(k))
+	c, _ = db.Collection("notes")
+	expectRecords(t, c, bob)
+	db.Close()
+
+	copyKeys(t, dir, before)
+	err := openCollectionErr(t, before, encOpts(k))
+	if !errors.Is(err, ErrKeyDestroyed) || !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("backup from before the purge, current keys: %v", err)
+	}
+	if _, err := Repair(before, encOpts(k)); err != nil {
+		t.Fatal(err)
+	}
+	bk := openT(t, before, encOpts(k))
+	bc, _ := bk.Collection("notes")
+	for _, r := range alice {
+		if _, err := bc.Get(r.ID); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("purged record %s in the repaired backup: %v", r.ID, err)
+		}
+	}
+	bk.Close()
+	// A backup taken with its keys keeps what they opened: what the
+	// user asked for.
+	wk := openT(t, withKeys, encOpts(k))
+	wc, _ := wk.Collection("notes")
+	expectRecords(t, wc, recs)
+	wk.Close()
+}

@@ -524,8 +524,8 @@ func (b *engineBackend) BackendStats() BackendStats {
 	return out
 }
 
-// ReleaseSessionKey implements SessionKeyReleaser: the engine destroys the session's key in an
+// ReleaseSessionKeys implements SessionKeyReleaser: the engine destroys a session's key in an
 // encrypted store when no record of any collection holds the session.
-func (b *engineBackend) ReleaseSessionKey(session string) (bool, error) {
-	return b.db.ReleaseSessionKey(session)
+func (b *engineBackend) ReleaseSessionKeys(sessions ...string) (int, error) {
+	return b.db.ReleaseSessionKeys(sessions...)
 }

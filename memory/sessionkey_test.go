@@ -13,15 +13,15 @@ import (
 	"github.com/engramdb/engram/memory/memorytest"
 )
 
-// keyBackend records the sessions offered to ReleaseSessionKey.
+// keyBackend records the sessions offered to ReleaseSessionKeys.
 type keyBackend struct {
 	memory.Backend
 	released []string
 }
 
-func (b *keyBackend) ReleaseSessionKey(session string) (bool, error) {
-	b.released = append(b.released, session)
-	return true, nil
+func (b *keyBackend) ReleaseSessionKeys(sessions ...string) (int, error) {
+	b.released = append(b.released, sessions...)
+	return len(sessions), nil
 }
 
 // TestPurgeReleasesSessionKeys: Purge, PurgeWhere and emptying the trash offer each session

@@ -166,11 +166,12 @@ func (s *Store) expireLocked(ctx context.Context) error {
 }
 
 // SessionKeyReleaser is implemented by a Backend that keeps a data key per session (an
-// encrypted engine store): ReleaseSessionKey destroys the session's key when nothing stored
-// holds the session any more, so that what it sealed (the WAL, copies and backups of it)
-// cannot be read with the store's keys (docs/format/encryption.md).
+// encrypted engine store): ReleaseSessionKeys destroys the key of each given session that
+// nothing stored holds any more, so that what it sealed (the WAL, the files that held the
+// session, copies and backups of them) cannot be read with the store's keys
+// (docs/format/encryption.md), and returns how many it destroyed.
 type SessionKeyReleaser interface {
-	ReleaseSessionKey(session string) (bool, error)
+	ReleaseSessionKeys(sessions ...string) (int, error)
 }
 
 // sessionsOf returns the sessions of the memories ids of c, when the backend keeps per-session
@@ -199,10 +200,11 @@ func (s *Store) releaseSessionKeys(sessions map[string]bool) error {
 	if !ok {
 		return nil
 	}
-	for _, session := range slices.Sorted(maps.Keys(sessions)) {
-		if _, err := r.ReleaseSessionKey(session); err != nil {
-			return fmt.Errorf("memory: purged; destroying session %q's key: %w", session, err)
-		}
+	if len(sessions) == 0 {
+		return nil
+	}
+	if _, err := r.ReleaseSessionKeys(slices.Sorted(maps.Keys(sessions))...); err != nil {
+		return fmt.Errorf("memory: purged; destroying the sessions' keys: %w", err)
 	}
 	return nil
 }
