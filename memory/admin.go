@@ -339,11 +339,33 @@ func (s *Store) Check(ctx context.Context) error {
 	return s.checkRecords(ctx)
 }
 
-// Backup writes a consistent copy of the backend's store into dir.
+// Backup writes a consistent copy of the backend's store into dir. A backup of an encrypted
+// store holds no KEYS: it opens with the store's KEYS copied in, and a session purged since
+// stays unreadable in it (docs/format/encryption.md, "Backups").
 func (s *Store) Backup(_ context.Context, dir string) error {
 	m, err := s.maintainer()
 	if err != nil {
 		return err
 	}
 	return m.Backup(dir)
+}
+
+// KeyedBackuper is implemented by backends whose stores can be encrypted (the engine backend):
+// BackupWithKeys is Backup that also copies the store's keys.
+type KeyedBackuper interface {
+	BackupWithKeys(dir string) error
+}
+
+// BackupWithKeys is Backup that also copies an encrypted store's KEYS file, so the backup
+// opens on its own with the store's passphrase or key file (ErrUnsupported where the backend
+// has no keys to copy).
+func (s *Store) BackupWithKeys(_ context.Context, dir string) error {
+	if _, _, err := s.current(); err != nil {
+		return err
+	}
+	k, ok := s.b.(KeyedBackuper)
+	if !ok {
+		return ErrUnsupported
+	}
+	return k.BackupWithKeys(dir)
 }

@@ -514,6 +514,9 @@ func (b *engineBackend) CompactProgress(p func(done, total int64)) error {
 }
 func (b *engineBackend) Backup(dir string) error { return b.db.Backup(dir) }
 
+// BackupWithKeys implements KeyedBackuper.
+func (b *engineBackend) BackupWithKeys(dir string) error { return b.db.BackupWithKeys(dir) }
+
 func (b *engineBackend) BackendStats() BackendStats {
 	st := b.db.Stats()
 	out := BackendStats{WALBytes: st.WALBytes, MemBytes: st.MemBytes}

@@ -504,7 +504,7 @@ func (a *app) importCommand() *cobra.Command {
 }
 
 func (a *app) backupCommand() *cobra.Command {
-	var serverSide bool
+	var serverSide, withKeys bool
 	cmd := &cobra.Command{
 		Use: "backup DIR", Short: "Copy the store consistently into a new directory while it is open",
 		Long: "backup copies the store into DIR, a new or empty directory. When a running `memctl serve` holds the\n" +
@@ -531,9 +531,19 @@ func (a *app) backupCommand() *cobra.Command {
 				fmt.Fprintf(a.stdout, "backed up to %s on the server\n", dir)
 				return nil
 			}
-			bar := a.lazyBytes("backing up")
-			if err := ops.backup(cmd.Context(), args[0], bar.set); err != nil {
-				return err
+			if withKeys {
+				l, ok := ops.(*localOps)
+				if !ok {
+					return usagef("--with-keys copies the KEYS file of a store opened here; a server's backups never carry it")
+				}
+				if err := l.s.BackupWithKeys(cmd.Context(), args[0]); err != nil {
+					return err
+				}
+			} else {
+				bar := a.lazyBytes("backing up")
+				if err := ops.backup(cmd.Context(), args[0], bar.set); err != nil {
+					return err
+				}
 			}
 			if a.jsonOut {
 				return a.printJSON(map[string]any{"backup": args[0], "server_side": false})
@@ -543,6 +553,7 @@ func (a *app) backupCommand() *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&serverSide, "server-side", false, "write the backup on the server, under its --backup-root")
+	cmd.Flags().BoolVar(&withKeys, "with-keys", false, "encrypted store: copy its KEYS file too, so the backup opens on its own (a backup without it needs the store's KEYS, and loses what is purged later)")
 	return cmd
 }
 

@@ -57,3 +57,61 @@ func TestEncryptedStoreCLI(t *testing.T) {
 		t.Fatalf("check: %d %s", code, out)
 	}
 }
+
+// TestEncryptedBackupCLI: a backup of an encrypted store holds no KEYS and
+// no plaintext, and says how to open it (exit 4); backup --with-keys opens
+// on its own with the passphrase.
+func TestEncryptedBackupCLI(t *testing.T) {
+	isolate(t)
+	dir := filepath.Join(t.TempDir(), "store")
+	runCode := func(d string, args ...string) (int, string) {
+		var out, errb bytes.Buffer
+		code := run(context.Background(), append([]string{"--dir", d}, args...), strings.NewReader(""), &out, &errb)
+		return code, out.String() + errb.String()
+	}
+	t.Setenv("ENGRAM_PASSPHRASE", "a long test passphrase")
+	if code, out := runCode(dir, "init", "--encrypt"); code != 0 {
+		t.Fatalf("init --encrypt: %d %s", code, out)
+	}
+	if code, out := runCode(dir, "remember", "--session", "s1", "the WOMBAT-SECRET digs at dawn"); code != 0 {
+		t.Fatalf("remember: %d %s", code, out)
+	}
+	plain := filepath.Join(t.TempDir(), "plain")
+	if code, out := runCode(dir, "backup", plain); code != 0 {
+		t.Fatalf("backup: %d %s", code, out)
+	}
+	keyed := filepath.Join(t.TempDir(), "keyed")
+	if code, out := runCode(dir, "backup", "--with-keys", keyed); code != 0 {
+		t.Fatalf("backup --with-keys: %d %s", code, out)
+	}
+	for _, d := range []string{dir, plain, keyed} {
+		filepath.WalkDir(d, func(p string, e os.DirEntry, err error) error {
+			if err == nil && !e.IsDir() {
+				if b, _ := os.ReadFile(p); bytes.Contains(b, []byte("WOMBAT-SECRET")) {
+					t.Errorf("plaintext in %s", p)
+				}
+			}
+			return nil
+		})
+	}
+	if _, err := os.Stat(filepath.Join(plain, "KEYS")); err == nil {
+		t.Fatal("a backup without --with-keys holds KEYS")
+	}
+	if code, out := runCode(plain, "recall", "--session", "s1", "wombat"); code != exitKey || !strings.Contains(out, "KEYS") {
+		t.Fatalf("backup without keys: %d %s", code, out)
+	}
+	if code, out := runCode(keyed, "recall", "--session", "s1", "wombat"); code != 0 || !strings.Contains(out, "WOMBAT-SECRET") {
+		t.Fatalf("backup with keys: %d %s", code, out)
+	}
+	os.WriteFile(filepath.Join(plain, "KEYS"), must(os.ReadFile(filepath.Join(dir, "KEYS"))), 0o600)
+	if code, out := runCode(plain, "recall", "--session", "s1", "wombat"); code != 0 || !strings.Contains(out, "WOMBAT-SECRET") {
+		t.Fatalf("backup with the store's KEYS copied in: %d %s", code, out)
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
