@@ -336,5 +336,6 @@
 //	seginfo.go, segsections.go  the info section, the typed sections parsed at open
 //	walrec.go          WAL record encoding           collection.go, search.go  the collection API
 //	encrypt.go         Options.Key, KEYS, sealed WAL records, ChangeKey, DestroySessionKey, ReleaseSessionKey
+//	sealedseg.go       sealed segment files of an encrypted store: the file key, the chunked seal, decryption at open
 //	sealedstream.go    sealed streams (export --encrypt): NewSealedWriter, NewSealedReader
 package engine
