@@ -3,7 +3,9 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"github.com/engramdb/engram/internal/crypt"
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/engramdb/engram/quant"
@@ -23,6 +25,10 @@ const (
 	maxManifestSize = 1 << 30
 
 	manifestRebuilt = 1 // flags bit: see manifest.rebuilt
+	// manifestSealed (flags bit): the KV entries and the access
+	// overrides are not in place (their counts are 0) but sealed in one
+	// blob after the collections (an encrypted store: encryption.md).
+	manifestSealed = 2
 )
 
 type manifest struct {
@@ -39,8 +45,11 @@ type manifest struct {
 	// segments are not placed against the WAL, so the whole log is
 	// replayed over them, leniently (version 2).
 	rebuilt bool
-	kv      map[string][]byte
-	colls   []manifestColl
+	// sealed is the sealed blob of KV entries and overrides read from
+	// a manifest with manifestSealed, until openSealed fills them in.
+	sealed []byte
+	kv     map[string][]byte
+	colls  []manifestColl
 }
 
 type manifestColl struct {
@@ -63,6 +72,89 @@ type access struct {
 
 func encodeManifest(m *manifest) []byte { return encodeManifestVersion(m, manifestVersion) }
 
+// manifestAAD binds a sealed manifest blob to its manifest number.
+func manifestAAD(num uint64) []byte {
+	return crypt.AAD(crypt.FileManifest, num, 0, 0, crypt.StoreID)
+}
+
+// encodeSealedManifest is encodeManifest for an encrypted store: the KV
+// entries (keys and values) and the overrides (record IDs) are sealed
+// with the store key, bound to manifest number num.
+func encodeSealedManifest(m *manifest, keys *crypt.Keys, num uint64) ([]byte, error) {
+	var p enc
+	encodeKV(&p, m.kv)
+	for _, c := range m.colls {
+		encodeOverrides(&p, c.overrides)
+	}
+	blob, err := keys.Seal(nil, crypt.StoreID, manifestAAD(num), p.b)
+	if err != nil {
+		return nil, err
+	}
+	bare := *m
+	bare.kv, bare.sealed = nil, blob
+	bare.colls = make([]manifestColl, len(m.colls))
+	for i, c := range m.colls {
+		c.overrides = nil
+		bare.colls[i] = c
+	}
+	return encodeManifestVersion(&bare, manifestVersion), nil
+}
+
+// openSealed fills in the KV entries and overrides of a manifest read
+// with manifestSealed (number num) from its sealed blob.
+func (m *manifest) openSealed(keys *crypt.Keys, num uint64) error {
+	plain, err := keys.Open(nil, crypt.StoreID, manifestAAD(num), m.sealed)
+	if err != nil {
+		return fmt.Errorf("sealed KV and overrides: %w", err)
+	}
+	d := dec{b: plain}
+	decodeKV(&d, m.kv)
+	for i := range m.colls {
+		decodeOverrides(&d, m.colls[i].overrides)
+	}
+	if d.err != nil || len(d.b) != 0 {
+		return errors.New("sealed KV and overrides malformed")
+	}
+	m.sealed = nil
+	return nil
+}
+
+func encodeKV(e *enc, kv map[string][]byte) {
+	keys := sortedKeys(kv)
+	e.uvarint(uint64(len(keys)))
+	for _, k := range keys {
+		e.str(k)
+		e.bytes(kv[k])
+	}
+}
+
+func decodeKV(d *dec, kv map[string][]byte) {
+	n := d.count(math.MaxInt32, 2)
+	for range n {
+		k := d.str()
+		kv[k] = d.bytes()
+	}
+}
+
+func encodeOverrides(e *enc, ov map[string]access) {
+	ids := sortedKeys(ov)
+	e.uvarint(uint64(len(ids)))
+	for _, id := range ids {
+		a := ov[id]
+		e.str(id)
+		e.uvarint(a.count)
+		e.varint(a.last)
+	}
+}
+
+func decodeOverrides(d *dec, ov map[string]access) {
+	n := d.count(math.MaxInt32, 3)
+	for range n {
+		id := d.str()
+		ov[id] = access{count: d.uvarint(), last: d.varint()}
+	}
+}
+
 // encodeManifestVersion writes version 2, or for tests of the upgrade path
 // the first release's version 1 (no WAL position).
 func encodeManifestVersion(m *manifest, version uint32) []byte {
@@ -76,14 +168,12 @@ func encodeManifestVersion(m *manifest, version uint32) []byte {
 		if m.rebuilt {
 			flags |= manifestRebuilt
 		}
+		if m.sealed != nil {
+			flags |= manifestSealed
+		}
 		e.uvarint(flags)
 	}
-	keys := sortedKeys(m.kv)
-	e.uvarint(uint64(len(keys)))
-	for _, k := range keys {
-		e.str(k)
-		e.bytes(m.kv[k])
-	}
+	encodeKV(&e, m.kv)
 	e.uvarint(uint64(len(m.colls)))
 	for _, c := range m.colls {
 		e.str(c.cfg.Name)
@@ -106,14 +196,10 @@ func encodeManifestVersion(m *manifest, version uint32) []byte {
 				prev = n
 			}
 		}
-		ids := sortedKeys(c.overrides)
-		e.uvarint(uint64(len(ids)))
-		for _, id := range ids {
-			a := c.overrides[id]
-			e.str(id)
-			e.uvarint(a.count)
-			e.varint(a.last)
-		}
+		encodeOverrides(&e, c.overrides)
+	}
+	if m.sealed != nil {
+		e.bytes(m.sealed)
 	}
 	var h enc
 	h.b = append(h.b, manifestMagic...)
@@ -152,6 +238,7 @@ func decodeManifest(b []byte) (*manifest, error) {
 	}
 	d := dec{b: body}
 	m := &manifest{nextFile: d.uvarint(), checkpoint: d.u64(), kv: map[string][]byte{}}
+	sealed := false
 	if ver >= 2 {
 		ws := d.uvarint()
 		if ws > math.MaxUint32 {
@@ -159,16 +246,13 @@ func decodeManifest(b []byte) (*manifest, error) {
 		}
 		m.walSeg, m.durable = uint32(ws), d.u64()
 		flags := d.uvarint()
-		if flags&^manifestRebuilt != 0 {
+		if flags&^(manifestRebuilt|manifestSealed) != 0 {
 			d.fail()
 		}
 		m.rebuilt = flags&manifestRebuilt != 0
+		sealed = flags&manifestSealed != 0
 	}
-	nkv := d.count(math.MaxInt32, 2)
-	for range nkv {
-		k := d.str()
-		m.kv[k] = d.bytes()
-	}
+	decodeKV(&d, m.kv)
 	ncoll := d.count(1<<20, 4)
 	names := map[string]bool{}
 	files := map[uint64]bool{}
@@ -204,12 +288,8 @@ func decodeManifest(b []byte) (*manifest, error) {
 			files[s.file] = true
 			c.segs = append(c.segs, s)
 		}
-		nov := d.count(math.MaxInt32, 3)
-		c.overrides = make(map[string]access, nov)
-		for range nov {
-			id := d.str()
-			c.overrides[id] = access{count: d.uvarint(), last: d.varint()}
-		}
+		c.overrides = map[string]access{}
+		decodeOverrides(&d, c.overrides)
 		if d.err != nil {
 			return nil, d.err
 		}
@@ -221,6 +301,15 @@ func decodeManifest(b []byte) (*manifest, error) {
 		}
 		names[c.cfg.Name] = true
 		m.colls = append(m.colls, c)
+	}
+	if sealed {
+		if len(m.kv) > 0 || slices.ContainsFunc(m.colls, func(c manifestColl) bool { return len(c.overrides) > 0 }) {
+			return nil, errors.New("sealed manifest with KV entries or overrides in place")
+		}
+		m.sealed = d.bytes()
+		if m.sealed == nil {
+			m.sealed = []byte{}
+		}
 	}
 	if d.err != nil {
 		return nil, d.err

@@ -224,6 +224,16 @@ func readManifestFile(fsys FS, path string) (*manifest, error) {
 		}
 		return nil, &CorruptionError{File: path, Err: err}
 	}
+	if m.sealed != nil {
+		keys := segmentKeys(fsys)
+		if keys == nil {
+			return nil, fmt.Errorf("%w: %s is sealed: it belongs to an encrypted store (a backup taken without its keys opens once the store's KEYS file is copied into it)", ErrKeyRequired, path)
+		}
+		num, _ := parseManifestName(filepath.Base(path))
+		if err := m.openSealed(keys, num); err != nil {
+			return nil, &CorruptionError{File: path, Err: err}
+		}
+	}
 	return m, nil
 }
 
@@ -236,7 +246,14 @@ var errNoManifest = errors.New("no manifest is readable: run `memctl repair`, wh
 // anyway: Open uses the newest one that decodes).
 func writeManifest(fsys FS, dir string, num uint64, m *manifest) (error, error) {
 	name := manifestFileName(num)
-	if err := writeFileAtomic(fsys, dir, name, encodeManifest(m)); err != nil {
+	b := encodeManifest(m)
+	if keys := segmentKeys(fsys); keys != nil {
+		var err error
+		if b, err = encodeSealedManifest(m, keys, num); err != nil {
+			return fmt.Errorf("engine: write manifest: %w", err), nil
+		}
+	}
+	if err := writeFileAtomic(fsys, dir, name, b); err != nil {
 		// The rename may have happened with only the directory sync
 		// failing: a manifest naming files the caller will remove must
 		// not stay visible.

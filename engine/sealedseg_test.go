@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/engramdb/engram/quant"
 )
@@ -73,6 +74,17 @@ func TestSealedSegments(t *testing.T) {
 	if err := db.Compact(); err != nil {
 		t.Fatal(err)
 	}
+	// The manifest's KV entries and access overrides (record IDs) are
+	// sealed too.
+	if err := db.KV().Put("KV-SECRET-KEY", []byte("KV-SECRET-VALUE")); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Touch([]string{recs[5].ID, more[2].ID}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
 	backup := filepath.Join(t.TempDir(), "backup")
 	if err := db.BackupWithKeys(backup); err != nil {
 		t.Fatal(err)
@@ -83,7 +95,7 @@ func TestSealedSegments(t *testing.T) {
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	needles := append(needlesOf(all), []byte("alice"), []byte("PLUM-META"))
+	needles := append(needlesOf(all), []byte("alice"), []byte("PLUM-META"), []byte("KV-SECRET"))
 	for _, d := range []string{dir, backup} {
 		if found := scanDir(t, d, needles); len(found) > 0 {
 			t.Fatalf("plaintext in %s: %q", d, found)
@@ -98,6 +110,12 @@ func TestSealedSegments(t *testing.T) {
 		}
 		if err := db.Check(); err != nil {
 			t.Fatalf("check %s: %v", d, err)
+		}
+		if v, err := db.KV().Get("KV-SECRET-KEY"); err != nil || string(v) != "KV-SECRET-VALUE" {
+			t.Fatalf("KV in %s: %q %v", d, v, err)
+		}
+		if got, err := c.Get(recs[5].ID); err != nil || got.AccessCount != recs[5].AccessCount+1 {
+			t.Fatalf("access stats in %s: %+v %v", d, got, err)
 		}
 		db.Close()
 	}

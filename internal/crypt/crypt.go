@@ -340,6 +340,8 @@ const (
 	FileWAL     = 1
 	FileSegment = 2
 	FileExport  = 3
+	// FileManifest: the sealed KV entries and overrides of a manifest.
+	FileManifest = 4
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
