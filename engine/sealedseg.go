@@ -68,13 +68,6 @@ func segmentKeys(fsys FS) *crypt.Keys {
 	return nil
 }
 
-func withKeys(fsys FS, ref *atomic.Pointer[crypt.Keys]) FS {
-	if _, ok := fsys.(keyedFS); ok || ref.Load() == nil {
-		return fsys
-	}
-	return keyedFS{FS: fsys, keys: ref}
-}
-
 // sealedHeader is a sealed segment file's header.
 type sealedHeader struct {
 	shift uint
