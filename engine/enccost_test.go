@@ -62,9 +62,9 @@ func TestEncryptionCost(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for lo := 0; lo < n; lo += 1000 {
-			batch := make([]Record, 0, 1000)
-			for i := lo; i < min(n, lo+1000); i++ {
+		for lo := 0; lo < n; lo += 500 {
+			batch := make([]Record, 0, 500)
+			for i := lo; i < min(n, lo+500); i++ {
 				batch = append(batch, benchRecord(set.Base.Row(i), i))
 			}
 			if err := c.Upsert(ctx, batch); err != nil {
