@@ -239,16 +239,20 @@ func (d *DB) ReleaseSessionKeys(sessions ...string) (int, error) {
 	if d.keys == nil || d.opts.NamespaceField == "" || len(sessions) == 0 {
 		return 0, nil
 	}
-	gone, _, err := d.releasable(sessions)
+	gone, goneNames, err := d.releasable(sessions)
 	if err != nil || len(gone) == 0 {
 		return 0, err
 	}
 	if err := d.Flush(); err != nil {
 		return 0, err
 	}
+	// The files that held a session may be sealed with its current key
+	// or with one of its keys from before a rotation.
 	ids := map[[crypt.IDSize]byte]bool{}
-	for _, kid := range gone {
-		ids[kid] = true
+	for session := range goneNames {
+		for _, kid := range d.keys.AllKeyIDs(session) {
+			ids[kid] = true
+		}
 	}
 	sealedWith := func(c *Collection) []*segment {
 		var out []*segment
@@ -276,8 +280,8 @@ func (d *DB) ReleaseSessionKeys(sessions ...string) (int, error) {
 	}
 	next := d.keys.Clone()
 	n := 0
-	for session, kid := range names {
-		if d.holdsLocked(session, kid) {
+	for session := range names {
+		if d.holdsLocked(session, d.keys.AllKeyIDs(session)) {
 			continue
 		}
 		if next.Destroy(session) {
@@ -329,8 +333,8 @@ func (d *DB) releasable(sessions []string) ([][crypt.IDSize]byte, map[string][cr
 
 // holdsLocked reports whether a memtable still holds a record of the
 // session (dead ones too: a flush would write their IDs and vectors) or a
-// live segment file is sealed with its key (writeMu held).
-func (d *DB) holdsLocked(session string, kid [crypt.IDSize]byte) bool {
+// live segment file is sealed with one of its keys (writeMu held).
+func (d *DB) holdsLocked(session string, kids [][crypt.IDSize]byte) bool {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
 	for _, c := range d.colls {
@@ -340,7 +344,7 @@ func (d *DB) holdsLocked(session string, kid [crypt.IDSize]byte) bool {
 			}
 		}
 		c.mu.RLock()
-		sealed := slices.ContainsFunc(c.segs, func(s *segment) bool { return s.sf.listsKey(kid) })
+		sealed := slices.ContainsFunc(c.segs, func(s *segment) bool { return slices.ContainsFunc(kids, s.sf.listsKey) })
 		c.mu.RUnlock()
 		if sealed {
 			return true

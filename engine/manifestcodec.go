@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"github.com/engramdb/engram/internal/crypt"
@@ -86,7 +87,8 @@ func encodeSealedManifest(m *manifest, keys *crypt.Keys, num uint64) ([]byte, er
 	for _, c := range m.colls {
 		encodeOverrides(&p, c.overrides)
 	}
-	blob, err := keys.Seal(nil, crypt.StoreID, manifestAAD(num), p.b)
+	blob := binary.LittleEndian.AppendUint32(nil, keys.Generation())
+	blob, err := keys.Seal(blob, crypt.StoreID, manifestAAD(num), p.b)
 	if err != nil {
 		return nil, err
 	}
@@ -103,7 +105,13 @@ func encodeSealedManifest(m *manifest, keys *crypt.Keys, num uint64) ([]byte, er
 // openSealed fills in the KV entries and overrides of a manifest read
 // with manifestSealed (number num) from its sealed blob.
 func (m *manifest) openSealed(keys *crypt.Keys, num uint64) error {
-	plain, err := keys.Open(nil, crypt.StoreID, manifestAAD(num), m.sealed)
+	if len(m.sealed) < 4 {
+		return errors.New("sealed KV and overrides: too short")
+	}
+	if gen := binary.LittleEndian.Uint32(m.sealed); !keys.HasGeneration(gen) {
+		return fmt.Errorf("%w: the manifest is sealed with key generation %d, which KEYS no longer holds (dropped after a rotation)", ErrKeyDestroyed, gen)
+	}
+	plain, err := keys.Open(nil, crypt.StoreID, manifestAAD(num), m.sealed[4:])
 	if err != nil {
 		return fmt.Errorf("sealed KV and overrides: %w", err)
 	}

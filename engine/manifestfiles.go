@@ -231,6 +231,9 @@ func readManifestFile(fsys FS, path string) (*manifest, error) {
 		}
 		num, _ := parseManifestName(filepath.Base(path))
 		if err := m.openSealed(keys, num); err != nil {
+			if errors.Is(err, ErrKeyDestroyed) {
+				return nil, fmt.Errorf("%s: %w", path, err)
+			}
 			return nil, &CorruptionError{File: path, Err: err}
 		}
 	}

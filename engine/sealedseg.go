@@ -30,7 +30,8 @@ import (
 // works on the plaintext image unchanged.
 //
 //	magic "ENGRMSSG" │ u32 version (=1) │ u32 chunk shift (=16) │ u64 file
-//	u32 keys │ keys × key id (16) │ u32 CRC32C of every header byte before it
+//	u32 key generation │ u32 keys │ keys × key id (16) │ u32 CRC32C of every
+//	header byte before it
 //	chunks: nonce (24) ‖ ciphertext ‖ tag (16), each of 1<<shift plaintext
 //	bytes, the last of 1 to 1<<shift
 //
@@ -42,13 +43,14 @@ const (
 	sealedSegMagic   = "ENGRMSSG"
 	sealedSegVersion = 1
 	sealedChunkShift = 16
-	sealedHeaderMin  = 8 + 4 + 4 + 8 + 4 + 4
+	sealedHeaderMin  = 8 + 4 + 4 + 8 + 4 + 4 + 4
 )
 
-// ErrKeyDestroyed: a sealed file needs a session key that is no longer in
-// the store's KEYS (a purge destroyed it). Its records cannot be read; it
+// ErrKeyDestroyed: a sealed file needs a key that is no longer in the
+// store's KEYS (a purge destroyed the session's key, or DropRetiredKeys
+// the generation's). Its contents cannot be read; for a segment file it
 // matches ErrCorrupt too (a *CorruptionError), so Repair drops the file.
-var ErrKeyDestroyed = errors.New("engine: sealed with a session key a purge destroyed")
+var ErrKeyDestroyed = errors.New("engine: sealed with a key that was destroyed (a purged session's, or a generation dropped after a rotation)")
 
 // keyedFS is the file system of an encrypted store: the store's FS with
 // the keys that seal and open its segment files. Files opened through it
@@ -72,16 +74,18 @@ func segmentKeys(fsys FS) *crypt.Keys {
 type sealedHeader struct {
 	shift uint
 	file  uint64
+	gen   uint32 // the store key's generation
 	ids   [][crypt.IDSize]byte
 	len   int    // bytes
 	hash  []byte // SHA-256 of the header
 }
 
-func encodeSealedHeader(file uint64, ids [][crypt.IDSize]byte) []byte {
+func encodeSealedHeader(gen uint32, file uint64, ids [][crypt.IDSize]byte) []byte {
 	b := append([]byte(nil), sealedSegMagic...)
 	b = binary.LittleEndian.AppendUint32(b, sealedSegVersion)
 	b = binary.LittleEndian.AppendUint32(b, sealedChunkShift)
 	b = binary.LittleEndian.AppendUint64(b, file)
+	b = binary.LittleEndian.AppendUint32(b, gen)
 	b = binary.LittleEndian.AppendUint32(b, uint32(len(ids)))
 	for _, id := range ids {
 		b = append(b, id[:]...)
@@ -104,7 +108,7 @@ func readSealedHeader(f io.ReaderAt, size int64) (sealedHeader, error) {
 		return h, errors.New("bad sealed segment magic")
 	}
 	shift := binary.LittleEndian.Uint32(fixed[12:])
-	n := int64(binary.LittleEndian.Uint32(fixed[24:]))
+	n := int64(binary.LittleEndian.Uint32(fixed[28:]))
 	hlen := int64(len(fixed)) + n*crypt.IDSize + 4
 	if hlen > size {
 		return h, fmt.Errorf("sealed header names %d keys, more than a file of %d bytes holds", n, size)
@@ -122,7 +126,7 @@ func readSealedHeader(f io.ReaderAt, size int64) (sealedHeader, error) {
 	if shift < 12 || shift > 24 {
 		return h, fmt.Errorf("sealed chunk size 1<<%d out of range", shift)
 	}
-	h.shift, h.file, h.len = uint(shift), binary.LittleEndian.Uint64(b[16:]), int(hlen)
+	h.shift, h.file, h.gen, h.len = uint(shift), binary.LittleEndian.Uint64(b[16:]), binary.LittleEndian.Uint32(b[24:]), int(hlen)
 	h.ids = make([][crypt.IDSize]byte, n)
 	for i := range h.ids {
 		copy(h.ids[i][:], b[len(fixed)+i*crypt.IDSize:])
@@ -154,11 +158,12 @@ type sealWriter struct {
 }
 
 func newSealWriter(w io.Writer, keys *crypt.Keys, file uint64, ids [][crypt.IDSize]byte) (*sealWriter, error) {
-	s, err := keys.SegmentSealer(file, ids)
+	gen := keys.Generation()
+	s, err := keys.SegmentSealer(gen, file, ids)
 	if err != nil {
 		return nil, err
 	}
-	hdr := encodeSealedHeader(file, ids)
+	hdr := encodeSealedHeader(gen, file, ids)
 	if _, err := w.Write(hdr); err != nil {
 		return nil, err
 	}
@@ -208,6 +213,7 @@ type segBytes struct {
 	file    vfs.File // the open file of a mapped one (nil for an image)
 	size    int64    // bytes on disk
 	ids     [][crypt.IDSize]byte
+	gen     uint32
 	sealed  bool
 	bad     []int // chunks that failed authentication (tolerant reads)
 }
@@ -275,7 +281,7 @@ func unseal(f io.ReaderAt, size int64, keys *crypt.Keys, tolerant bool) (*segByt
 	if err != nil {
 		return nil, err
 	}
-	s, err := keys.SegmentSealer(h.file, h.ids)
+	s, err := keys.SegmentSealer(h.gen, h.file, h.ids)
 	if err != nil {
 		return nil, err
 	}
@@ -352,7 +358,7 @@ func unseal(f io.ReaderAt, size int64, keys *crypt.Keys, tolerant bool) (*segByt
 		_ = release()
 		return nil, failure
 	}
-	return &segBytes{data: img, release: release, ids: h.ids, sealed: true, bad: bad}, nil
+	return &segBytes{data: img, release: release, ids: h.ids, gen: h.gen, sealed: true, bad: bad}, nil
 }
 
 // sessionsOf lists the distinct values of the namespace field among the

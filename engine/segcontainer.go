@@ -231,6 +231,7 @@ type segFile struct {
 	// plaintext); diskSize is the file's size on disk (len(data) unless
 	// sealed).
 	keyIDs   [][crypt.IDSize]byte
+	keyGen   uint32 // the generation of the store key it was sealed with
 	diskSize int64
 }
 
@@ -306,7 +307,7 @@ func mapSegFile(fsys FS, path string) (*segFile, error) {
 	}
 	// A mapped file stays open for readChecked (rescoring's vector
 	// reads); an image is read in place.
-	sf := &segFile{path: path, data: b.data, unmap: b.release, keyIDs: b.ids, diskSize: b.size}
+	sf := &segFile{path: path, data: b.data, unmap: b.release, keyIDs: b.ids, keyGen: b.gen, diskSize: b.size}
 	if b.file != nil {
 		sf.file = b.file
 	}

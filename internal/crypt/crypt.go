@@ -145,9 +145,12 @@ type Keys struct {
 	gen      uint32
 	store    []byte
 	idKey    []byte
-	sessions map[[IDSize]byte][IDSize]byte // session id -> key id
-	keys     map[[IDSize]byte]sessionKey   // key id -> key
+	sessions map[[IDSize]byte][IDSize]byte // session id -> current key id
+	keys     map[[IDSize]byte]sessionKey   // key id -> key (current and retired)
 	aeads    map[[IDSize]byte]cipher.AEAD
+	// retired are the store keys of earlier generations (Rotate), kept
+	// so files sealed before a rotation still open, until DropRetired.
+	retired map[uint32][]byte
 }
 
 // sessionKey is one session's key. Its key id is random, not the
@@ -163,7 +166,8 @@ type sessionKey struct {
 // New returns fresh random keys (generation 1, no sessions).
 func New() *Keys {
 	k := &Keys{gen: 1, store: make([]byte, KeySize), idKey: make([]byte, KeySize),
-		sessions: map[[IDSize]byte][IDSize]byte{}, keys: map[[IDSize]byte]sessionKey{}, aeads: map[[IDSize]byte]cipher.AEAD{}}
+		sessions: map[[IDSize]byte][IDSize]byte{}, keys: map[[IDSize]byte]sessionKey{}, aeads: map[[IDSize]byte]cipher.AEAD{},
+		retired: map[uint32][]byte{}}
 	rand.Read(k.store)
 	rand.Read(k.idKey)
 	return k
@@ -228,11 +232,101 @@ func (k *Keys) Destroy(session string) bool {
 	sid := k.SessionID(session)
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	kid, ok := k.sessions[sid]
+	_, ok := k.sessions[sid]
 	delete(k.sessions, sid)
-	delete(k.keys, kid)
-	delete(k.aeads, kid)
+	for kid, s := range k.keys { // retired generations too
+		if s.session == sid {
+			delete(k.keys, kid)
+			delete(k.aeads, kid)
+		}
+	}
 	return ok
+}
+
+// AllKeyIDs returns the ids of every key of the session, current and
+// retired (sorted).
+func (k *Keys) AllKeyIDs(session string) [][IDSize]byte {
+	sid := k.SessionID(session)
+	k.mu.RLock()
+	defer k.mu.RUnlock()
+	var ids [][IDSize]byte
+	for kid, s := range k.keys {
+		if s.session == sid {
+			ids = append(ids, kid)
+		}
+	}
+	slices.SortFunc(ids, func(x, y [IDSize]byte) int { return bytes.Compare(x[:], y[:]) })
+	return ids
+}
+
+// Generation is the current key generation (1 for a new store; each
+// Rotate adds one).
+func (k *Keys) Generation() uint32 {
+	k.mu.RLock()
+	defer k.mu.RUnlock()
+	return k.gen
+}
+
+// Rotate starts a new key generation: a new store key and a new key (under
+// a new key id) for every session. The previous store key and session keys
+// are kept, retired: what they sealed still opens, and nothing new is
+// sealed with them. Destroy removes a session's retired keys too.
+func (k *Keys) Rotate() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.retired[k.gen] = k.store
+	k.gen++
+	k.store = make([]byte, KeySize)
+	rand.Read(k.store)
+	delete(k.aeads, StoreID)
+	for sid := range k.sessions {
+		var kid [IDSize]byte
+		for kid == StoreID || k.keys[kid].key != nil {
+			rand.Read(kid[:])
+		}
+		key := make([]byte, KeySize)
+		rand.Read(key)
+		k.sessions[sid] = kid
+		k.keys[kid] = sessionKey{session: sid, gen: k.gen, key: key}
+	}
+}
+
+// HasGeneration reports whether the store key of generation gen is held
+// (the current one or a retired one).
+func (k *Keys) HasGeneration(gen uint32) bool {
+	k.mu.RLock()
+	defer k.mu.RUnlock()
+	return gen == k.gen || k.retired[gen] != nil
+}
+
+// Retired reports whether keys of earlier generations are kept.
+func (k *Keys) Retired() bool {
+	k.mu.RLock()
+	defer k.mu.RUnlock()
+	if len(k.retired) > 0 {
+		return true
+	}
+	for kid, s := range k.keys {
+		if k.sessions[s.session] != kid {
+			return true
+		}
+	}
+	return false
+}
+
+// DropRetired destroys the keys of earlier generations: what only they
+// sealed (files written before the last rotation, in backups too) can no
+// longer be opened with these keys.
+func (k *Keys) DropRetired() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.retired = map[uint32][]byte{}
+	for kid, s := range k.keys {
+		if k.sessions[s.session] != kid {
+			delete(k.keys, kid)
+			delete(k.aeads, kid)
+		}
+	}
 }
 
 // Sessions is the number of session keys held.
@@ -252,6 +346,10 @@ func (k *Keys) Clone() *Keys {
 	for id, s := range k.keys {
 		s.key = slices.Clone(s.key)
 		c.keys[id] = s
+	}
+	c.retired = make(map[uint32][]byte, len(k.retired))
+	for g, key := range k.retired {
+		c.retired[g] = slices.Clone(key)
 	}
 	return c
 }
@@ -308,7 +406,24 @@ func (k *Keys) Open(dst []byte, id [IDSize]byte, aad, sealed []byte) ([]byte, er
 	if err != nil {
 		return nil, err
 	}
-	return openWith(a, dst, aad, sealed)
+	out, err := openWith(a, dst, aad, sealed)
+	if err != nil && id == StoreID {
+		// Sealed before a rotation: a retired store key, newest first.
+		k.mu.RLock()
+		gens := slices.Sorted(maps.Keys(k.retired))
+		k.mu.RUnlock()
+		for i := len(gens) - 1; i >= 0; i-- {
+			k.mu.RLock()
+			key := k.retired[gens[i]]
+			k.mu.RUnlock()
+			if ra, aerr := chacha20poly1305.NewX(key); aerr == nil {
+				if out, err = openWith(ra, dst, aad, sealed); err == nil {
+					return out, nil
+				}
+			}
+		}
+	}
+	return out, err
 }
 
 func openWith(a cipher.AEAD, dst, aad, sealed []byte) ([]byte, error) {
@@ -419,6 +534,15 @@ func (k *Keys) encodeList() []byte {
 		b = binary.LittleEndian.AppendUint32(b, s.gen)
 		b = append(b, s.key...)
 	}
+	if len(k.retired) > 0 {
+		// Absent in a store never rotated (the first format).
+		gens := slices.Sorted(maps.Keys(k.retired))
+		b = binary.AppendUvarint(b, uint64(len(gens)))
+		for _, g := range gens {
+			b = binary.LittleEndian.AppendUint32(b, g)
+			b = append(b, k.retired[g]...)
+		}
+	}
 	return b
 }
 
@@ -428,11 +552,11 @@ func decodeList(b []byte) (*Keys, error) {
 		return nil, bad
 	}
 	k := &Keys{gen: binary.LittleEndian.Uint32(b), store: slices.Clone(b[4 : 4+KeySize]),
-		idKey: slices.Clone(b[4+KeySize : 4+2*KeySize]), aeads: map[[IDSize]byte]cipher.AEAD{}}
+		idKey: slices.Clone(b[4+KeySize : 4+2*KeySize]), aeads: map[[IDSize]byte]cipher.AEAD{}, retired: map[uint32][]byte{}}
 	b = b[4+2*KeySize:]
 	n, l := binary.Uvarint(b)
 	const entry = 2*IDSize + 4 + KeySize
-	if l <= 0 || n != uint64(len(b)-l)/entry || uint64(len(b)-l)%entry != 0 {
+	if l <= 0 || n > uint64(len(b)-l)/entry {
 		return nil, bad
 	}
 	b = b[l:]
@@ -446,13 +570,39 @@ func decodeList(b []byte) (*Keys, error) {
 		if i > 0 && bytes.Compare(id[:], prev[:]) <= 0 || id == StoreID {
 			return nil, bad
 		}
-		if _, dup := k.sessions[sid]; dup {
+		prev = id
+		s := sessionKey{session: sid, gen: binary.LittleEndian.Uint32(b[2*IDSize:]), key: slices.Clone(b[2*IDSize+4 : entry])}
+		if s.gen == 0 || s.gen > k.gen {
 			return nil, bad
 		}
-		prev = id
-		k.sessions[sid] = id
-		k.keys[id] = sessionKey{session: sid, gen: binary.LittleEndian.Uint32(b[2*IDSize:]), key: slices.Clone(b[2*IDSize+4 : entry])}
+		// A session's current key is its newest; one per generation.
+		if cur, dup := k.sessions[sid]; dup {
+			if k.keys[cur].gen == s.gen {
+				return nil, bad
+			}
+			if k.keys[cur].gen < s.gen {
+				k.sessions[sid] = id
+			}
+		} else {
+			k.sessions[sid] = id
+		}
+		k.keys[id] = s
 		b = b[entry:]
+	}
+	if len(b) > 0 {
+		r, l := binary.Uvarint(b)
+		if l <= 0 || r == 0 || r > uint64(len(b)-l)/(4+KeySize) || uint64(len(b)-l) != r*(4+KeySize) {
+			return nil, bad
+		}
+		b = b[l:]
+		for range r {
+			g := binary.LittleEndian.Uint32(b)
+			if g >= k.gen || k.retired[g] != nil {
+				return nil, bad
+			}
+			k.retired[g] = slices.Clone(b[4 : 4+KeySize])
+			b = b[4+KeySize:]
+		}
 	}
 	return k, nil
 }
@@ -587,14 +737,22 @@ func (s *Sealer) Open(dst, aad, sealed []byte) ([]byte, error) {
 
 // SegmentSealer returns the sealer of segment file number file, whose
 // records belong to the sessions whose keys are ids (sorted, distinct; see
-// KeyIDs). Its key is derived from the store key, the file number and
+// KeyIDs). Its key is derived from the store key of generation gen, the file number and
 // every one of those session keys (HMAC-SHA256), so it is never stored,
 // and destroying any one of the session keys makes the whole file
 // unreadable: a purge reaches the copies of the file in older backups.
 // ErrNoKey: one of the ids is not in the store (a destroyed key).
-func (k *Keys) SegmentSealer(file uint64, ids [][IDSize]byte) (*Sealer, error) {
+func (k *Keys) SegmentSealer(gen uint32, file uint64, ids [][IDSize]byte) (*Sealer, error) {
 	k.mu.RLock()
-	m := hmac.New(sha256.New, k.store)
+	store := k.store
+	if gen != k.gen {
+		store = k.retired[gen]
+	}
+	if store == nil {
+		k.mu.RUnlock()
+		return nil, ErrNoKey
+	}
+	m := hmac.New(sha256.New, store)
 	m.Write([]byte("engram segment key\x00"))
 	m.Write(binary.LittleEndian.AppendUint64(nil, file))
 	for _, id := range ids {
