@@ -103,7 +103,7 @@ func (a *app) rootCommand() *cobra.Command {
 		a.tasksCommand(),
 		a.contextCommand(),
 		a.getCommand(), a.listCommand(), a.updateCommand(), a.historyCommand(), // cmd_get.go
-		a.changeKeyCommand(), a.keyFileCommand(), // cmd_crypt.go
+		a.changeKeyCommand(), a.rotateKeysCommand(), a.keyFileCommand(), // cmd_crypt.go
 	)
 	root.AddCommand(a.adminCommands()...)
 	root.AddCommand(a.serviceCommands()...)

@@ -133,6 +133,63 @@ func (a *app) changeKeyCommand() *cobra.Command {
 	return cmd
 }
 
+func (a *app) rotateKeysCommand() *cobra.Command {
+	var dropOld bool
+	cmd := &cobra.Command{
+		Use:   "rotate-keys",
+		Short: "Start a new key generation in an encrypted store and rewrite its files under it (resumable)",
+		Long: "rotate-keys makes new data keys for the encrypted store in --dir (which must be closed: stop `memctl serve`\n" +
+			"first) and rewrites every segment file under them, with progress. The old keys stay in KEYS, retired, so\n" +
+			"backups taken before still open with the store's KEYS; --drop-old destroys them once every file is rewritten\n" +
+			"(those backups then no longer open). After an interruption, run it again: it finishes the same rotation.",
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if isRemote(a.dir) {
+				return usagef("rotate-keys works on a store directory, not a server")
+			}
+			if enc, err := engine.IsEncrypted(nil, a.dir); err != nil {
+				return err
+			} else if !enc {
+				return fmt.Errorf("%s is not an encrypted store", a.dir)
+			}
+			eo := a.engineOpts
+			if eo.Key == nil {
+				k, err := a.storeKey()
+				if err != nil {
+					return err
+				}
+				eo.Key = k
+			}
+			db, err := engine.Open(a.dir, eo)
+			if err != nil {
+				return fmt.Errorf("opening store %s: %w", a.dir, err)
+			}
+			bar := a.lazyProgress("rewriting files")
+			gen, err := db.RotateKeys(bar.set)
+			if err == nil && dropOld {
+				_, err = db.DropRetiredKeys()
+			}
+			if cerr := db.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				return err
+			}
+			if a.jsonOut {
+				return a.printJSON(map[string]any{"generation": gen, "dropped_old": dropOld})
+			}
+			fmt.Fprintf(a.stdout, "keys of %s at generation %d", a.dir, gen)
+			if dropOld {
+				fmt.Fprint(a.stdout, "; older generations destroyed")
+			}
+			fmt.Fprintln(a.stdout)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&dropOld, "drop-old", false, "destroy the retired keys once every file is rewritten (backups taken before no longer open)")
+	return cmd
+}
+
 func (a *app) keyFileCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "keyfile PATH",

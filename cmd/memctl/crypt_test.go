@@ -115,3 +115,51 @@ func must[T any](v T, err error) T {
 	}
 	return v
 }
+
+// TestRotateKeysCLI: rotate-keys moves the store to a new key generation
+// and it still recalls; a backup taken before opens with the store's KEYS
+// until --drop-old; a wrong passphrase exits 4.
+func TestRotateKeysCLI(t *testing.T) {
+	isolate(t)
+	dir := filepath.Join(t.TempDir(), "store")
+	runCode := func(d string, args ...string) (int, string) {
+		var out, errb bytes.Buffer
+		code := run(context.Background(), append([]string{"--dir", d}, args...), strings.NewReader(""), &out, &errb)
+		return code, out.String() + errb.String()
+	}
+	t.Setenv("ENGRAM_PASSPHRASE", "a long test passphrase")
+	for _, args := range [][]string{{"init", "--encrypt"}, {"remember", "--session", "s1", "the NUMBAT-SECRET eats termites"}} {
+		if code, out := runCode(dir, args...); code != 0 {
+			t.Fatalf("%v: %d %s", args, code, out)
+		}
+	}
+	before := filepath.Join(t.TempDir(), "before")
+	if code, out := runCode(dir, "backup", before); code != 0 {
+		t.Fatalf("backup: %d %s", code, out)
+	}
+	t.Setenv("ENGRAM_PASSPHRASE", "wrong")
+	if code, out := runCode(dir, "rotate-keys"); code != exitKey {
+		t.Fatalf("rotate-keys, wrong passphrase: %d %s", code, out)
+	}
+	t.Setenv("ENGRAM_PASSPHRASE", "a long test passphrase")
+	if code, out := runCode(dir, "rotate-keys"); code != 0 || !strings.Contains(out, "generation 2") {
+		t.Fatalf("rotate-keys: %d %s", code, out)
+	}
+	if code, out := runCode(dir, "recall", "--session", "s1", "numbat"); code != 0 || !strings.Contains(out, "NUMBAT-SECRET") {
+		t.Fatalf("recall after rotation: %d %s", code, out)
+	}
+	os.WriteFile(filepath.Join(before, "KEYS"), must(os.ReadFile(filepath.Join(dir, "KEYS"))), 0o600)
+	if code, out := runCode(before, "recall", "--session", "s1", "numbat"); code != 0 || !strings.Contains(out, "NUMBAT-SECRET") {
+		t.Fatalf("backup from before with the rotated KEYS: %d %s", code, out)
+	}
+	if code, out := runCode(dir, "rotate-keys", "--drop-old"); code != 0 || !strings.Contains(out, "generation 3; older generations destroyed") {
+		t.Fatalf("rotate-keys --drop-old: %d %s", code, out)
+	}
+	if code, out := runCode(dir, "recall", "--session", "s1", "numbat"); code != 0 || !strings.Contains(out, "NUMBAT-SECRET") {
+		t.Fatalf("recall after --drop-old: %d %s", code, out)
+	}
+	os.WriteFile(filepath.Join(before, "KEYS"), must(os.ReadFile(filepath.Join(dir, "KEYS"))), 0o600)
+	if code, out := runCode(before, "recall", "--session", "s1", "numbat"); code == 0 || strings.Contains(out, "NUMBAT-SECRET") {
+		t.Fatalf("backup from before after --drop-old: %d %s", code, out)
+	}
+}

@@ -71,5 +71,6 @@
 // Every command then needs its passphrase or key file: --passphrase-file,
 // --key-file, $ENGRAM_PASSPHRASE, $ENGRAM_KEY_FILE or a prompt on the
 // terminal, never an argument. `memctl keyfile PATH` writes a new key file;
-// `memctl change-key` re-seals the keys under a new passphrase or key file.
+// `memctl change-key` re-seals the keys under a new passphrase or key file;
+// `memctl rotate-keys` makes new data keys and rewrites the files under them.
 package main
