@@ -163,3 +163,56 @@ func TestRotateKeysCLI(t *testing.T) {
 		t.Fatalf("backup from before after --drop-old: %d %s", code, out)
 	}
 }
+
+// TestEncryptedStoreOperations: export and import, reembed, check and
+// repair work on an encrypted store, and leave no plaintext in it.
+func TestEncryptedStoreOperations(t *testing.T) {
+	isolate(t)
+	dir := filepath.Join(t.TempDir(), "store")
+	runCode := func(d string, args ...string) (int, string) {
+		var out, errb bytes.Buffer
+		code := run(context.Background(), append([]string{"--dir", d}, args...), strings.NewReader(""), &out, &errb)
+		return code, out.String() + errb.String()
+	}
+	t.Setenv("ENGRAM_PASSPHRASE", "a long test passphrase")
+	exported := filepath.Join(t.TempDir(), "out.jsonl")
+	steps := [][]string{
+		{"init", "--encrypt"},
+		{"remember", "--session", "s1", "the PANGOLIN-SECRET rolls into a ball"},
+		{"remember", "--session", "s2", "the QUOLL-SECRET hunts at night"},
+		{"export", "--out", exported},
+		{"reembed", "--to", "lexical"},
+		{"check"},
+		{"repair"},
+	}
+	for _, args := range steps {
+		if code, out := runCode(dir, args...); code != 0 {
+			t.Fatalf("%v: %d %s", args, code, out)
+		}
+	}
+	if code, out := runCode(dir, "recall", "--session", "s1", "pangolin"); code != 0 || !strings.Contains(out, "PANGOLIN-SECRET") {
+		t.Fatalf("recall after reembed: %d %s", code, out)
+	}
+	other := filepath.Join(t.TempDir(), "other")
+	for _, args := range [][]string{{"init", "--encrypt"}, {"import", exported}} {
+		if code, out := runCode(other, args...); code != 0 {
+			t.Fatalf("other %v: %d %s", args, code, out)
+		}
+	}
+	if code, out := runCode(other, "recall", "--session", "s2", "quoll"); code != 0 || !strings.Contains(out, "QUOLL-SECRET") {
+		t.Fatalf("recall after import: %d %s", code, out)
+	}
+	for _, d := range []string{dir, other} {
+		if code, out := runCode(d, "compact"); code != 0 {
+			t.Fatalf("compact: %d %s", code, out)
+		}
+		filepath.WalkDir(d, func(p string, e os.DirEntry, err error) error {
+			if err == nil && !e.IsDir() {
+				if b, _ := os.ReadFile(p); bytes.Contains(b, []byte("PANGOLIN-SECRET")) || bytes.Contains(b, []byte("QUOLL-SECRET")) {
+					t.Errorf("plaintext in %s", p)
+				}
+			}
+			return nil
+		})
+	}
+}
