@@ -295,6 +295,11 @@ func (d *DB) ReleaseSessionKeys(sessions ...string) (int, error) {
 		return 0, fmt.Errorf("engine: destroy session keys: %w", err)
 	}
 	d.setKeys(next)
+	// One more manifest, so the files the rewrite superseded (kept for the
+	// fallback manifest, unreadable now) leave the disk.
+	if err := d.flushLocked(nil); err != nil {
+		return n, err
+	}
 	return n, nil
 }
 

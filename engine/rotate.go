@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // Key rotation (docs/format/encryption.md, "Key rotation").
@@ -37,7 +38,10 @@ func (d *DB) RotateKeys(p Progress) (uint32, error) {
 		d.writeMu.Unlock()
 		return 0, ErrClosed
 	}
-	if len(d.staleSegments()) == 0 {
+	if !slices.ContainsFunc(d.staleSegments(), func(s staleSegment) bool { return s.seg.sf.keyGen > 0 }) {
+		// No rotation to resume (files of an older generation): start one.
+		// (Plaintext files, written before segment files were sealed, are
+		// rewritten sealed either way.)
 		if err := d.flushLocked(nil); err != nil {
 			d.writeMu.Unlock()
 			return 0, err
@@ -96,6 +100,13 @@ func (d *DB) RotateKeys(p Progress) (uint32, error) {
 			p(min(done, total), total)
 		}
 	}
+	// One more manifest: the fallback then names only rewritten files,
+	// and the superseded ones leave the disk.
+	d.writeMu.Lock()
+	defer d.writeMu.Unlock()
+	if err := d.flushLocked(nil); err != nil {
+		return gen, fmt.Errorf("engine: rotate keys: %w", err)
+	}
 	return gen, nil
 }
 
@@ -105,7 +116,8 @@ type staleSegment struct {
 }
 
 // staleSegments lists the live segment files sealed with a store key
-// older than the current generation.
+// older than the current generation, and plaintext ones (generation 0:
+// written before segment files were sealed).
 func (d *DB) staleSegments() []staleSegment {
 	keys := d.keyRef.Load()
 	if keys == nil {

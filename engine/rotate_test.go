@@ -210,3 +210,44 @@ func TestRotateKeysKilled(t *testing.T) {
 	expectRecords(t, c, recs)
 	db.Close()
 }
+
+// TestEncryptedStoreFromBeforeSealedSegments: an encrypted store whose
+// segment files were written before they were sealed (plaintext files,
+// as the first encrypted release wrote them) opens and reads; RotateKeys
+// rewrites those files sealed, after which no plaintext is left.
+func TestEncryptedStoreFromBeforeSealedSegments(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "store")
+	k := testKey("old format")
+	db := openT(t, dir, encOpts(k))
+	c, err := db.CreateCollection(CollectionConfig{Name: "notes", Dim: 8, Metric: quant.L2, Fingerprint: "fp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := secretRecords("alice", 10)
+	if err := c.Upsert(ctx, recs); err != nil {
+		t.Fatal(err)
+	}
+	keys := db.keyRef.Load()
+	db.keyRef.Store(nil) // the files this flush writes are plaintext, as before sealing
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	db.keyRef.Store(keys)
+	if found := scanDir(t, filepath.Join(dir, "seg"), needlesOf(recs)); len(found) == 0 {
+		t.Fatal("the old-format file is not plaintext: the test tests nothing")
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db = openT(t, dir, encOpts(k))
+	c, _ = db.Collection("notes")
+	expectRecords(t, c, recs)
+	if gen, err := db.RotateKeys(nil); err != nil || gen != 2 {
+		t.Fatalf("rotate: %d %v", gen, err)
+	}
+	expectRecords(t, c, recs)
+	db.Close()
+	if found := scanDir(t, dir, needlesOf(recs)); len(found) > 0 {
+		t.Fatalf("plaintext after the rotation: %q", found)
+	}
+}
