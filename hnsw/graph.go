@@ -358,17 +358,7 @@ func (g *graph) searchLayer(s *scratch, qc []int8, ep uint32, epD int32, ef, lev
 			tr.codes = append(tr.codes, batch...)
 			tr.flags = append(tr.flags, batch...)
 		}
-		dists := s.dists[:0]
-		if cap(dists) < len(batch) {
-			dists = make([]int32, len(batch), 2*len(batch))
-		}
-		dists = dists[:len(batch)]
-		s.dists = dists
-		if quant.CodeDistances(g.metric, dists, qc, g.codes, batch) != nil {
-			for i, nb := range batch { // unreachable: ids were bounds-checked
-				dists[i] = g.codeDist(qc, nb)
-			}
-		}
+		dists := g.batchDistances(s, qc, batch)
 		for i, nb := range batch {
 			d := dists[i]
 			k := intKey(d, nb^salt)
@@ -652,3 +642,20 @@ func (g *graph) scan(s *scratch, q []float32, k, n int, a *accept, rescore bool)
 
 // rescoreCount is how many of the best code candidates are rescored.
 func rescoreCount(k int) int { return max(4*k, 40) }
+
+// batchDistances returns the int8 code distances of qc to every id of
+// batch, in s's reused buffer.
+func (g *graph) batchDistances(s *scratch, qc []int8, batch []uint32) []int32 {
+	dists := s.dists[:0]
+	if cap(dists) < len(batch) {
+		dists = make([]int32, len(batch), 2*len(batch))
+	}
+	dists = dists[:len(batch)]
+	s.dists = dists
+	if quant.CodeDistances(g.metric, dists, qc, g.codes, batch) != nil {
+		for i, nb := range batch { // unreachable: ids were bounds-checked
+			dists[i] = g.codeDist(qc, nb)
+		}
+	}
+	return dists
+}

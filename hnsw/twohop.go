@@ -3,8 +3,6 @@ package hnsw
 import (
 	"math/bits"
 	"sync/atomic"
-
-	"github.com/engramdb/engram/quant"
 )
 
 // The two-hop filtered walk (ACORN-1, Patel et al., SIGMOD 2024, without
@@ -192,17 +190,7 @@ func (g *graph) twoHopScore(s *scratch, qc []int8, batch []uint32, ef int, seeds
 	if s.tr != nil {
 		s.tr.codes = append(s.tr.codes, batch...)
 	}
-	dists := s.dists[:0]
-	if cap(dists) < len(batch) {
-		dists = make([]int32, len(batch), 2*len(batch))
-	}
-	dists = dists[:len(batch)]
-	s.dists = dists
-	if quant.CodeDistances(g.metric, dists, qc, g.codes, batch) != nil {
-		for i, nb := range batch { // unreachable: ids were bounds-checked
-			dists[i] = g.codeDist(qc, nb)
-		}
-	}
+	dists := g.batchDistances(s, qc, batch)
 	for i, nb := range batch {
 		key := intKey(dists[i], nb)
 		if seeds || len(s.res) < ef || key < ^s.res[0] {

@@ -64,11 +64,7 @@ func TestEncryptedStoreCLI(t *testing.T) {
 func TestEncryptedBackupCLI(t *testing.T) {
 	isolate(t)
 	dir := filepath.Join(t.TempDir(), "store")
-	runCode := func(d string, args ...string) (int, string) {
-		var out, errb bytes.Buffer
-		code := run(context.Background(), append([]string{"--dir", d}, args...), strings.NewReader(""), &out, &errb)
-		return code, out.String() + errb.String()
-	}
+	runCode := runIn
 	t.Setenv("ENGRAM_PASSPHRASE", "a long test passphrase")
 	if code, out := runCode(dir, "init", "--encrypt"); code != 0 {
 		t.Fatalf("init --encrypt: %d %s", code, out)
@@ -122,11 +118,7 @@ func must[T any](v T, err error) T {
 func TestRotateKeysCLI(t *testing.T) {
 	isolate(t)
 	dir := filepath.Join(t.TempDir(), "store")
-	runCode := func(d string, args ...string) (int, string) {
-		var out, errb bytes.Buffer
-		code := run(context.Background(), append([]string{"--dir", d}, args...), strings.NewReader(""), &out, &errb)
-		return code, out.String() + errb.String()
-	}
+	runCode := runIn
 	t.Setenv("ENGRAM_PASSPHRASE", "a long test passphrase")
 	for _, args := range [][]string{{"init", "--encrypt"}, {"remember", "--session", "s1", "the NUMBAT-SECRET eats termites"}} {
 		if code, out := runCode(dir, args...); code != 0 {
@@ -169,11 +161,7 @@ func TestRotateKeysCLI(t *testing.T) {
 func TestEncryptedStoreOperations(t *testing.T) {
 	isolate(t)
 	dir := filepath.Join(t.TempDir(), "store")
-	runCode := func(d string, args ...string) (int, string) {
-		var out, errb bytes.Buffer
-		code := run(context.Background(), append([]string{"--dir", d}, args...), strings.NewReader(""), &out, &errb)
-		return code, out.String() + errb.String()
-	}
+	runCode := runIn
 	t.Setenv("ENGRAM_PASSPHRASE", "a long test passphrase")
 	exported := filepath.Join(t.TempDir(), "out.jsonl")
 	steps := [][]string{
@@ -215,4 +203,12 @@ func TestEncryptedStoreOperations(t *testing.T) {
 			return nil
 		})
 	}
+}
+
+// runIn runs memctl with --dir d and returns its exit code and its
+// stdout and stderr together.
+func runIn(d string, args ...string) (int, string) {
+	var out, errb bytes.Buffer
+	code := run(context.Background(), append([]string{"--dir", d}, args...), strings.NewReader(""), &out, &errb)
+	return code, out.String() + errb.String()
 }

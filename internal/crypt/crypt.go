@@ -196,14 +196,22 @@ func (k *Keys) Ensure(session string) (keyID [IDSize]byte, created bool) {
 	if kid, ok := k.sessions[sid]; ok {
 		return kid, false
 	}
-	for keyID == StoreID || k.keys[keyID].key != nil {
-		rand.Read(keyID[:])
+	keyID = k.newSessionKeyLocked(sid)
+	return keyID, true
+}
+
+// newSessionKeyLocked makes the session's current key a new random one
+// under a new key id (k.mu held).
+func (k *Keys) newSessionKeyLocked(sid [IDSize]byte) [IDSize]byte {
+	var kid [IDSize]byte
+	for kid == StoreID || k.keys[kid].key != nil {
+		rand.Read(kid[:])
 	}
 	key := make([]byte, KeySize)
 	rand.Read(key)
-	k.sessions[sid] = keyID
-	k.keys[keyID] = sessionKey{session: sid, gen: k.gen, key: key}
-	return keyID, true
+	k.sessions[sid] = kid
+	k.keys[kid] = sessionKey{session: sid, gen: k.gen, key: key}
+	return kid
 }
 
 // Lookup returns the id of the session's key, if it has one.
@@ -280,14 +288,7 @@ func (k *Keys) Rotate() {
 	rand.Read(k.store)
 	delete(k.aeads, StoreID)
 	for sid := range k.sessions {
-		var kid [IDSize]byte
-		for kid == StoreID || k.keys[kid].key != nil {
-			rand.Read(kid[:])
-		}
-		key := make([]byte, KeySize)
-		rand.Read(key)
-		k.sessions[sid] = kid
-		k.keys[kid] = sessionKey{session: sid, gen: k.gen, key: key}
+		k.newSessionKeyLocked(sid)
 	}
 }
 
