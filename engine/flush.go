@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"github.com/engramdb/engram/internal/crypt"
 	"io/fs"
 
 	"github.com/engramdb/engram/wal"
@@ -161,6 +162,16 @@ func (d *DB) writeManifestLocked(m *manifest) error {
 		return err
 	}
 	d.manMax = num
+	if d.keys != nil && segmentKeys(d.opts.FS) != nil && d.keys.Flags()&crypt.FlagSealedManifests == 0 {
+		// A store encrypted before manifests were sealed: now that one
+		// is durable, KEYS says so, and a plaintext manifest is refused
+		// from here on. Best effort: the next manifest retries.
+		next := d.keys.Clone()
+		next.SetFlags(crypt.FlagSealedManifests)
+		if writeKeys(d.opts.FS, d.dir, next, d.opts.Key) == nil {
+			d.setKeys(next)
+		}
+	}
 	prevNum := d.manNum
 	d.manNum = num
 	d.keepFrom = d.checkpoint

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -49,8 +50,10 @@ type manifest struct {
 	// sealed is the sealed blob of KV entries and overrides read from
 	// a manifest with manifestSealed, until openSealed fills them in.
 	sealed []byte
-	kv     map[string][]byte
-	colls  []manifestColl
+	// sealedPrefix is the body before the blob (bound into its AAD).
+	sealedPrefix []byte
+	kv           map[string][]byte
+	colls        []manifestColl
 }
 
 type manifestColl struct {
@@ -73,9 +76,13 @@ type access struct {
 
 func encodeManifest(m *manifest) []byte { return encodeManifestVersion(m, manifestVersion) }
 
-// manifestAAD binds a sealed manifest blob to its manifest number.
-func manifestAAD(num uint64) []byte {
-	return crypt.AAD(crypt.FileManifest, num, 0, 0, crypt.StoreID)
+// manifestAAD binds a sealed manifest blob to its manifest number and to
+// every byte of the manifest's body before it (its SHA-256), so the
+// plaintext structure (segment lists, deleted nodes, checkpoint) cannot be
+// changed either without the blob failing authentication.
+func manifestAAD(num uint64, prefix []byte) []byte {
+	sum := sha256.Sum256(prefix)
+	return append(crypt.AAD(crypt.FileManifest, num, 0, 0, crypt.StoreID), sum[:]...)
 }
 
 // encodeSealedManifest is encodeManifest for an encrypted store: the KV
@@ -87,19 +94,22 @@ func encodeSealedManifest(m *manifest, keys *crypt.Keys, num uint64) ([]byte, er
 	for _, c := range m.colls {
 		encodeOverrides(&p, c.overrides)
 	}
-	blob := binary.LittleEndian.AppendUint32(nil, keys.Generation())
-	blob, err := keys.Seal(blob, crypt.StoreID, manifestAAD(num), p.b)
-	if err != nil {
-		return nil, err
-	}
 	bare := *m
-	bare.kv, bare.sealed = nil, blob
+	bare.kv, bare.sealed = nil, []byte{} // the flag set, the blob not yet
 	bare.colls = make([]manifestColl, len(m.colls))
 	for i, c := range m.colls {
 		c.overrides = nil
 		bare.colls[i] = c
 	}
-	return encodeManifestVersion(&bare, manifestVersion), nil
+	prefix := encodeManifestBody(&bare, manifestVersion)
+	blob := binary.LittleEndian.AppendUint32(nil, keys.Generation())
+	blob, err := keys.Seal(blob, crypt.StoreID, append(manifestAAD(num, prefix), blob...), p.b)
+	if err != nil {
+		return nil, err
+	}
+	e := enc{b: prefix}
+	e.bytes(blob)
+	return manifestWithHeader(e.b, manifestVersion), nil
 }
 
 // openSealed fills in the KV entries and overrides of a manifest read
@@ -108,10 +118,14 @@ func (m *manifest) openSealed(keys *crypt.Keys, num uint64) error {
 	if len(m.sealed) < 4 {
 		return errors.New("sealed KV and overrides: too short")
 	}
-	if gen := binary.LittleEndian.Uint32(m.sealed); !keys.HasGeneration(gen) {
+	gen := binary.LittleEndian.Uint32(m.sealed)
+	switch {
+	case gen == 0 || gen > keys.Generation():
+		return fmt.Errorf("sealed with key generation %d, the store is at %d", gen, keys.Generation())
+	case !keys.HasGeneration(gen):
 		return fmt.Errorf("%w: the manifest is sealed with key generation %d, which KEYS no longer holds (dropped after a rotation)", ErrKeyDestroyed, gen)
 	}
-	plain, err := keys.Open(nil, crypt.StoreID, manifestAAD(num), m.sealed[4:])
+	plain, err := keys.Open(nil, crypt.StoreID, append(manifestAAD(num, m.sealedPrefix), m.sealed[:4]...), m.sealed[4:])
 	if err != nil {
 		return fmt.Errorf("sealed KV and overrides: %w", err)
 	}
@@ -123,7 +137,7 @@ func (m *manifest) openSealed(keys *crypt.Keys, num uint64) error {
 	if d.err != nil || len(d.b) != 0 {
 		return errors.New("sealed KV and overrides malformed")
 	}
-	m.sealed = nil
+	m.sealed, m.sealedPrefix = nil, nil
 	return nil
 }
 
@@ -166,6 +180,18 @@ func decodeOverrides(d *dec, ov map[string]access) {
 // encodeManifestVersion writes version 2, or for tests of the upgrade path
 // the first release's version 1 (no WAL position).
 func encodeManifestVersion(m *manifest, version uint32) []byte {
+	body := encodeManifestBody(m, version)
+	if m.sealed != nil {
+		e := enc{b: body}
+		e.bytes(m.sealed)
+		body = e.b
+	}
+	return manifestWithHeader(body, version)
+}
+
+// encodeManifestBody is a manifest's body up to (not including) the sealed
+// blob of a sealed one.
+func encodeManifestBody(m *manifest, version uint32) []byte {
 	var e enc
 	e.uvarint(m.nextFile)
 	e.u64(m.checkpoint)
@@ -206,15 +232,18 @@ func encodeManifestVersion(m *manifest, version uint32) []byte {
 		}
 		encodeOverrides(&e, c.overrides)
 	}
-	if m.sealed != nil {
-		e.bytes(m.sealed)
-	}
+	return e.b
+}
+
+// manifestWithHeader puts the header (magic, version, length, CRC) before
+// body.
+func manifestWithHeader(body []byte, version uint32) []byte {
 	var h enc
 	h.b = append(h.b, manifestMagic...)
 	h.u32(version)
-	h.u32(uint32(len(e.b)))
-	h.u32(crc(e.b))
-	return append(h.b, e.b...)
+	h.u32(uint32(len(body)))
+	h.u32(crc(body))
+	return append(h.b, body...)
 }
 
 func sortedKeys[V any](m map[string]V) []string {
@@ -314,6 +343,7 @@ func decodeManifest(b []byte) (*manifest, error) {
 		if len(m.kv) > 0 || slices.ContainsFunc(m.colls, func(c manifestColl) bool { return len(c.overrides) > 0 }) {
 			return nil, errors.New("sealed manifest with KV entries or overrides in place")
 		}
+		m.sealedPrefix = body[:len(body)-len(d.b)]
 		m.sealed = d.bytes()
 		if m.sealed == nil {
 			m.sealed = []byte{}

@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"github.com/engramdb/engram/internal/crypt"
 	"io"
 	"io/fs"
 	"os"
@@ -223,6 +224,9 @@ func readManifestFile(fsys FS, path string) (*manifest, error) {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
 		return nil, &CorruptionError{File: path, Err: err}
+	}
+	if keys := segmentKeys(fsys); m.sealed == nil && keys != nil && keys.Flags()&crypt.FlagSealedManifests != 0 {
+		return nil, &CorruptionError{File: path, Err: errors.New("a plaintext manifest in a store whose manifests are sealed (forged or damaged)")}
 	}
 	if m.sealed != nil {
 		keys := segmentKeys(fsys)

@@ -225,6 +225,7 @@ func (d *DB) open(fresh bool) error {
 		// KEYS comes first: a directory holding only it (and LOCK) is
 		// a creation that crashed, created again with the same key.
 		keys := crypt.New()
+		keys.SetFlags(crypt.FlagSealedManifests)
 		if err := writeKeys(fsys, d.dir, keys, d.opts.Key); err != nil {
 			return fmt.Errorf("engine: create %s: %w", keysName, err)
 		}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/engramdb/engram/internal/crypt"
 	"github.com/engramdb/engram/quant"
 )
 
@@ -218,7 +219,18 @@ func TestRotateKeysKilled(t *testing.T) {
 func TestEncryptedStoreFromBeforeSealedSegments(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "store")
 	k := testKey("old format")
+	// KEYS as the first encrypted build wrote it: no sealed-manifests
+	// flag (a directory holding only KEYS is created with those keys).
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeKeys(testOpts().withDefaults().FS, dir, crypt.New(), k); err != nil {
+		t.Fatal(err)
+	}
 	db := openT(t, dir, encOpts(k))
+	if db.keys.Flags() != 0 {
+		t.Fatal("KEYS of an old store has flags")
+	}
 	c, err := db.CreateCollection(CollectionConfig{Name: "notes", Dim: 8, Metric: quant.L2, Fingerprint: "fp"})
 	if err != nil {
 		t.Fatal(err)
@@ -242,10 +254,16 @@ func TestEncryptedStoreFromBeforeSealedSegments(t *testing.T) {
 	db = openT(t, dir, encOpts(k))
 	c, _ = db.Collection("notes")
 	expectRecords(t, c, recs)
+	if db.keys.Flags()&crypt.FlagSealedManifests != 0 {
+		t.Fatal("flag set before any sealed manifest was written")
+	}
 	if gen, err := db.RotateKeys(nil); err != nil || gen != 2 {
 		t.Fatalf("rotate: %d %v", gen, err)
 	}
 	expectRecords(t, c, recs)
+	if db.keys.Flags()&crypt.FlagSealedManifests == 0 {
+		t.Fatal("sealed manifests written, KEYS does not say so")
+	}
 	db.Close()
 	if found := scanDir(t, dir, needlesOf(recs)); len(found) > 0 {
 		t.Fatalf("plaintext after the rotation: %q", found)

@@ -151,6 +151,7 @@ type Keys struct {
 	// retired are the store keys of earlier generations (Rotate), kept
 	// so files sealed before a rotation still open, until DropRetired.
 	retired map[uint32][]byte
+	flags   uint64
 }
 
 // sessionKey is one session's key. Its key id is random, not the
@@ -348,6 +349,7 @@ func (k *Keys) Clone() *Keys {
 		s.key = slices.Clone(s.key)
 		c.keys[id] = s
 	}
+	c.flags = k.flags
 	c.retired = make(map[uint32][]byte, len(k.retired))
 	for g, key := range k.retired {
 		c.retired[g] = slices.Clone(key)
@@ -535,16 +537,45 @@ func (k *Keys) encodeList() []byte {
 		b = binary.LittleEndian.AppendUint32(b, s.gen)
 		b = append(b, s.key...)
 	}
+	// Optional tagged fields follow (absent in the first format).
 	if len(k.retired) > 0 {
-		// Absent in a store never rotated (the first format).
 		gens := slices.Sorted(maps.Keys(k.retired))
+		b = append(b, tagRetired)
 		b = binary.AppendUvarint(b, uint64(len(gens)))
 		for _, g := range gens {
 			b = binary.LittleEndian.AppendUint32(b, g)
 			b = append(b, k.retired[g]...)
 		}
 	}
+	if k.flags != 0 {
+		b = append(b, tagFlags)
+		b = binary.AppendUvarint(b, k.flags)
+	}
 	return b
+}
+
+// Tags of the key list's optional fields.
+const (
+	tagRetired = 1 // uvarint r, r × {u32 generation, key}: retired store keys
+	tagFlags   = 2 // uvarint: FlagSealedManifests
+)
+
+// FlagSealedManifests: the store writes sealed manifests, so a plaintext
+// one in it is a forgery or damage, never an older build's.
+const FlagSealedManifests = 1
+
+// Flags returns the key list's flags.
+func (k *Keys) Flags() uint64 {
+	k.mu.RLock()
+	defer k.mu.RUnlock()
+	return k.flags
+}
+
+// SetFlags sets flags (in a clone the caller will persist).
+func (k *Keys) SetFlags(f uint64) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.flags |= f
 }
 
 func decodeList(b []byte) (*Keys, error) {
@@ -590,19 +621,36 @@ func decodeList(b []byte) (*Keys, error) {
 		k.keys[id] = s
 		b = b[entry:]
 	}
-	if len(b) > 0 {
-		r, l := binary.Uvarint(b)
-		if l <= 0 || r == 0 || r > uint64(len(b)-l)/(4+KeySize) || uint64(len(b)-l) != r*(4+KeySize) {
+	last := byte(0)
+	for len(b) > 0 {
+		tag := b[0]
+		if tag <= last { // each at most once, in order
 			return nil, bad
 		}
-		b = b[l:]
-		for range r {
-			g := binary.LittleEndian.Uint32(b)
-			if g >= k.gen || k.retired[g] != nil {
+		last, b = tag, b[1:]
+		switch tag {
+		case tagRetired:
+			r, l := binary.Uvarint(b)
+			if l <= 0 || r == 0 || r > uint64(len(b)-l)/(4+KeySize) {
 				return nil, bad
 			}
-			k.retired[g] = slices.Clone(b[4 : 4+KeySize])
-			b = b[4+KeySize:]
+			b = b[l:]
+			for range r {
+				g := binary.LittleEndian.Uint32(b)
+				if g >= k.gen || k.retired[g] != nil {
+					return nil, bad
+				}
+				k.retired[g] = slices.Clone(b[4 : 4+KeySize])
+				b = b[4+KeySize:]
+			}
+		case tagFlags:
+			f, l := binary.Uvarint(b)
+			if l <= 0 || f == 0 || f&^FlagSealedManifests != 0 {
+				return nil, bad
+			}
+			k.flags, b = f, b[l:]
+		default:
+			return nil, bad
 		}
 	}
 	return k, nil
