@@ -258,7 +258,13 @@ func readSegBytes(fsys FS, path string, tolerant bool) (*segBytes, error) {
 	if keys == nil {
 		return nil, fmt.Errorf("%w: %s is sealed: it belongs to an encrypted store (a backup taken without its keys opens once the store's KEYS file is copied into it)", ErrKeyRequired, path)
 	}
-	b, err := unseal(f, st.Size(), keys, tolerant)
+	// Decrypt straight from the file's mapping (no copy).
+	sealed, unmap, err := vfs.Map(f)
+	if err != nil {
+		return nil, fmt.Errorf("engine: map %s: %w", path, err)
+	}
+	defer unmap()
+	b, err := unseal(sealed, keys, tolerant)
 	if err != nil {
 		if errors.Is(err, crypt.ErrNoKey) {
 			if tolerant {
@@ -276,8 +282,9 @@ func readSegBytes(fsys FS, path string, tolerant bool) (*segBytes, error) {
 	return b, nil
 }
 
-func unseal(f io.ReaderAt, size int64, keys *crypt.Keys, tolerant bool) (*segBytes, error) {
-	h, err := readSealedHeader(f, size)
+func unseal(file []byte, keys *crypt.Keys, tolerant bool) (*segBytes, error) {
+	size := int64(len(file))
+	h, err := readSealedHeader(bytes.NewReader(file), size)
 	if err != nil {
 		return nil, err
 	}
@@ -302,7 +309,8 @@ func unseal(f io.ReaderAt, size int64, keys *crypt.Keys, tolerant bool) (*segByt
 	// never reaches swap.
 	locked := img.Lock() == nil
 	release := func() error {
-		clear(img)
+		// No clear: unmapped pages go back to the kernel, which zeroes
+		// them before anyone gets them again.
 		if locked {
 			_ = img.Unlock()
 		}
@@ -320,7 +328,6 @@ func unseal(f io.ReaderAt, size int64, keys *crypt.Keys, tolerant bool) (*segByt
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			buf := make([]byte, sealedChunk)
 			for {
 				i := next.Add(1) - 1
 				if i >= n {
@@ -329,24 +336,20 @@ func unseal(f io.ReaderAt, size int64, keys *crypt.Keys, tolerant bool) (*segByt
 				off := int64(h.len) + i*sealedChunk
 				ln := min(sealedChunk, size-off)
 				lo, hi := i*chunk, min((i+1)*chunk, plain)
-				_, rerr := f.ReadAt(buf[:ln], off)
-				if rerr == nil {
-					out, oerr := s.Open(img[lo:lo:hi], sealedChunkAAD(h.file, uint64(i), i == n-1, h.hash), buf[:ln])
-					if oerr == nil && int64(len(out)) == hi-lo {
-						continue
-					}
-					rerr = fmt.Errorf("sealed chunk %d (bytes %d to %d) failed authentication", i, off, off+ln)
-					if tolerant {
-						clear(img[lo:hi])
-						mu.Lock()
-						bad = append(bad, int(i))
-						mu.Unlock()
-						continue
-					}
+				out, oerr := s.Open(img[lo:lo:hi], sealedChunkAAD(h.file, uint64(i), i == n-1, h.hash), file[off:off+ln])
+				if oerr == nil && int64(len(out)) == hi-lo {
+					continue
+				}
+				if tolerant {
+					clear(img[lo:hi])
+					mu.Lock()
+					bad = append(bad, int(i))
+					mu.Unlock()
+					continue
 				}
 				mu.Lock()
 				if failure == nil {
-					failure = rerr
+					failure = fmt.Errorf("sealed chunk %d (bytes %d to %d) failed authentication", i, off, off+ln)
 				}
 				mu.Unlock()
 				return

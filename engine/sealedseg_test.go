@@ -315,7 +315,7 @@ func FuzzSealedSegment(f *testing.F) {
 			return
 		}
 		for _, tolerant := range []bool{false, true} {
-			sb, err := unseal(bytes.NewReader(b), int64(len(b)), keys, tolerant)
+			sb, err := unseal(b, keys, tolerant)
 			if err == nil {
 				if len(sb.data) > len(b) {
 					t.Fatalf("image of %d bytes from a file of %d", len(sb.data), len(b))
