@@ -10,7 +10,10 @@ import (
 	"github.com/engramdb/engram/hnsw"
 )
 
-var strategyStore = flag.String("engine.strategystore", "", "TestStrategiesOnStore: a store built by bench/cmd/scale -dir (skipped when empty)")
+var (
+	strategyStore = flag.String("engine.strategystore", "", "TestStrategiesOnStore: a store built by bench/cmd/scale -dir (skipped when empty)")
+	strategyEf    = flag.Int("engine.strategyef", 0, "TestStrategiesOnStore: also run the two-hop walk with this ef")
+)
 
 // TestStrategiesOnStore compares, on a store of bench/cmd/scale (sessions
 // s00000.. holding 10%, 5%, 2%, 1%), the planner's choice with each hnsw
@@ -43,7 +46,7 @@ func TestStrategiesOnStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := rand.New(rand.NewPCG(1, 1))
-	for _, s := range []string{"s00000", "s00001", "s00002", "s00003"} {
+	for _, s := range []string{"s00000", "s00001", "s00002", "s00003", "s00004"} {
 		f := Eq("session", String(s))
 		var qs [][]float32
 		var truth []map[string]bool
@@ -63,11 +66,20 @@ func TestStrategiesOnStore(t *testing.T) {
 			qs, truth = append(qs, rec.Vector), append(truth, in)
 		}
 		line := s
-		for _, st := range []hnsw.Strategy{hnsw.StrategyAuto, hnsw.StrategyScan, hnsw.StrategyTwoHop, hnsw.StrategyWalk} {
+		type run struct {
+			st hnsw.Strategy
+			ef int
+		}
+		runs := []run{{hnsw.StrategyAuto, 0}, {hnsw.StrategyScan, 0}, {hnsw.StrategyTwoHop, 0}, {hnsw.StrategyWalk, 0}}
+		if *strategyEf > 0 {
+			runs = append(runs, run{hnsw.StrategyTwoHop, *strategyEf})
+		}
+		for _, rn := range runs {
+			st := rn.st
 			var hit, want int
 			t0 := time.Now()
 			for i, q := range qs {
-				got, err := c.Search(ctx, SearchRequest{Vector: q, K: 10, Filter: f, IDsOnly: true, strategy: st})
+				got, err := c.Search(ctx, SearchRequest{Vector: q, K: 10, Filter: f, IDsOnly: true, strategy: st, Ef: rn.ef})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -78,7 +90,7 @@ func TestStrategiesOnStore(t *testing.T) {
 				}
 				want += len(truth[i])
 			}
-			line += fmt.Sprintf(" | %v %.2f ms %.3f", st, float64(time.Since(t0).Microseconds())/1000/float64(len(qs)), float64(hit)/float64(max(want, 1)))
+			line += fmt.Sprintf(" | %v ef %d: %.2f ms %.3f", st, rn.ef, float64(time.Since(t0).Microseconds())/1000/float64(len(qs)), float64(hit)/float64(max(want, 1)))
 		}
 		t.Log(line)
 	}

@@ -141,8 +141,23 @@
 // 0.1 at 128-d (at 1024-d two-hop still led at 10%: the bound is on the
 // cautious side for the walk's recall). Two-hop recall is lowest where its
 // allowed subgraph is sparsest (0.5-1%), which the scan serves on graphs up
-// to ~400k nodes; above that ef is doubled below 2% (see twoHopSparse).
-// bench/results/scale.md has the bands at store scale.
+// to ~400k nodes. Past that, a larger ef does not help: on the 1M x 1024-d
+// store of bench/cmd/scale (TestStrategiesOnStore, idle machine; queries
+// are random records of the whole store, so most lie away from the
+// session), wall ms / recall@10:
+//
+//	session share  scan            two-hop        two-hop ef 256   walk
+//	10% (100k ids) 47.61 / 1.000   4.75 / 1.000    9.16 / 1.000   14.64 / 1.000
+//	5%  (50k)      26.30 / 1.000   3.55 / 0.983   11.87 / 0.983   18.77 / 1.000
+//	2%  (20k)      12.83 / 1.000   4.87 / 0.833    9.02 / 0.863   38.60 / 0.995
+//	1%  (10k)       7.43 / 1.000   3.93 / 0.657    7.41 / 0.710   63.15 / 0.978
+//	0.5% (5k)       4.23 / 1.000   3.64 / 0.485    5.78 / 0.517  108.49 / 0.983
+//
+// So up to 2% selectivity (twoHopSparse) the scan's cap rises to
+// SparseScanMax·ef (20,480 ids at the default ef): those sessions get the
+// exact answer at the cost of a scan (about 10 ms for 20k ids at 1024-d),
+// and the two-hop walk keeps the denser ones, where it holds recall.
+// bench/results/scale.md and scale-1m.md have the bands at store scale.
 //
 // A filter that cannot count is walked, and the walk estimates the pass
 // rate from the nodes it evaluates and switches to the scan (calling Allow

@@ -157,7 +157,10 @@ func TestPlannerDefaults(t *testing.T) {
 		{100, 1_000_000, 64, StrategyScan},
 		{1_000, 1_000_000, 64, StrategyScan},
 		{4_000, 1_000_000, 64, StrategyScan},
-		{10_000, 1_000_000, 64, StrategyTwoHop},
+		{10_000, 1_000_000, 64, StrategyScan},   // sparse: SparseScanMax
+		{20_000, 1_000_000, 64, StrategyScan},   // 2%, under its cap
+		{25_000, 1_000_000, 64, StrategyTwoHop}, // past 2%
+		{30_000, 3_000_000, 64, StrategyTwoHop}, // 1%, past the cap
 		{100_000, 1_000_000, 64, StrategyTwoHop},
 		{500_000, 1_000_000, 64, StrategyWalk},
 		{2_500, 5_000, 64, StrategyScan},
