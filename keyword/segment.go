@@ -417,11 +417,14 @@ func (s *Segment) postingsOf(term string, docs []uint32, fn func(doc uint32, tf,
 		return
 	}
 	have := false // c holds a decoded posting not yet passed
+	from := 0     // docs is increasing: each ordinal is at or after the last
 	for _, d := range docs {
-		ord, found := s.ordinal(d)
+		o, found := s.ordinalFrom(d, from)
+		from = o
 		if !found {
 			continue
 		}
+		ord := uint64(o)
 		if !have || c.ord < ord {
 			c.skipTo(ord)
 			have = false
@@ -443,7 +446,22 @@ func (s *Segment) postingsOf(term string, docs []uint32, fn func(doc uint32, tf,
 
 // ordinal returns the position of doc in the docs table.
 func (s *Segment) ordinal(doc uint32) (uint64, bool) {
-	lo, hi := 0, s.numDocs
+	o, ok := s.ordinalFrom(doc, 0)
+	return uint64(o), ok
+}
+
+// ordinalFrom is ordinal for a doc whose position is known to be at or
+// after from: a galloping search from there, so a run of increasing docs
+// costs about log(gap) each instead of log(numDocs). It returns the first
+// position whose doc is >= doc.
+func (s *Segment) ordinalFrom(doc uint32, from int) (int, bool) {
+	at := func(i int) uint32 { return binary.LittleEndian.Uint32(s.docs[docEntry*i:]) }
+	lo := min(max(from, 0), s.numDocs)
+	hi := lo
+	for step := 1; hi < s.numDocs && at(hi) < doc; step *= 2 {
+		lo = hi + 1
+		hi = min(hi+step, s.numDocs)
+	}
 	for lo < hi {
 		mid := int(uint(lo+hi) >> 1)
 		if binary.LittleEndian.Uint32(s.docs[docEntry*mid:]) < doc {
@@ -452,7 +470,7 @@ func (s *Segment) ordinal(doc uint32) (uint64, bool) {
 			hi = mid
 		}
 	}
-	return uint64(lo), lo < s.numDocs && binary.LittleEndian.Uint32(s.docs[docEntry*lo:]) == doc
+	return lo, lo < s.numDocs && at(lo) == doc
 }
 
 // Check validates the whole segment: documents strictly increasing with

@@ -238,3 +238,34 @@ func TestCheckFindsBadSkipEntry(t *testing.T) {
 		t.Fatalf("Check: %v", err)
 	}
 }
+
+// TestOrdinalFrom: the galloping search finds what the binary search over
+// the whole table finds, from any start at or before the answer.
+func TestOrdinalFrom(t *testing.T) {
+	idx := NewIndex()
+	var docs []uint32
+	for d := uint32(0); d < 3000; d += 1 + d%7 {
+		if err := idx.Add(d, "word"); err != nil {
+			t.Fatal(err)
+		}
+		docs = append(docs, d)
+	}
+	s := mustSegment(t, idx)
+	for probe := uint32(0); probe < 3010; probe++ {
+		want, wantOK := s.ordinal(probe)
+		// The linear truth.
+		lin := 0
+		for lin < len(docs) && docs[lin] < probe {
+			lin++
+		}
+		if int(want) != lin || wantOK != (lin < len(docs) && docs[lin] == probe) {
+			t.Fatalf("ordinal(%d) = %d %v, want %d", probe, want, wantOK, lin)
+		}
+		for _, from := range []int{0, lin / 2, max(lin-1, 0), lin} {
+			got, ok := s.ordinalFrom(probe, from)
+			if got != lin || ok != wantOK {
+				t.Fatalf("ordinalFrom(%d, %d) = %d %v, want %d %v", probe, from, got, ok, lin, wantOK)
+			}
+		}
+	}
+}
