@@ -114,16 +114,7 @@ func TestOpenAPIRequestFieldsAccepted(t *testing.T) {
 // schema of the same name, so a client generated from openapi.json can send
 // it.
 func TestOpenAPISchemasDocumentEveryField(t *testing.T) {
-	var doc struct {
-		Components struct {
-			Schemas map[string]struct {
-				Properties map[string]json.RawMessage `json:"properties"`
-			} `json:"schemas"`
-		} `json:"components"`
-	}
-	if err := json.Unmarshal(openAPI, &doc); err != nil {
-		t.Fatal(err)
-	}
+	schemas := openAPISchemas(t)
 	for name, v := range map[string]any{
 		"CleanupRequest":  api.CleanupRequest{},
 		"ExportRequest":   api.ExportRequest{},
@@ -132,7 +123,7 @@ func TestOpenAPISchemasDocumentEveryField(t *testing.T) {
 		"ForgetRequest":   api.ForgetRequest{},
 		"UpdateRequest":   api.UpdateRequest{},
 	} {
-		sc, ok := doc.Components.Schemas[name]
+		sc, ok := schemas[name]
 		if !ok {
 			t.Errorf("openapi.json has no schema %s", name)
 			continue
@@ -145,24 +136,55 @@ func TestOpenAPISchemasDocumentEveryField(t *testing.T) {
 	}
 }
 
+// openAPISchema is what these tests read of a component schema.
+type openAPISchema struct {
+	Required   []string                   `json:"required"`
+	Properties map[string]json.RawMessage `json:"properties"`
+}
+
+// openAPISchemas returns openapi.json's component schemas by name.
+func openAPISchemas(t *testing.T) map[string]openAPISchema {
+	t.Helper()
+	var doc struct {
+		Components struct {
+			Schemas map[string]openAPISchema `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(openAPI, &doc); err != nil {
+		t.Fatal(err)
+	}
+	return doc.Components.Schemas
+}
+
 // jsonFields lists the JSON names of t's fields, embedded structs flattened.
 func jsonFields(t reflect.Type) []string {
+	return walkJSONFields(t, func(reflect.StructField, string) bool { return true })
+}
+
+// walkJSONFields lists the JSON names of t's fields that keep accepts
+// (given the field and its tag's options), embedded structs flattened (a
+// pointer to one only when keep accepts it).
+func walkJSONFields(t reflect.Type, keep func(f reflect.StructField, opts string) bool) []string {
 	var out []string
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
-		tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
 		switch {
-		case tag == "-" || !f.IsExported():
-		case f.Anonymous && tag == "":
+		case name == "-" || !f.IsExported():
+		case f.Anonymous && name == "":
 			ft := f.Type
 			if ft.Kind() == reflect.Pointer {
+				if !keep(f, opts) {
+					continue
+				}
 				ft = ft.Elem()
 			}
-			out = append(out, jsonFields(ft)...)
-		case tag == "":
+			out = append(out, walkJSONFields(ft, keep)...)
+		case !keep(f, opts):
+		case name == "":
 			out = append(out, f.Name)
 		default:
-			out = append(out, tag)
+			out = append(out, name)
 		}
 	}
 	return out
@@ -172,17 +194,7 @@ func jsonFields(t reflect.Type) []string {
 // the fields its Go type always writes (no omitempty or omitzero, and not a pointer, slice,
 // map or interface, which can be null), so that a generated client types them as present.
 func TestOpenAPIResponsesRequireWhatIsAlwaysSent(t *testing.T) {
-	var doc struct {
-		Components struct {
-			Schemas map[string]struct {
-				Required   []string                   `json:"required"`
-				Properties map[string]json.RawMessage `json:"properties"`
-			} `json:"schemas"`
-		} `json:"components"`
-	}
-	if err := json.Unmarshal(openAPI, &doc); err != nil {
-		t.Fatal(err)
-	}
+	schemas := openAPISchemas(t)
 	for name, v := range map[string]any{
 		"Job":              Job{},
 		"RememberResponse": api.RememberResponse{},
@@ -193,7 +205,7 @@ func TestOpenAPIResponsesRequireWhatIsAlwaysSent(t *testing.T) {
 		"Score":            memory.Score{},
 		"Version":          memory.VersionJSON{},
 	} {
-		sc := doc.Components.Schemas[name]
+		sc := schemas[name]
 		want := alwaysSent(reflect.TypeOf(v))
 		got := slices.Clone(sc.Required)
 		slices.Sort(want)
@@ -210,35 +222,16 @@ func TestOpenAPIResponsesRequireWhatIsAlwaysSent(t *testing.T) {
 }
 
 // alwaysSent lists the JSON names of t's fields that encoding/json always writes with a
-// non-null value.
+// non-null value: no omitempty or omitzero, and not a pointer, slice, map or interface.
 func alwaysSent(t reflect.Type) []string {
-	var out []string
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		tag := f.Tag.Get("json")
-		name, opts, _ := strings.Cut(tag, ",")
-		if name == "-" || !f.IsExported() {
-			continue
-		}
-		if f.Anonymous && name == "" {
-			ft := f.Type
-			if ft.Kind() == reflect.Pointer {
-				continue
-			}
-			out = append(out, alwaysSent(ft)...)
-			continue
-		}
+	return walkJSONFields(t, func(f reflect.StructField, opts string) bool {
 		if strings.Contains(opts, "omitempty") || strings.Contains(opts, "omitzero") {
-			continue
+			return false
 		}
 		switch f.Type.Kind() {
 		case reflect.Pointer, reflect.Slice, reflect.Map, reflect.Interface:
-			continue
+			return false
 		}
-		if name == "" {
-			name = f.Name
-		}
-		out = append(out, name)
-	}
-	return out
+		return true
+	})
 }
