@@ -239,7 +239,7 @@ func (d *DB) ReleaseSessionKeys(sessions ...string) (int, error) {
 	if d.keys == nil || d.opts.NamespaceField == "" || len(sessions) == 0 {
 		return 0, nil
 	}
-	gone, goneNames, err := d.releasable(sessions)
+	gone, err := d.releasable(sessions)
 	if err != nil || len(gone) == 0 {
 		return 0, err
 	}
@@ -249,7 +249,7 @@ func (d *DB) ReleaseSessionKeys(sessions ...string) (int, error) {
 	// The files that held a session may be sealed with its current key
 	// or with one of its keys from before a rotation.
 	ids := map[[crypt.IDSize]byte]bool{}
-	for session := range goneNames {
+	for session := range gone {
 		for _, kid := range d.keys.AllKeyIDs(session) {
 			ids[kid] = true
 		}
@@ -274,7 +274,7 @@ func (d *DB) ReleaseSessionKeys(sessions ...string) (int, error) {
 	if d.opts.ReadOnly {
 		return 0, ErrReadOnly
 	}
-	_, names, err := d.releasable(sessions)
+	names, err := d.releasable(sessions)
 	if err != nil {
 		return 0, err
 	}
@@ -303,25 +303,23 @@ func (d *DB) ReleaseSessionKeys(sessions ...string) (int, error) {
 	return n, nil
 }
 
-// releasable returns the key ids, and the sessions by name, of the given
-// sessions that have a key and no live record in any collection.
-func (d *DB) releasable(sessions []string) ([][crypt.IDSize]byte, map[string][crypt.IDSize]byte, error) {
-	var ids [][crypt.IDSize]byte
-	names := map[string][crypt.IDSize]byte{}
+// releasable returns the given sessions that have a key and no live
+// record in any collection.
+func (d *DB) releasable(sessions []string) (map[string]bool, error) {
+	out := map[string]bool{}
 	for _, session := range sessions {
-		kid, ok := d.keys.Lookup(session)
-		if !ok {
+		if _, ok := d.keys.Lookup(session); !ok {
 			continue
 		}
 		live := false
 		for _, cfg := range d.Collections() {
 			c, err := d.Collection(cfg.Name)
 			if err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 			n, err := c.Count(Eq(d.opts.NamespaceField, String(session)))
 			if err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 			if n > 0 {
 				live = true
@@ -329,11 +327,10 @@ func (d *DB) releasable(sessions []string) ([][crypt.IDSize]byte, map[string][cr
 			}
 		}
 		if !live {
-			ids = append(ids, kid)
-			names[session] = kid
+			out[session] = true
 		}
 	}
-	return ids, names, nil
+	return out, nil
 }
 
 // holdsLocked reports whether a memtable still holds a record of the

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -395,11 +396,4 @@ func segNameNumber(name string) uint64 {
 }
 
 // listsKey reports whether a sealed segment was sealed with key id.
-func (s *segFile) listsKey(id [crypt.IDSize]byte) bool {
-	for _, x := range s.keyIDs {
-		if bytes.Equal(x[:], id[:]) {
-			return true
-		}
-	}
-	return false
-}
+func (s *segFile) listsKey(id [crypt.IDSize]byte) bool { return slices.Contains(s.keyIDs, id) }
