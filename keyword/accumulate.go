@@ -41,7 +41,15 @@ func (s *Segment) DocBound() uint32 {
 // search, Segment by skipping blocks). Search uses it once only documents
 // already found can still reach the top k.
 type seeker interface {
-	postingsOf(term string, docs []uint32, fn func(doc uint32, tf, docLen uint32))
+	postingsOf(term string, set *docSet, fn func(doc uint32, tf, docLen uint32))
+}
+
+// docSet is a sorted list of documents to look up in posting lists, with
+// what a Segment learned about them on the first lookup (their positions in
+// its docs table), so a query's later terms do not search for them again.
+type docSet struct {
+	docs []uint32
+	ords []int32 // per doc: its position in the Segment, -1 when absent; nil until computed
 }
 
 // Document states in an accumulator.
@@ -124,6 +132,15 @@ func (a *accumulator) add(doc uint32, s float64, ok func(uint32) bool, existingO
 		return
 	}
 	a.sparse[doc] = s
+}
+
+// addBlock adds a block of postings of a term of weight w (idf · count ·
+// (k1+1)), scored as SearchAmong scores one posting.
+func (a *accumulator) addBlock(b *postingBlock, w, c0, c1 float64, ok func(uint32) bool, existingOnly bool) {
+	for i, doc := range b.docs[:b.n] {
+		f := float64(b.tfs[i]) / TokenUnits
+		a.add(doc, w*f/(f+c0+c1*float64(b.lens[i])), ok, existingOnly)
+	}
 }
 
 // each calls fn for every accepted document and its score.

@@ -59,6 +59,15 @@
 // 128-posting blocks instead of reading the whole list. The results are
 // exactly those of the exhaustive evaluation.
 //
+// What the remaining terms could add is bounded per term: BM25's limit
+// idf·(k1+1), or tighter, from the largest frequency and the shortest
+// document among the term's postings, which the Index keeps as it adds and
+// a Segment learns the first time it reads a list whole (bound.go). A
+// Segment reads a whole list a block at a time, decoding the block's
+// ordinals before looking them up in the docs table, so the lookups of a
+// large segment overlap; a search within a session looks the session's
+// documents up in the docs table once for all its terms.
+//
 // # Caveats
 //
 //   - A Segment reads the slice given to Open for its whole life: the caller

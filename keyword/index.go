@@ -46,6 +46,7 @@ type posting struct {
 type Index struct {
 	mu       sync.RWMutex
 	postings map[string][]posting
+	bounds   map[string]termStat // per term: an upper bound of its frequencies, a lower bound of its documents' lengths
 	docLen   map[uint32]uint32
 	totalLen int64
 	maxDoc   uint32
@@ -55,6 +56,7 @@ type Index struct {
 func NewIndex() *Index {
 	return &Index{
 		postings: make(map[string][]posting),
+		bounds:   make(map[string]termStat),
 		docLen:   make(map[uint32]uint32),
 	}
 }
@@ -120,6 +122,7 @@ func (x *Index) Add(doc uint32, text string) error {
 			list[i] = posting{doc, n, length}
 		}
 		x.postings[t] = list
+		x.bounds[t] = x.bounds[t].with(n, length)
 	}
 	x.docLen[doc] = length
 	x.totalLen += int64(length)
@@ -175,11 +178,11 @@ func (x *Index) Postings(term string, fn func(doc uint32, tf, docLen uint32)) {
 
 // postingsOf calls fn for the documents of docs (sorted, increasing) that
 // contain term, binary-searching the posting list instead of reading it.
-func (x *Index) postingsOf(term string, docs []uint32, fn func(doc uint32, tf, docLen uint32)) {
+func (x *Index) postingsOf(term string, set *docSet, fn func(doc uint32, tf, docLen uint32)) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	list := x.postings[term]
-	for _, d := range docs {
+	for _, d := range set.docs {
 		i, found := slices.BinarySearchFunc(list, d, func(p posting, d uint32) int { return cmp.Compare(p.doc, d) })
 		if found {
 			fn(d, list[i].tf, list[i].docLen)
@@ -224,7 +227,8 @@ func (x *Index) Remove(doc uint32, text string) (bool, error) {
 		list := slices.Delete(x.postings[t], i, i+1)
 		if len(list) == 0 {
 			delete(x.postings, t)
-		} else {
+			delete(x.bounds, t)
+		} else { // the term's bounds stay: looser, still bounds
 			x.postings[t] = list
 		}
 	}

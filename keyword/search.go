@@ -106,9 +106,11 @@ func (s BM25) SearchAmong(parts []Part, query string, k int, among [][]uint32, a
 	// has not matched yet can reach the top k, and the long posting lists of
 	// common terms only update documents already found (MaxScore's idea;
 	// results are identical to the exhaustive evaluation).
+	c0, c1 := k1*(1-b), k1*b/avgLen // length norm = c0 + c1*docLen
 	type weighted struct {
-		term string
-		w    float64 // upper bound of the term's contribution
+		term  string
+		w     float64 // idf · count · (k1+1)
+		limit float64 // upper bound of the term's contribution (bound.go)
 	}
 	var terms []weighted
 	for _, qt := range qterms {
@@ -120,12 +122,16 @@ func (s BM25) SearchAmong(parts []Part, query string, k int, among [][]uint32, a
 			continue
 		}
 		idf := math.Log(1 + (float64(n)-float64(df)+0.5)/(float64(df)+0.5))
-		terms = append(terms, weighted{qt.term, idf * float64(qt.count) * (k1 + 1)})
+		w := idf * float64(qt.count) * (k1 + 1)
+		terms = append(terms, weighted{qt.term, w, termLimit(parts, qt.term, w, c0, c1)})
 	}
+	// Sorted by weight, not by limit: limits depend on what earlier searches
+	// read, and the order terms are summed in must not (scores would differ
+	// in their last bits from one search to the next).
 	sort.SliceStable(terms, func(i, j int) bool { return terms[i].w > terms[j].w })
 	rest := make([]float64, len(terms)+1) // rest[i]: sum of the bounds of terms[i:]
 	for i := len(terms) - 1; i >= 0; i-- {
-		rest[i] = rest[i+1] + terms[i].w
+		rest[i] = rest[i+1] + terms[i].limit
 	}
 	if among != nil && len(among) != len(parts) {
 		return nil, fmt.Errorf("keyword: %d document lists for %d parts", len(among), len(parts))
@@ -141,9 +147,14 @@ func (s BM25) SearchAmong(parts []Part, query string, k int, among [][]uint32, a
 	for pi := range parts {
 		oks[pi] = acceptFunc(pi, allow, among)
 	}
-	c0, c1 := k1*(1-b), k1*b/avgLen // length norm = c0 + c1*docLen
 	existingOnly, theta := false, -1.0
 	var cands []uint32
+	sets := make([]*docSet, len(parts)) // among's lists, their ordinals kept across terms
+	for pi := range among {
+		if among[pi] != nil {
+			sets[pi] = &docSet{docs: among[pi]}
+		}
+	}
 	for i, t := range terms {
 		if i > 0 && !s.exhaustive {
 			theta = kthScore(accs, k)
@@ -160,7 +171,7 @@ func (s BM25) SearchAmong(parts []Part, query string, k int, among [][]uint32, a
 				acc.add(doc, w*f/(f+c0+c1*float64(docLen)), ok, existingOnly)
 			}
 			if sk, isSeeker := p.(seeker); isSeeker {
-				var docs []uint32
+				var set *docSet
 				cost := seekCost
 				switch {
 				case existingOnly:
@@ -168,14 +179,18 @@ func (s BM25) SearchAmong(parts []Part, query string, k int, among [][]uint32, a
 					// this term's score; the others end below the k-th
 					// best.
 					cands = acc.candidates(theta-rest[i], cands)
-					docs = cands
-				case among != nil && among[pi] != nil:
-					docs, cost = among[pi], amongSeekCost
+					set = &docSet{docs: cands}
+				case sets[pi] != nil:
+					set, cost = sets[pi], amongSeekCost
 				}
-				if docs != nil && len(docs)*cost < p.DocFreq(t.term) {
-					sk.postingsOf(t.term, docs, add)
+				if set != nil && len(set.docs)*cost < p.DocFreq(t.term) {
+					sk.postingsOf(t.term, set, add)
 					continue
 				}
+			}
+			if seg, isSeg := p.(*Segment); isSeg {
+				seg.postingBlocks(t.term, func(b *postingBlock) { acc.addBlock(b, w, c0, c1, ok, existingOnly) })
+				continue
 			}
 			p.Postings(t.term, add)
 		}

@@ -161,6 +161,8 @@ type Segment struct {
 	terms     []byte // numTerms+1 entries of (term off, postings off, df)
 	termBytes []byte
 	post      []byte
+
+	bounds segBounds // bounds of the terms read whole so far (bound.go)
 }
 
 // Open returns a Segment reading b, which must stay unchanged while the
@@ -274,10 +276,66 @@ func (s *Segment) Postings(term string, fn func(doc uint32, tf, docLen uint32)) 
 	if i < 0 {
 		return
 	}
-	if c, ok := s.cursor(i); ok {
-		for c.next() {
-			c.emit(fn)
+	c, ok := s.cursor(i)
+	if !ok {
+		return
+	}
+	var st termStat
+	for c.next() {
+		doc, tf, docLen := c.posting()
+		st = st.with(tf, docLen)
+		fn(doc, tf, docLen)
+	}
+	if !c.bad && c.n == c.df {
+		s.learnBound(i, st)
+	}
+}
+
+// postingBlock is up to blockSize postings of one term, as Postings gives
+// them (document, frequency and document length in TokenUnits).
+type postingBlock struct {
+	n               int
+	docs, tfs, lens [blockSize]uint32
+}
+
+// postingBlocks is Postings a block at a time: the ordinals of a block are
+// decoded first and then looked up in the docs table together, so the
+// lookups (cache misses in a large segment) overlap instead of each waiting
+// for the previous posting's scoring.
+func (s *Segment) postingBlocks(term string, fn func(*postingBlock)) {
+	i := s.find(term)
+	if i < 0 {
+		return
+	}
+	c, ok := s.cursor(i)
+	if !ok {
+		return
+	}
+	var (
+		b    postingBlock
+		ords [blockSize]uint64
+		st   termStat
+	)
+	u := uint64(s.units)
+	for {
+		b.n = 0
+		for b.n < blockSize && c.next() {
+			ords[b.n], b.tfs[b.n] = c.ord, uint32(min(u*c.tf, math.MaxUint32))
+			b.n++
 		}
+		if b.n == 0 {
+			break
+		}
+		for j, o := range ords[:b.n] {
+			e := s.docs[docEntry*o:]
+			b.docs[j] = binary.LittleEndian.Uint32(e)
+			b.lens[j] = uint32(min(u*uint64(binary.LittleEndian.Uint32(e[4:])), math.MaxUint32))
+			st = st.with(b.tfs[j], b.lens[j])
+		}
+		fn(&b)
+	}
+	if !c.bad && c.n == c.df {
+		s.learnBound(i, st)
 	}
 }
 
@@ -374,12 +432,16 @@ func (c *cursor) skipTo(ord uint64) {
 	c.n, c.pos = b*blockSize, int(off)
 }
 
-// emit calls fn with the current posting.
-func (c *cursor) emit(fn func(doc uint32, tf, docLen uint32)) {
+// posting returns the current posting: its document, the term's frequency
+// and the document's length, in TokenUnits.
+func (c *cursor) posting() (doc, tf, docLen uint32) {
 	e := c.s.docs[docEntry*c.ord:]
 	u := uint64(c.s.units)
-	fn(binary.LittleEndian.Uint32(e), uint32(min(u*c.tf, math.MaxUint32)), uint32(min(u*uint64(binary.LittleEndian.Uint32(e[4:])), math.MaxUint32)))
+	return binary.LittleEndian.Uint32(e), uint32(min(u*c.tf, math.MaxUint32)), uint32(min(u*uint64(binary.LittleEndian.Uint32(e[4:])), math.MaxUint32))
 }
+
+// emit calls fn with the current posting.
+func (c *cursor) emit(fn func(doc uint32, tf, docLen uint32)) { fn(c.posting()) }
 
 // checkPostings decodes term i's whole list and verifies its skip table.
 func (s *Segment) checkPostings(i int) error {
@@ -405,9 +467,9 @@ func (s *Segment) checkPostings(i int) error {
 	return nil
 }
 
-// postingsOf calls fn for the documents of docs (sorted, increasing) that
+// postingsOf calls fn for the documents of set (sorted, increasing) that
 // contain term, jumping over the blocks between them.
-func (s *Segment) postingsOf(term string, docs []uint32, fn func(doc uint32, tf, docLen uint32)) {
+func (s *Segment) postingsOf(term string, set *docSet, fn func(doc uint32, tf, docLen uint32)) {
 	i := s.find(term)
 	if i < 0 {
 		return
@@ -416,12 +478,12 @@ func (s *Segment) postingsOf(term string, docs []uint32, fn func(doc uint32, tf,
 	if !ok {
 		return
 	}
+	if set.ords == nil {
+		set.ords = s.ordinals(set.docs)
+	}
 	have := false // c holds a decoded posting not yet passed
-	from := 0     // docs is increasing: each ordinal is at or after the last
-	for _, d := range docs {
-		o, found := s.ordinalFrom(d, from)
-		from = o
-		if !found {
+	for _, o := range set.ords {
+		if o < 0 {
 			continue
 		}
 		ord := uint64(o)
@@ -444,6 +506,22 @@ func (s *Segment) postingsOf(term string, docs []uint32, fn func(doc uint32, tf,
 	}
 }
 
+// ordinals returns the position of each of docs (sorted, increasing) in the
+// docs table, -1 for those the segment does not hold.
+func (s *Segment) ordinals(docs []uint32) []int32 {
+	ords := make([]int32, len(docs))
+	from := 0
+	for k, d := range docs {
+		o, found := s.ordinalFrom(d, from)
+		from = o
+		ords[k] = int32(o)
+		if !found {
+			ords[k] = -1
+		}
+	}
+	return ords
+}
+
 // ordinal returns the position of doc in the docs table.
 func (s *Segment) ordinal(doc uint32) (uint64, bool) {
 	o, ok := s.ordinalFrom(doc, 0)
@@ -457,6 +535,11 @@ func (s *Segment) ordinal(doc uint32) (uint64, bool) {
 func (s *Segment) ordinalFrom(doc uint32, from int) (int, bool) {
 	at := func(i int) uint32 { return binary.LittleEndian.Uint32(s.docs[docEntry*i:]) }
 	lo := min(max(from, 0), s.numDocs)
+	// Documents are numbered densely from 0 in a segment that lost none
+	// (the usual case after compaction): doc sits at position doc.
+	if int64(doc) >= int64(lo) && int64(doc) < int64(s.numDocs) && at(int(doc)) == doc {
+		return int(doc), true
+	}
 	hi := lo
 	for step := 1; hi < s.numDocs && at(hi) < doc; step *= 2 {
 		lo = hi + 1

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"maps"
 	"math/rand/v2"
@@ -148,7 +149,8 @@ func FuzzOpen(f *testing.F) {
 		for _, q := range []string{"memory", "检索", "zzz", ""} {
 			seg.DocFreq(q)
 			seg.Postings(q, func(doc, tf, dl uint32) {})
-			seg.postingsOf(q, []uint32{0, 3, 7, 42, 100, 1 << 20}, func(doc, tf, dl uint32) {})
+			seg.postingsOf(q, &docSet{docs: []uint32{0, 3, 7, 42, 100, 1 << 20}}, func(doc, tf, dl uint32) {})
+			seg.postingBlocks(q, func(*postingBlock) {})
 		}
 		if _, err := Search([]Part{seg}, "memory recall 检索", 5, nil); err != nil {
 			t.Fatal(err)
@@ -180,14 +182,15 @@ func TestPostingsOf(t *testing.T) {
 		Part
 		seeker
 	}{idx, seg} {
-		for _, term := range []string{"common", "third", "rare", "absent"} {
-			for _, frac := range []int{1, 7, 300, 5000} {
-				var docs []uint32
-				for d := range uint32(10002) {
-					if r.IntN(frac) == 0 {
-						docs = append(docs, d)
-					}
+		for _, frac := range []int{1, 7, 300, 5000} {
+			var docs []uint32
+			for d := range uint32(10002) {
+				if r.IntN(frac) == 0 {
+					docs = append(docs, d)
 				}
+			}
+			set := &docSet{docs: docs} // one set for every term: a Segment keeps the ordinals it found
+			for _, term := range []string{"common", "third", "rare", "absent"} {
 				want := map[uint32]posting3{}
 				part.Postings(term, func(doc, tf, dl uint32) {
 					if _, ok := slices.BinarySearch(docs, doc); ok {
@@ -196,7 +199,7 @@ func TestPostingsOf(t *testing.T) {
 				})
 				got := map[uint32]posting3{}
 				prev := int64(-1)
-				part.postingsOf(term, docs, func(doc, tf, dl uint32) {
+				part.postingsOf(term, set, func(doc, tf, dl uint32) {
 					if int64(doc) <= prev {
 						t.Fatalf("%T %q: doc %d after %d", part, term, doc, prev)
 					}
@@ -207,6 +210,38 @@ func TestPostingsOf(t *testing.T) {
 					t.Fatalf("%T %q 1/%d: %d postings, want %d", part, term, frac, len(got), len(want))
 				}
 			}
+		}
+	}
+}
+
+// TestPostingBlocks: reading a Segment's list a block at a time gives
+// exactly what Postings gives, in order, across many blocks.
+func TestPostingBlocks(t *testing.T) {
+	docs, _ := shortTexts(5000, 0)
+	idx := NewIndex()
+	for i, d := range docs {
+		_ = idx.Add(uint32(3*i+1), d)
+	}
+	seg := mustSegment(t, idx)
+	for w := range 2000 {
+		term := fmt.Sprintf("w%d", w)
+		var want, got []posting3
+		seg.Postings(term, func(doc, tf, dl uint32) { want = append(want, posting3{doc, tf, dl}) })
+		blocks := 0
+		seg.postingBlocks(term, func(b *postingBlock) {
+			if b.n < 1 || b.n > blockSize {
+				t.Fatalf("%q: block of %d", term, b.n)
+			}
+			blocks++
+			for i := range b.n {
+				got = append(got, posting3{b.docs[i], b.tfs[i], b.lens[i]})
+			}
+		})
+		if !slices.Equal(got, want) {
+			t.Fatalf("%q: %d postings in blocks, %d from Postings", term, len(got), len(want))
+		}
+		if blocks != (len(want)+blockSize-1)/blockSize {
+			t.Fatalf("%q: %d postings in %d blocks", term, len(want), blocks)
 		}
 	}
 }
@@ -242,29 +277,35 @@ func TestCheckFindsBadSkipEntry(t *testing.T) {
 // TestOrdinalFrom: the galloping search finds what the binary search over
 // the whole table finds, from any start at or before the answer.
 func TestOrdinalFrom(t *testing.T) {
-	idx := NewIndex()
-	var docs []uint32
-	for d := uint32(0); d < 3000; d += 1 + d%7 {
-		if err := idx.Add(d, "word"); err != nil {
-			t.Fatal(err)
+	for name, step := range map[string]func(d uint32) uint32{
+		"gaps":            func(d uint32) uint32 { return 1 + d%7 },
+		"dense":           func(uint32) uint32 { return 1 }, // position == doc: the fast path
+		"dense then gaps": func(d uint32) uint32 { return 1 + d/1500*(d%5) },
+	} {
+		idx := NewIndex()
+		var docs []uint32
+		for d := uint32(0); d < 3000; d += step(d) {
+			if err := idx.Add(d, "word"); err != nil {
+				t.Fatal(err)
+			}
+			docs = append(docs, d)
 		}
-		docs = append(docs, d)
-	}
-	s := mustSegment(t, idx)
-	for probe := uint32(0); probe < 3010; probe++ {
-		want, wantOK := s.ordinal(probe)
-		// The linear truth.
-		lin := 0
-		for lin < len(docs) && docs[lin] < probe {
-			lin++
-		}
-		if int(want) != lin || wantOK != (lin < len(docs) && docs[lin] == probe) {
-			t.Fatalf("ordinal(%d) = %d %v, want %d", probe, want, wantOK, lin)
-		}
-		for _, from := range []int{0, lin / 2, max(lin-1, 0), lin} {
-			got, ok := s.ordinalFrom(probe, from)
-			if got != lin || ok != wantOK {
-				t.Fatalf("ordinalFrom(%d, %d) = %d %v, want %d %v", probe, from, got, ok, lin, wantOK)
+		s := mustSegment(t, idx)
+		for probe := uint32(0); probe < 3010; probe++ {
+			want, wantOK := s.ordinal(probe)
+			// The linear truth.
+			lin := 0
+			for lin < len(docs) && docs[lin] < probe {
+				lin++
+			}
+			if int(want) != lin || wantOK != (lin < len(docs) && docs[lin] == probe) {
+				t.Fatalf("%s: ordinal(%d) = %d %v, want %d", name, probe, want, wantOK, lin)
+			}
+			for _, from := range []int{0, lin / 2, max(lin-1, 0), lin} {
+				got, ok := s.ordinalFrom(probe, from)
+				if got != lin || ok != wantOK {
+					t.Fatalf("%s: ordinalFrom(%d, %d) = %d %v, want %d %v", name, probe, from, got, ok, lin, wantOK)
+				}
 			}
 		}
 	}

@@ -177,18 +177,35 @@ func (s *Store) currentFirst(ctx context.Context, coll Collection, p *recallPlan
 	sortRanked(all)
 	window := min(len(all), max(conflictWindow, p.K))
 	var pairs [][2]int
-	var involved []int
+	var newer []int
 	for i := 0; i < window; i++ {
 		for j := i + 1; j < window; j++ {
 			a, b := &all[i], &all[j]
 			if !a.Stale && !b.Stale && a.Score.Fused > 0 && b.Session == a.Session && b.Updated.After(a.Updated) && b.product >= closeRelevance*a.product {
 				pairs = append(pairs, [2]int{i, j})
-				involved = append(involved, i, j)
+				if !slices.Contains(newer, j) {
+					newer = append(newer, j)
+				}
 			}
 		}
 	}
+	// The newer memory of a pair must announce a change; most texts do not, so the
+	// older ones' texts are read only for the pairs whose newer one does.
 	if len(pairs) > 0 {
-		if err := loadTextsAt(ctx, coll, all, involved); err != nil {
+		if err := loadTextsAt(ctx, coll, all, newer); err != nil {
+			return nil, err
+		}
+		announces := map[int]bool{}
+		for _, j := range newer {
+			b := &all[j]
+			announces[j] = b.Context == "" && b.Text != "" && strongCue(b.Text) && factLike(b.Text)
+		}
+		var older []int
+		pairs = slices.DeleteFunc(pairs, func(pr [2]int) bool { return !announces[pr[1]] })
+		for _, pr := range pairs {
+			older = append(older, pr[0])
+		}
+		if err := loadTextsAt(ctx, coll, all, older); err != nil {
 			return nil, err
 		}
 	}

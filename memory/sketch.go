@@ -120,6 +120,13 @@ func sketchOf(text string) sketch {
 	return sk
 }
 
+// strongCue reports whether text announces a change strongly: the cue of its sketch,
+// without the rest.
+func strongCue(text string) bool {
+	c, _ := cueOf(strings.ToLower(norm.NFKC.String(text)))
+	return c == cueStrong
+}
+
 // salient reports whether an index term says what a text is about.
 func salient(t string) bool {
 	if keyword.IsQueryStopword(t) || genericTerms[t] || zhGeneric[t] {

@@ -16,7 +16,11 @@ import (
 // TestRecallProfile (opt-in: ENGRAM_SCALE_STORE=DIR of a store this
 // package built, ENGRAM_SCALE_N its size, default 1000000) runs the timed
 // recalls of Run again on that store, writing a CPU profile of them to
-// ENGRAM_SCALE_PROFILE (when set) and logging p50/p99 and the slowest.
+// ENGRAM_SCALE_PROFILE (when set) and logging p50/p99 and the slowest, over
+// all recalls and split by the session's share of the store (heavy: the
+// sessions of Heavy holding at least 1%). ENGRAM_SCALE_ONLY=heavy, small
+// or tiny (sessions of at most 1,000 memories) keeps just those recalls;
+// ENGRAM_SCALE_MODE=vector or keyword recalls with that side alone.
 func TestRecallProfile(t *testing.T) {
 	dir := os.Getenv("ENGRAM_SCALE_STORE")
 	if dir == "" {
@@ -50,16 +54,41 @@ func TestRecallProfile(t *testing.T) {
 		d       time.Duration
 		session string
 	}
+	only := os.Getenv("ENGRAM_SCALE_ONLY")
+	mode := memory.ModeHybrid
+	switch os.Getenv("ENGRAM_SCALE_MODE") {
+	case "vector":
+		mode = memory.ModeVector
+	case "keyword":
+		mode = memory.ModeKeyword
+	}
+	isHeavy := func(s int32) bool { return int(s) < len(Heavy) && Heavy[s] >= 0.01 }
 	var lat []q
+	byClass := map[bool][]time.Duration{}
+	cpu0 := cpuTime()
 	for i := range cfg.Queries {
 		s := d.session[r.IntN(cfg.N)]
 		vec, text := d.query(r, s, i%2 == 0)
+		if (only == "heavy" && !isHeavy(s)) || (only == "small" && isHeavy(s)) || (only == "tiny" && d.sizes[s] > 1000) {
+			continue
+		}
 		t0 := time.Now()
-		if _, err := st.RecallWithVector(ctx, text, vec, memory.RecallOptions{Session: sessionName(s), K: 10, NoTouch: true}); err != nil {
+		if _, err := st.RecallWithVector(ctx, text, vec, memory.RecallOptions{Session: sessionName(s), K: 10, NoTouch: true, Mode: mode}); err != nil {
 			t.Fatal(err)
 		}
 		lat = append(lat, q{time.Since(t0), sessionName(s)})
+		byClass[isHeavy(s)] = append(byClass[isHeavy(s)], lat[len(lat)-1].d)
 	}
+	if len(lat) == 0 {
+		t.Fatal("no recalls")
+	}
+	t.Logf("process CPU per recall %v", (cpuTime()-cpu0)/time.Duration(len(lat)))
 	slices.SortFunc(lat, func(a, b q) int { return int(a.d - b.d) })
 	t.Logf("p50 %v p99 %v; slowest: %v", lat[len(lat)/2].d, lat[len(lat)*99/100].d, lat[len(lat)-5:])
+	for _, heavy := range []bool{false, true} {
+		if ds := byClass[heavy]; len(ds) > 0 {
+			slices.Sort(ds)
+			t.Logf("heavy=%v: %d recalls, p50 %v p99 %v", heavy, len(ds), ds[len(ds)/2], ds[len(ds)*99/100])
+		}
+	}
 }

@@ -36,6 +36,7 @@ func run() error {
 	dir := flag.String("dir", "", "store directory (default: a temporary one, removed after)")
 	out := flag.String("out", "bench/results/scale.md", "report file (- for stdout)")
 	peer := flag.Bool("peer", false, "also time python3-hnswlib's build on the same vectors (scripts/peers/scale_build.py, /usr/bin/python3)")
+	peerOnly := flag.Bool("peer-only", false, "time only python3-hnswlib's build on the vectors the benchmark would ingest, and print its figures as one JSON line")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", flag.Args())
@@ -48,6 +49,18 @@ func run() error {
 		}
 		defer os.RemoveAll(tmp)
 		cfg.Dir = tmp + "/store"
+	}
+	if *peerOnly {
+		p, err := runPeer(cfg)
+		if err != nil {
+			return err
+		}
+		return json.NewEncoder(os.Stdout).Encode(struct {
+			*scale.Peer
+			Dim       int    `json:"dim"`
+			LoadStart string `json:"load_start"`
+			LoadEnd   string `json:"load_end"`
+		}{p, cfg.Dim, p.LoadStart, scale.Load()})
 	}
 	m := scale.ThisMachine()
 	m.Command = "go run ./bench/cmd/scale " + strings.Join(os.Args[1:], " ")
