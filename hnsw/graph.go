@@ -590,9 +590,18 @@ func (g *graph) scan(s *scratch, q []float32, k, n int, a *accept, rescore bool)
 			s.tr.codes = append(s.tr.codes, batch...)
 		}
 		dists := s.dists[:len(batch)]
-		if quant.CodeDistances(g.metric, dists, qc, g.codes, batch) != nil {
-			for i, id := range batch { // unreachable: ids < n
-				dists[i] = g.codeDist(qc, id)
+		// A few codes at a time, the next few prefetched whole meanwhile:
+		// a session's codes are scattered, so nothing else loads them
+		// ahead and each would be a row of cache misses.
+		const group = 8
+		g.prefetchCodes(batch[:min(group, len(batch))])
+		for lo := 0; lo < len(batch); lo += group {
+			hi := min(lo+group, len(batch))
+			g.prefetchCodes(batch[hi:min(hi+group, len(batch))])
+			if quant.CodeDistances(g.metric, dists[lo:hi], qc, g.codes, batch[lo:hi]) != nil {
+				for i, id := range batch[lo:hi] { // unreachable: ids < n
+					dists[lo+i] = g.codeDist(qc, id)
+				}
 			}
 		}
 		for i, id := range batch {
@@ -638,6 +647,13 @@ func (g *graph) scan(s *scratch, q []float32, k, n int, a *accept, rescore bool)
 	flush()
 	s.batch = batch
 	return g.finish(s, q, k, rescore)
+}
+
+// prefetchCodes asks the CPU to load every cache line of the codes of ids.
+func (g *graph) prefetchCodes(ids []uint32) {
+	for _, id := range ids {
+		prefetchLines(&g.codes[int(id)*g.dim], g.dim)
+	}
 }
 
 // rescoreCount is how many of the best code candidates are rescored.

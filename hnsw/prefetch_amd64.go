@@ -18,3 +18,10 @@ func prefetchU32(p *uint32)
 //
 //go:noescape
 func prefetchF32(p *float32)
+
+// prefetchLines is prefetch for every cache line of the n bytes at p (n
+// a multiple of 64 or not: the last partial line is fetched too). The
+// caller guarantees the bytes are in one slice.
+//
+//go:noescape
+func prefetchLines(p *int8, n int)

@@ -19,3 +19,17 @@ TEXT ·prefetchF32(SB), NOSPLIT, $0-8
 	MOVQ p+0(FP), AX
 	PREFETCHT0 (AX)
 	RET
+
+// func prefetchLines(p *int8, n int)
+TEXT ·prefetchLines(SB), NOSPLIT, $0-16
+	MOVQ p+0(FP), AX
+	MOVQ n+8(FP), CX
+	TESTQ CX, CX
+	JLE done
+loop:
+	PREFETCHT0 (AX)
+	ADDQ $64, AX
+	SUBQ $64, CX
+	JG loop
+done:
+	RET
