@@ -41,6 +41,7 @@ func TestRecallProfile(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
+	memOpen := ReadMem()
 	if p := os.Getenv("ENGRAM_SCALE_PROFILE"); p != "" {
 		f, err := os.Create(p)
 		if err != nil {
@@ -62,7 +63,6 @@ func TestRecallProfile(t *testing.T) {
 	case "keyword":
 		mode = memory.ModeKeyword
 	}
-	isHeavy := func(s int32) bool { return int(s) < len(Heavy) && Heavy[s] >= 0.01 }
 	var lat []q
 	byClass := map[bool][]time.Duration{}
 	cpu0 := cpuTime()
@@ -83,6 +83,13 @@ func TestRecallProfile(t *testing.T) {
 		t.Fatal("no recalls")
 	}
 	t.Logf("process CPU per recall %v", (cpuTime()-cpu0)/time.Duration(len(lat)))
+	mib := func(b int64) float64 { return float64(b) / (1 << 20) }
+	for _, m := range []struct {
+		when string
+		m    Mem
+	}{{"after open", memOpen}, {"after the recalls", ReadMem()}} {
+		t.Logf("%s: VmRSS %.1f MiB (anon %.1f, file %.1f)", m.when, mib(m.m.RSS), mib(m.m.Anon), mib(m.m.File))
+	}
 	slices.SortFunc(lat, func(a, b q) int { return int(a.d - b.d) })
 	t.Logf("p50 %v p99 %v; slowest: %v", lat[len(lat)/2].d, lat[len(lat)*99/100].d, lat[len(lat)-5:])
 	for _, heavy := range []bool{false, true} {

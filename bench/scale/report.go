@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 )
@@ -64,15 +65,21 @@ func (r *Report) Markdown(m Machine) string {
 	w("Data: %d memories, %d sessions (heavy ones holding %s of the store, the rest small), %d clusters in a %d-d latent space mapped to %d-d; %d timed recalls, %d searches per band.\n\n",
 		c.N, c.Sessions, heavyShares(), c.Clusters, latent, c.Dim, c.Queries, c.BandQueries)
 
-	w("## Ingest, disk, compaction, open\n\n| figure | value |\n|---|---:|\n")
-	w("| ingest (Import with vectors + Flush), wall | %.1f s |\n", r.IngestWall.Seconds())
-	w("| ingest CPU (process, all threads) | %.1f s |\n", r.IngestCPU.Seconds())
-	w("| ingest rate per wall second | %.0f memories/s |\n", float64(c.N)/r.IngestWall.Seconds())
-	w("| ingest rate per CPU second | %.0f memories/s |\n", float64(c.N)/r.IngestCPU.Seconds())
-	w("| compaction (Compact after ingest), wall | %.1f s |\n", r.CompactWall.Seconds())
+	w("## Ingest, disk, compaction, open\n\n")
+	if r.MeasureOnly {
+		w("Measured on a store built by an earlier run (`-measure-only`): no ingest or compaction figures here; everything below ran in a fresh process.\n\n")
+	}
+	w("| figure | value |\n|---|---:|\n")
+	if !r.MeasureOnly {
+		w("| ingest (Import with vectors + Flush), wall | %.1f s |\n", r.IngestWall.Seconds())
+		w("| ingest CPU (process, all threads) | %.1f s |\n", r.IngestCPU.Seconds())
+		w("| ingest rate per wall second | %.0f memories/s |\n", float64(c.N)/r.IngestWall.Seconds())
+		w("| ingest rate per CPU second | %.0f memories/s |\n", float64(c.N)/r.IngestCPU.Seconds())
+		w("| compaction (Compact after ingest), wall | %.1f s |\n", r.CompactWall.Seconds())
+	}
 	w("| disk after compaction | %s (%.0f bytes/memory, %d segment files) |\n", mib(r.DiskBytes), float64(r.DiskBytes)/float64(c.N), r.Segments)
 	w("| open (memory.Open) | %s |\n\n", ms(r.OpenWall))
-	if p := r.Peer; p != nil {
+	if p := r.Peer; p != nil && !r.MeasureOnly {
 		ours := float64(c.N) / r.IngestCPU.Seconds()
 		w("Peer build on the same %d vectors (`%s`, load at start %s): %s, cosine, M=16, efC=200, one thread: %.1f s wall, %.1f s CPU, %.0f vectors per CPU second. The engine's ingest (through the memory layer, WAL, flushes and merges included) is %.2fx that per CPU second.\n\n",
 			p.N, p.Command, p.LoadStart, p.Impl, p.WallS, p.CPUS, p.PerCPUS, ours/p.PerCPUS)
@@ -82,20 +89,36 @@ func (r *Report) Markdown(m Machine) string {
 	cg := CodesGraphBytes(c.N, c.Dim)
 	w("int8 codes + graph, estimated: %s (%d bytes/vector); float32 vectors: %s.\n\n", mib(cg), cg/int64(c.N), mib(int64(c.N)*int64(c.Dim)*4))
 	w("| when | VmRSS | RssAnon | RssFile | VmHWM | VmRSS / (codes+graph) |\n|---|---:|---:|---:|---:|---:|\n")
-	for _, row := range []struct {
+	rows := []struct {
 		name string
 		m    Mem
 	}{
 		{"after ingest", r.MemIngest}, {"store closed, heap returned", r.MemBeforeOpen}, {"after open", r.MemOpen},
 		{"after the timed recalls", r.MemQueries}, {"after the bands (exact scans read every vector)", r.MemExact},
-	} {
+	}
+	if r.MeasureOnly {
+		rows = slices.Delete(rows, 0, 1)
+		rows[0].name = "before open (fresh process)"
+	}
+	for _, row := range rows {
 		w("| %s | %s | %s | %s | %s | %.2f |\n", row.name, mib(row.m.RSS), mib(row.m.Anon), mib(row.m.File), mib(row.m.HWM), float64(row.m.RSS)/float64(cg))
 	}
-	w("\nThe process also holds the generator's tables and Go runtime; RssFile is the mmap'd segment pages touched.\n\n")
+	if r.MeasureOnly {
+		w("\nThe process holds the generator's tables (sessions of every memory, cluster centres) and the Go runtime besides the store; RssFile is the mmap'd segment pages touched.\n\n")
+	} else {
+		w("\nThe process also holds what the ingest left in the Go heap (see \"store closed\") and the generator's tables; `-measure-only` on the same store measures in a fresh process. RssFile is the mmap'd segment pages touched.\n\n")
+	}
 
 	w("## Recall latency (embedding excluded)\n\n| query | p50 | p99 | recall@10 vs exact |\n|---|---:|---:|---:|\n")
 	w("| memory layer: RecallWithVector, session-scoped, hybrid (vector + BM25), K=10 | %s | %s | |\n", ms(r.RecallP50), ms(r.RecallP99))
+	if r.HeavyRecalls > 0 {
+		w("| the same, sessions holding under 1%% of the store (%d recalls) | %s | %s | |\n", c.Queries-r.HeavyRecalls, ms(r.SmallP50), ms(r.SmallP99))
+		w("| the same, sessions holding 1%% to 10%% (%d recalls) | %s | %s | |\n", r.HeavyRecalls, ms(r.HeavyP50), ms(r.HeavyP99))
+	}
 	w("| engine vector search, no filter, K=10 | %s | %s | %.3f |\n\n", ms(r.AllP50), ms(r.AllP99), r.AllRecall)
+	if r.RecallCPU > 0 {
+		w("Process CPU time per memory-layer recall (all threads, query generation included): %s.\n\n", ms(r.RecallCPU))
+	}
 
 	w("## Session-filtered vector search per selectivity band\n\n")
 	w("Engine Search with Filter Eq(\"session\", s), K=10, default ef; recall@10 against the exact scan of the session (Search Exact); strategy is hnsw.Plan for the session's count in one segment of N.\n\n")

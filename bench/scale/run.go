@@ -90,9 +90,17 @@ type Report struct {
 	MemOpen               Mem // after memory.Open
 	MemQueries            Mem // after the timed recalls
 	MemExact              Mem // after the bands' exact scans (they read every vector)
+	// MeasureOnly: the report of Measure, on a store built before (no
+	// ingest or compaction figures).
+	MeasureOnly bool
 	// Recall through the memory layer, session-scoped, hybrid, the query
-	// vector given.
+	// vector given; split by heavy sessions (isHeavy) and the others; the
+	// process CPU time per recall.
 	RecallP50, RecallP99 time.Duration
+	HeavyRecalls         int
+	HeavyP50, HeavyP99   time.Duration
+	SmallP50, SmallP99   time.Duration
+	RecallCPU            time.Duration
 	// Unfiltered vector search (engine, k=10): latency and recall@10
 	// against the exact scan.
 	AllP50, AllP99 time.Duration
@@ -173,33 +181,69 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Report, error) {
 	batch = nil
 	runtime.GC()
 	debug.FreeOSMemory()
+	logf(progress, "compacted in %v", rep.CompactWall)
+	return rep, measure(ctx, cfg, d, rep, progress)
+}
+
+// Measure measures the store a Run left in cfg.Dir (the same Config) in
+// this process, without ingesting: open, recall latency, resident memory
+// and the bands. In a process of its own, resident memory is the store's
+// and not what the ingest left in the heap.
+func Measure(ctx context.Context, cfg Config, progress io.Writer) (*Report, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(filepath.Join(cfg.Dir, "CURRENT")); err != nil {
+		return nil, fmt.Errorf("scale: no store in %s: %w", cfg.Dir, err)
+	}
+	rep := &Report{Config: cfg, MeasureOnly: true}
+	rep.DiskBytes = dirBytes(cfg.Dir)
+	rep.Segments = countFiles(filepath.Join(cfg.Dir, "seg"))
+	return rep, measure(ctx, cfg, newData(cfg), rep, progress)
+}
+
+// measure fills rep's open, recall, memory and band figures from the store
+// in cfg.Dir.
+func measure(ctx context.Context, cfg Config, d *data, rep *Report, progress io.Writer) error {
+	opts := memory.OpenOptions{Options: memory.Options{Embedder: hashEmbedder{cfg.Dim}}}
 	rep.MemBeforeOpen = ReadMem()
 
 	// Open and recall through the memory layer.
-	logf(progress, "compacted in %v; opening", rep.CompactWall)
-	t0 = time.Now()
-	st, err = memory.Open(cfg.Dir, opts)
+	logf(progress, "opening")
+	t0 := time.Now()
+	st, err := memory.Open(cfg.Dir, opts)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	rep.OpenWall = time.Since(t0)
 	rep.MemOpen = ReadMem()
 	r := rand.New(rand.NewPCG(cfg.Seed, 1<<40))
 	lat := make([]time.Duration, 0, cfg.Queries)
+	var heavy, small []time.Duration
+	cpu0 := cpuTime()
 	for q := range cfg.Queries {
 		s := d.session[r.IntN(cfg.N)] // sessions weighted by their size
 		vec, text := d.query(r, s, q%2 == 0)
 		t := time.Now()
 		if _, err := st.RecallWithVector(ctx, text, vec, memory.RecallOptions{Session: sessionName(s), K: 10, NoTouch: true}); err != nil {
 			_ = st.Close()
-			return nil, err
+			return err
 		}
 		lat = append(lat, time.Since(t))
+		if isHeavy(s) {
+			heavy = append(heavy, lat[len(lat)-1])
+		} else {
+			small = append(small, lat[len(lat)-1])
+		}
 	}
+	rep.RecallCPU = (cpuTime() - cpu0) / time.Duration(cfg.Queries)
 	rep.RecallP50, rep.RecallP99 = pct(lat, 50), pct(lat, 99)
+	rep.HeavyRecalls, rep.HeavyP50, rep.HeavyP99 = len(heavy), pct(heavy, 50), pct(heavy, 99)
+	rep.SmallP50, rep.SmallP99 = pct(small, 50), pct(small, 99)
 	rep.MemQueries = ReadMem()
 	if err := st.Close(); err != nil {
-		return nil, err
+		return err
 	}
 
 	// Vector search per band, against the exact scan (engine level: the
@@ -207,14 +251,14 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Report, error) {
 	logf(progress, "recall p50 %v p99 %v; bands", rep.RecallP50, rep.RecallP99)
 	db, err := engine.Open(cfg.Dir, engine.Options{ReadOnly: true})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer db.Close()
 	coll, err := vectorCollection(db, cfg.Dim)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	measure := func(f *engine.Filter, s int32, n int) (rc float64, approx, exact []time.Duration, err error) {
+	search := func(f *engine.Filter, s int32, n int) (rc float64, approx, exact []time.Duration, err error) {
 		var sum float64
 		for q := range n {
 			vec, _ := d.query(r, s, s >= 0 && q%2 == 0)
@@ -234,9 +278,9 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Report, error) {
 		}
 		return sum / float64(n), approx, exact, nil
 	}
-	rc, approx, _, err := measure(nil, -1, cfg.BandQueries)
+	rc, approx, _, err := search(nil, -1, cfg.BandQueries)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	rep.AllRecall, rep.AllP50, rep.AllP99 = rc, pct(approx, 50), pct(approx, 99)
 	for _, s := range d.heavy {
@@ -244,16 +288,20 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Report, error) {
 		b := Band{Session: name, Count: d.sizes[s], Share: float64(d.sizes[s]) / float64(cfg.N)}
 		b.Strategy = hnsw.Plan(b.Count, cfg.N, 0).String()
 		logf(progress, "band %s (%d memories, %s)", name, b.Count, b.Strategy)
-		rc, approx, exact, err := measure(engine.Eq("session", engine.String(name)), int32(s), cfg.BandQueries)
+		rc, approx, exact, err := search(engine.Eq("session", engine.String(name)), int32(s), cfg.BandQueries)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		b.Recall, b.P50, b.P99, b.ExactP50 = rc, pct(approx, 50), pct(approx, 99), pct(exact, 50)
 		rep.Bands = append(rep.Bands, b)
 	}
 	rep.MemExact = ReadMem()
-	return rep, nil
+	return nil
 }
+
+// isHeavy reports whether session s is one of Heavy holding at least 1% of
+// the store.
+func isHeavy(s int32) bool { return int(s) < len(Heavy) && Heavy[s] >= 0.01 }
 
 // vectorCollection finds the memory layer's collection of dimension dim.
 func vectorCollection(db *engine.DB, dim int) (*engine.Collection, error) {

@@ -87,10 +87,35 @@ func TestSmallRun(t *testing.T) {
 		t.Errorf("implausible report %+v", rep)
 	}
 	md := rep.Markdown(ThisMachine())
-	for _, want := range []string{"ingest rate per CPU second", "VmRSS", "recall@10", heavy0()} {
+	for _, want := range []string{"ingest rate per CPU second", "VmRSS", "recall@10", heavy0(), "sessions holding 1% to 10%"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q", want)
 		}
+	}
+	if rep.HeavyRecalls == 0 || rep.HeavyRecalls == cfg.Queries || rep.HeavyP50 <= 0 || rep.SmallP50 <= 0 || rep.RecallCPU <= 0 {
+		t.Errorf("recalls not split by session size: %+v", rep)
+	}
+
+	// Measure: the same store again, without ingesting; the same queries
+	// find the same bands.
+	again, err := Measure(context.Background(), cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !again.MeasureOnly || again.IngestWall != 0 || again.RecallP50 <= 0 || len(again.Bands) != len(rep.Bands) || again.DiskBytes != rep.DiskBytes {
+		t.Errorf("Measure: %+v", again)
+	}
+	for i, b := range again.Bands {
+		if b.Recall != rep.Bands[i].Recall || b.Count != rep.Bands[i].Count {
+			t.Errorf("Measure band %s: recall %.3f of %d, Run %.3f of %d", b.Session, b.Recall, b.Count, rep.Bands[i].Recall, rep.Bands[i].Count)
+		}
+	}
+	md = again.Markdown(ThisMachine())
+	if strings.Contains(md, "ingest rate") || !strings.Contains(md, "-measure-only") {
+		t.Errorf("Measure's report:\n%s", md)
+	}
+	if _, err := Measure(context.Background(), Config{N: 2000, Dim: 32, Sessions: 100, Dir: t.TempDir()}, nil); err == nil {
+		t.Error("Measure of an empty directory: no error")
 	}
 }
 

@@ -36,6 +36,7 @@ func run() error {
 	dir := flag.String("dir", "", "store directory (default: a temporary one, removed after)")
 	out := flag.String("out", "bench/results/scale.md", "report file (- for stdout)")
 	peer := flag.Bool("peer", false, "also time python3-hnswlib's build on the same vectors (scripts/peers/scale_build.py, /usr/bin/python3)")
+	measureOnly := flag.Bool("measure-only", false, "measure the store an earlier run left in -dir (same -n, -dim, -sessions) in this fresh process: open, recall latency, resident memory, bands; no ingest")
 	peerOnly := flag.Bool("peer-only", false, "time only python3-hnswlib's build on the vectors the benchmark would ingest, and print its figures as one JSON line")
 	flag.Parse()
 	if flag.NArg() > 0 {
@@ -65,11 +66,18 @@ func run() error {
 	m := scale.ThisMachine()
 	m.Command = "go run ./bench/cmd/scale " + strings.Join(os.Args[1:], " ")
 	m.LoadStart, m.Start = scale.Load(), time.Now()
-	rep, err := scale.Run(context.Background(), cfg, os.Stderr)
+	run := scale.Run
+	if *measureOnly {
+		if *dir == "" {
+			return fmt.Errorf("-measure-only needs -dir")
+		}
+		run = scale.Measure
+	}
+	rep, err := run(context.Background(), cfg, os.Stderr)
 	if err != nil {
 		return err
 	}
-	if *peer {
+	if *peer && !*measureOnly {
 		if rep.Peer, err = runPeer(cfg); err != nil {
 			return err
 		}
