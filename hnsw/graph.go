@@ -656,8 +656,14 @@ func (g *graph) prefetchCodes(ids []uint32) {
 	}
 }
 
-// rescoreCount is how many of the best code candidates are rescored.
-func rescoreCount(k int) int { return max(4*k, 40) }
+// rescoreCount is how many of the best code candidates are rescored: k
+// and a margin of k, at least 30. The code order departs from the float
+// order by a few ranks, so the margin need not grow past k: at 1M x
+// 1024-d, k = 100, session filters of 0.01% to 10% and none, rescoring 2k
+// found exactly the recall@10 and recall@100 that 4k found (1.000 and
+// 0.823-1.000), in about half the time (each rescored vector is a 4 KiB
+// read); rescoring k alone lost some (recall@100 0.996-0.998).
+func rescoreCount(k int) int { return k + max(k, 30) }
 
 // batchDistances returns the int8 code distances of qc to every id of
 // batch, in s's reused buffer.
