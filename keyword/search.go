@@ -256,36 +256,57 @@ const seekCost = 16
 const amongSeekCost = 2
 
 // kthScore returns the k-th best accepted score over accs, or -1 when fewer
-// than k documents have been accepted.
+// than k documents have been accepted. It runs before every term but the
+// first over every document found so far, so it keeps a plain min-heap of
+// the k best scores, inline, without container/heap's interface calls.
 func kthScore(accs []*accumulator, k int) float64 {
-	h := make(minFloats, 0, k)
-	for _, acc := range accs {
-		acc.each(func(_ uint32, s float64) {
-			if len(h) < k {
-				heap.Push(&h, s)
-			} else if s > h[0] {
-				h[0] = s
-				heap.Fix(&h, 0)
+	h := make([]float64, 0, k)
+	push := func(s float64) {
+		if len(h) < k {
+			h = append(h, s)
+			for i := len(h) - 1; i > 0; { // sift up
+				p := (i - 1) / 2
+				if h[p] <= h[i] {
+					break
+				}
+				h[p], h[i] = h[i], h[p]
+				i = p
 			}
-		})
+			return
+		}
+		if s <= h[0] {
+			return
+		}
+		h[0] = s
+		for i := 0; ; { // sift down
+			l, m := 2*i+1, i
+			if l < len(h) && h[l] < h[m] {
+				m = l
+			}
+			if r := l + 1; r < len(h) && h[r] < h[m] {
+				m = r
+			}
+			if m == i {
+				break
+			}
+			h[i], h[m] = h[m], h[i]
+			i = m
+		}
+	}
+	for _, acc := range accs {
+		for _, d := range acc.touched {
+			if acc.state[d] == accepted {
+				push(acc.dense[d])
+			}
+		}
+		for _, s := range acc.sparse {
+			push(s)
+		}
 	}
 	if len(h) < k {
 		return -1
 	}
 	return h[0]
-}
-
-type minFloats []float64
-
-func (h minFloats) Len() int           { return len(h) }
-func (h minFloats) Less(i, j int) bool { return h[i] < h[j] }
-func (h minFloats) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *minFloats) Push(x any)        { *h = append(*h, x.(float64)) }
-func (h *minFloats) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
 }
 
 func (s BM25) params() (k1, b float64) {
