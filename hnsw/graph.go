@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/engramdb/engram/quant"
 )
@@ -328,8 +329,8 @@ func (g *graph) searchLayer(s *scratch, qc []int8, ep uint32, epD int32, ef, lev
 		if len(s.cand) > 0 && level == 0 {
 			// The next candidate is likely expanded next: start loading
 			// its list now.
-			l0 := g.level0
-			prefetchU32(&l0[int(keyID(s.cand[0])^salt)*g.stride0()])
+			o := int(keyID(s.cand[0])^salt) * g.stride0()
+			prefetchSpan(unsafe.Pointer(&g.level0[o]), 4*g.stride0())
 		}
 		if tr != nil {
 			tr.lists0 = append(tr.lists0, keyID(c)^salt) // queries walk level 0 only
@@ -344,11 +345,7 @@ func (g *graph) searchLayer(s *scratch, qc []int8, ep uint32, epD int32, ef, lev
 			if int(nb) >= len(g.flags) || !s.visit(nb) {
 				continue
 			}
-			o := int(nb) * g.dim
-			prefetch(&g.codes[o])
-			if g.dim > 64 {
-				prefetch(&g.codes[o+64])
-			}
+			prefetchSpan(unsafe.Pointer(&g.codes[int(nb)*g.dim]), g.dim)
 			batch = append(batch, nb)
 		}
 		s.batch = batch
@@ -652,7 +649,7 @@ func (g *graph) scan(s *scratch, q []float32, k, n int, a *accept, rescore bool)
 // prefetchCodes asks the CPU to load every cache line of the codes of ids.
 func (g *graph) prefetchCodes(ids []uint32) {
 	for _, id := range ids {
-		prefetchLines(&g.codes[int(id)*g.dim], g.dim)
+		prefetchSpan(unsafe.Pointer(&g.codes[int(id)*g.dim]), g.dim)
 	}
 }
 

@@ -2,6 +2,8 @@
 
 package hnsw
 
+import "unsafe"
+
 // prefetch asks the CPU to start loading the cache line at p. Search
 // issues it for every unvisited neighbour's code before computing any
 // distance, so the cache misses overlap instead of queueing.
@@ -19,9 +21,8 @@ func prefetchU32(p *uint32)
 //go:noescape
 func prefetchF32(p *float32)
 
-// prefetchLines is prefetch for every cache line of the n bytes at p (n
-// a multiple of 64 or not: the last partial line is fetched too). The
-// caller guarantees the bytes are in one slice.
+// prefetchSpan is prefetch for every cache line holding a byte of the n
+// bytes at p (a 100-byte code can straddle three lines).
 //
 //go:noescape
-func prefetchLines(p *int8, n int)
+func prefetchSpan(p unsafe.Pointer, n int)

@@ -20,16 +20,18 @@ TEXT ·prefetchF32(SB), NOSPLIT, $0-8
 	PREFETCHT0 (AX)
 	RET
 
-// func prefetchLines(p *int8, n int)
-TEXT ·prefetchLines(SB), NOSPLIT, $0-16
+// func prefetchSpan(p unsafe.Pointer, n int)
+TEXT ·prefetchSpan(SB), NOSPLIT, $0-16
 	MOVQ p+0(FP), AX
 	MOVQ n+8(FP), CX
 	TESTQ CX, CX
 	JLE done
+	LEAQ -1(AX)(CX*1), DX // the last byte
+	ANDQ $~63, AX         // the first line
 loop:
 	PREFETCHT0 (AX)
 	ADDQ $64, AX
-	SUBQ $64, CX
-	JG loop
+	CMPQ AX, DX
+	JLE loop
 done:
 	RET

@@ -2,6 +2,8 @@
 
 package hnsw
 
+import "unsafe"
+
 // prefetch is a no-op where there is no assembly prefetch.
 func prefetch(p *int8) {}
 
@@ -11,5 +13,5 @@ func prefetchU32(p *uint32) {}
 // prefetchF32 is a no-op where there is no assembly prefetch.
 func prefetchF32(p *float32) {}
 
-// prefetchLines is a no-op where there is no assembly prefetch.
-func prefetchLines(p *int8, n int) {}
+// prefetchSpan is a no-op where there is no assembly prefetch.
+func prefetchSpan(p unsafe.Pointer, n int) {}

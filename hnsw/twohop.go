@@ -180,13 +180,7 @@ func (g *graph) twoHopScore(s *scratch, qc []int8, batch []uint32, ef int, seeds
 	if len(batch) == 0 {
 		return
 	}
-	for _, nb := range batch {
-		o := int(nb) * g.dim
-		prefetch(&g.codes[o])
-		if g.dim > 64 {
-			prefetch(&g.codes[o+64])
-		}
-	}
+	g.prefetchCodes(batch)
 	if s.tr != nil {
 		s.tr.codes = append(s.tr.codes, batch...)
 	}
