@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"io"
+	"math/bits"
 	"slices"
 	"sort"
 	"time"
@@ -257,11 +258,34 @@ func (d *DB) buildReplacement(c *Collection, pick func(c *Collection) []*segment
 	c.mu.RUnlock()
 
 	r := &replacement{c: c, old: old, folded: map[string]access{}}
-	mem, err := newMemtable(c.cfg, &d.opts)
-	if err != nil {
-		return nil, err
+	// Most of a merge's work is inserting vectors into the new graph. The
+	// largest input without deleted records lends its graph instead: its
+	// nodes keep their ids and links, and only the other inputs' vectors
+	// are inserted (at 1M x 1024-d, compacting one large segment and a
+	// few small ones rebuilt the large one's graph for half an hour).
+	seed, live := seedInput(old, deleted)
+	var mem *memtable
+	if seed >= 0 {
+		if mem, err = newMemtableFrom(c.cfg, &d.opts, old[seed], live); err != nil {
+			seed = -1 // damaged or of other parameters: rebuild from the records
+		}
 	}
-	for i, s := range old {
+	if seed < 0 {
+		if mem, err = newMemtable(c.cfg, &d.opts); err != nil {
+			return nil, err
+		}
+	}
+	order := make([]int, 0, len(old))
+	if seed >= 0 {
+		order = append(order, seed)
+	}
+	for i := range old {
+		if i != seed {
+			order = append(order, i)
+		}
+	}
+	for _, i := range order {
+		s := old[i]
 		for node := uint32(0); node < uint32(s.n); node++ {
 			if node%1024 == 1023 {
 				pc.add(1024)
@@ -279,8 +303,12 @@ func (d *DB) buildReplacement(c *Collection, pick func(c *Collection) []*segment
 			if a, ok := ov[rec.ID]; ok {
 				r.folded[rec.ID] = a
 			}
-			vec := rec.Vector
-			if err := mem.insert(rec, vec); err != nil {
+			if i == seed {
+				err = mem.adopt(rec, node)
+			} else {
+				err = mem.insert(rec, rec.Vector)
+			}
+			if err != nil {
 				return nil, err
 			}
 			r.src = append(r.src, srcRef{seg: i, node: node})
@@ -308,6 +336,29 @@ func (d *DB) buildReplacement(c *Collection, pick func(c *Collection) []*segment
 		return nil, err
 	}
 	return r, nil
+}
+
+// seedMin is the fewest nodes an input needs to lend its graph to a merge:
+// below it, inserting is cheap and a graph built from all the inputs is
+// as good.
+const seedMin = 1024
+
+// seedInput returns the index of the largest of old (at least seedMin
+// nodes) with no deleted records, whose graph a merge can start from, or
+// -1; and the live records of all of old.
+func seedInput(old []*segment, deleted [][]uint64) (seed, live int) {
+	seed = -1
+	for i, s := range old {
+		dead := 0
+		for _, w := range deleted[i] {
+			dead += bits.OnesCount64(w)
+		}
+		live += s.n - dead
+		if dead == 0 && s.view != nil && s.view.Tombstones() == 0 && s.n >= seedMin && (seed < 0 || s.n > old[seed].n) {
+			seed = i
+		}
+	}
+	return seed, live
 }
 
 // throttle delays writes to about bytesPerSec.

@@ -89,6 +89,13 @@
 // longer names them is durable. Background compaction writes through a
 // rate limiter (Options.CompactBytesPerSec).
 //
+// The new graph starts as a copy of the largest input's, when that input
+// has no deleted records and at least 1,024 nodes (hnsw.FromView, after
+// verifying it whole): only the other inputs' vectors are inserted, which
+// is most of a merge's work (30,000 + 3 x 1,000 records of 64-d: 2 s
+// instead of 12). An input with deletions is rebuilt, so the merged graph
+// never keeps a deleted node.
+//
 // # Repair
 //
 // Repair (on a closed store) replaces damaged manifests with one written

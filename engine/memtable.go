@@ -37,6 +37,35 @@ func newMemtable(cfg CollectionConfig, opts *Options) (*memtable, error) {
 	return &memtable{idx: idx, kw: keyword.NewIndex(), byID: map[string]uint32{}}, nil
 }
 
+// newMemtableFrom returns a memtable whose graph starts as a copy of seg's
+// (hnsw.FromView: verified whole, refused with tombstones), with room for
+// capacity nodes. The caller adopts seg's records in node order before it
+// inserts any other.
+func newMemtableFrom(cfg CollectionConfig, opts *Options, seg *segment, capacity int) (*memtable, error) {
+	idx, err := hnsw.FromView(seg.view, hnsw.Config{Dim: cfg.Dim, Metric: cfg.Metric, M: opts.M, EfConstruction: opts.EfConstruction, Capacity: capacity})
+	if err != nil {
+		return nil, err
+	}
+	return &memtable{idx: idx, kw: keyword.NewIndex(), byID: map[string]uint32{}}, nil
+}
+
+// adopt adds r as node, whose vector the graph already holds (a memtable
+// from newMemtableFrom).
+func (m *memtable) adopt(r Record, node uint32) error {
+	if int(node) != len(m.recs) || int(node) >= m.idx.Len() {
+		return fmt.Errorf("engine: adopting node %d as record %d of a graph of %d", node, len(m.recs), m.idx.Len())
+	}
+	if err := m.kw.Add(node, r.Text); err != nil {
+		return fmt.Errorf("engine: keyword insert %q: %w", r.ID, err)
+	}
+	m.size += int64(len(r.Text)+len(r.ID)+4*len(r.Vector)) + 256
+	r.Vector = nil
+	m.recs = append(m.recs, memRec{rec: r})
+	m.byID[r.ID] = node
+	m.live++
+	return nil
+}
+
 // insert adds r (already validated; vec is the stored form) as a new node.
 func (m *memtable) insert(r Record, vec []float32) error {
 	node, err := m.idx.Insert(vec)

@@ -15,6 +15,14 @@ set -euo pipefail
 
 # The body is one function, parsed whole before it runs, so editing this
 # file while a comparison runs cannot change the running one.
+# simd names the widest integer SIMD the CPU offers (what the int8 kernels use).
+simd() {
+  if grep -qw avx512_vnni /proc/cpuinfo; then echo "AVX-512 VNNI"
+  elif grep -qw avx512bw /proc/cpuinfo; then echo "AVX-512"
+  elif grep -qw avx2 /proc/cpuinfo; then echo "AVX2, no AVX-512"
+  else echo "no AVX2"; fi
+}
+
 main() {
   cd "$(dirname "$0")/../.."
   local ds=${1:?usage: compare.sh DATASET [M] [EFC] [EFLIST] [THREADS]}
@@ -92,7 +100,7 @@ main() {
       echo "This file's last run was \`IMPLS=\"$impls\"\`: only those lines were measured then; the others come from an earlier full run of the same command."
     fi
     echo
-    echo "Machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) cores, AVX-512 VNNI, $(free -g | awk '/Mem:/{print $2}') GiB RAM; shared with other engineers' builds and tests (load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)), so wall-clock numbers are noisy. Throughput and latency are therefore compared in CPU time of the querying thread (CLOCK_THREAD_CPUTIME_ID), which other work disturbs far less (caches are still shared); compare implementations by the ratios of this one run."
+    echo "Machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) cores, $(simd), $(free -g | awk '/Mem:/{print $2}') GiB RAM; load average at the end: $(cut -d' ' -f1-3 /proc/loadavg) (other work on the machine makes wall-clock numbers noisy). Throughput and latency are therefore compared in CPU time of the querying thread (CLOCK_THREAD_CPUTIME_ID), which other work disturbs far less (caches are still shared); compare implementations by the ratios of this one run."
     echo
     echo "Peers: hnswlib $(dpkg-query -W -f='${Version}' libhnswlib-dev) headers with g++ -O3 -march=native; python3-hnswlib $(dpkg-query -W -f='${Version}' python3-hnswlib); FAISS $(dpkg-query -W -f='${Version}' python3-faiss). Queries one at a time on one thread; -threads $threads for the build. bytes/vector: for engram the resident search structures (int8 codes + graph; float32 vectors for rescoring are reported separately and may stay on disk), for the peers the growth of process RSS during the build / n (their whole index)."
   } > "$header"

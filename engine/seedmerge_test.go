@@ -1,0 +1,82 @@
+package engine
+
+import (
+	"math/rand/v2"
+	"path/filepath"
+	"testing"
+
+	"github.com/engramdb/engram/quant"
+)
+
+// TestMergeSeedsFromLargest: a merge starts from the graph of its largest
+// input without deleted records (seedInput), and the merged segment holds
+// every live record, each found by its own vector; with a deletion in the
+// large input it rebuilds, and the result is as complete.
+func TestMergeSeedsFromLargest(t *testing.T) {
+	for _, deleteInLarge := range []bool{false, true} {
+		dir := filepath.Join(t.TempDir(), "s")
+		db := openT(t, dir, testOpts())
+		c, _ := db.CreateCollection(CollectionConfig{Name: "a", Dim: 16, Metric: quant.Cosine})
+		r := rand.New(rand.NewPCG(8, 8))
+		var recs []Record
+		for i, n := range []int{300, seedMin + 500, 200} {
+			batch := mkRecords(r, 16, 10_000*i, n)
+			recs = append(recs, batch...)
+			if err := c.Upsert(ctx, batch); err != nil {
+				t.Fatal(err)
+			}
+			if err := db.Flush(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if deleteInLarge {
+			if _, err := c.Delete(recs[300].ID); err != nil {
+				t.Fatal(err)
+			}
+			recs = append(recs[:300], recs[301:]...)
+		}
+		c.mu.RLock()
+		segs := append([]*segment(nil), c.segs...)
+		deleted := make([][]uint64, len(segs))
+		for i, s := range segs {
+			deleted[i] = append([]uint64(nil), s.deleted...)
+		}
+		c.mu.RUnlock()
+		seed, live := seedInput(segs, deleted)
+		if live != len(recs) {
+			t.Fatalf("seedInput counts %d live records, want %d", live, len(recs))
+		}
+		switch {
+		case !deleteInLarge && (seed < 0 || segs[seed].n != seedMin+500):
+			t.Fatalf("seed %d, want the segment of %d", seed, seedMin+500)
+		case deleteInLarge && seed >= 0:
+			t.Fatalf("seed %d (of %d nodes) despite a deleted record in the large input", seed, segs[seed].n)
+		}
+		if seed >= 0 { // the segment's graph is taken as it is
+			mem, err := newMemtableFrom(c.cfg, &db.opts, segs[seed], live)
+			if err != nil || mem.idx.Len() != segs[seed].n {
+				t.Fatalf("newMemtableFrom: %v", err)
+			}
+		}
+		if err := db.Compact(); err != nil {
+			t.Fatal(err)
+		}
+		st := db.Stats().Collections[0]
+		if st.Segments != 1 || st.Records != len(recs) {
+			t.Fatalf("after compaction: %+v", st)
+		}
+		for i := 0; i < len(recs); i += 7 {
+			got, err := c.Search(ctx, SearchRequest{Vector: recs[i].Vector, K: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != 1 || got[0].ID != recs[i].ID || got[0].Record.Text != recs[i].Text {
+				t.Fatalf("record %s: %+v", recs[i].ID, got)
+			}
+		}
+		if err := db.Check(); err != nil {
+			t.Fatal(err)
+		}
+		db.Close()
+	}
+}
