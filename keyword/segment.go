@@ -272,23 +272,11 @@ func (s *Segment) DocFreq(term string) int {
 
 // Postings implements Part.
 func (s *Segment) Postings(term string, fn func(doc uint32, tf, docLen uint32)) {
-	i := s.find(term)
-	if i < 0 {
-		return
-	}
-	c, ok := s.cursor(i)
-	if !ok {
-		return
-	}
-	var st termStat
-	for c.next() {
-		doc, tf, docLen := c.posting()
-		st = st.with(tf, docLen)
-		fn(doc, tf, docLen)
-	}
-	if !c.bad && c.n == c.df {
-		s.learnBound(i, st)
-	}
+	s.postingBlocks(term, func(b *postingBlock) {
+		for i := range b.n {
+			fn(b.docs[i], b.tfs[i], b.lens[i])
+		}
+	})
 }
 
 // postingBlock is up to blockSize postings of one term, as Postings gives

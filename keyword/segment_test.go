@@ -215,7 +215,7 @@ func TestPostingsOf(t *testing.T) {
 }
 
 // TestPostingBlocks: reading a Segment's list a block at a time gives
-// exactly what Postings gives, in order, across many blocks.
+// exactly what the Index holds for the term, in order, across many blocks.
 func TestPostingBlocks(t *testing.T) {
 	docs, _ := shortTexts(5000, 0)
 	idx := NewIndex()
@@ -226,7 +226,7 @@ func TestPostingBlocks(t *testing.T) {
 	for w := range 2000 {
 		term := fmt.Sprintf("w%d", w)
 		var want, got []posting3
-		seg.Postings(term, func(doc, tf, dl uint32) { want = append(want, posting3{doc, tf, dl}) })
+		idx.Postings(term, func(doc, tf, dl uint32) { want = append(want, posting3{doc, tf, dl}) })
 		blocks := 0
 		seg.postingBlocks(term, func(b *postingBlock) {
 			if b.n < 1 || b.n > blockSize {
@@ -238,7 +238,7 @@ func TestPostingBlocks(t *testing.T) {
 			}
 		})
 		if !slices.Equal(got, want) {
-			t.Fatalf("%q: %d postings in blocks, %d from Postings", term, len(got), len(want))
+			t.Fatalf("%q: %d postings in blocks, %d in the Index", term, len(got), len(want))
 		}
 		if blocks != (len(want)+blockSize-1)/blockSize {
 			t.Fatalf("%q: %d postings in %d blocks", term, len(want), blocks)
