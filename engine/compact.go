@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"math/bits"
+	"runtime"
 	"slices"
 	"sort"
 	"time"
@@ -49,12 +50,17 @@ const (
 func (d *DB) compact(all bool) error { return d.compactWith(all, nil) }
 
 func (d *DB) compactWith(all bool, p Progress) error {
-	return d.compactPicked(func(c *Collection) []*segment { return c.pick(all) }, p)
+	workers := runtime.GOMAXPROCS(0) // asked for: as fast as the machine allows
+	if !all {
+		workers = 1 // the background policy: leave the other cores to the callers
+	}
+	return d.compactPicked(func(c *Collection) []*segment { return c.pick(all) }, p, workers)
 }
 
 // compactPicked merges, in each collection, the segments pick chooses
-// (called with c.mu held for reading).
-func (d *DB) compactPicked(pick func(c *Collection) []*segment, p Progress) error {
+// (called with c.mu held for reading), inserting vectors into the merged
+// graph from up to workers goroutines.
+func (d *DB) compactPicked(pick func(c *Collection) []*segment, p Progress, workers int) error {
 	if d.opts.ReadOnly {
 		return ErrReadOnly
 	}
@@ -90,7 +96,7 @@ func (d *DB) compactPicked(pick func(c *Collection) []*segment, p Progress) erro
 		}
 	}()
 	for _, c := range colls {
-		r, err := d.buildReplacement(c, pick, pc)
+		r, err := d.buildReplacement(c, pick, pc, workers)
 		if err != nil {
 			return err
 		}
@@ -218,7 +224,7 @@ func (c *Collection) noteDeletes() {
 // nothing to do). It holds no lock while building: the segments it reads
 // stay mapped because only an install (which needs compactMu's holder, us)
 // or Close and Drop (which wait for compactMu) close them.
-func (d *DB) buildReplacement(c *Collection, pick func(c *Collection) []*segment, pc *progressCounter) (rep *replacement, err error) {
+func (d *DB) buildReplacement(c *Collection, pick func(c *Collection) []*segment, pc *progressCounter, workers int) (rep *replacement, err error) {
 	// The output's number is taken before the inputs are read, so every
 	// file flushed after that read (which may hold newer copies of its
 	// records) has a larger number: a manifest rebuilt from seg/ alone
@@ -284,6 +290,7 @@ func (d *DB) buildReplacement(c *Collection, pick func(c *Collection) []*segment
 			order = append(order, i)
 		}
 	}
+	var batch []Record // records waiting to be inserted together (insertBatch)
 	for _, i := range order {
 		s := old[i]
 		for node := uint32(0); node < uint32(s.n); node++ {
@@ -305,8 +312,9 @@ func (d *DB) buildReplacement(c *Collection, pick func(c *Collection) []*segment
 			}
 			if i == seed {
 				err = mem.adopt(rec, node)
-			} else {
-				err = mem.insert(rec, rec.Vector)
+			} else if batch = append(batch, rec); len(batch) == mergeBatch {
+				err = mem.insertBatch(batch, workers)
+				batch = batch[:0]
 			}
 			if err != nil {
 				return nil, err
@@ -314,6 +322,11 @@ func (d *DB) buildReplacement(c *Collection, pick func(c *Collection) []*segment
 			r.src = append(r.src, srcRef{seg: i, node: node})
 		}
 		pc.add(int64(s.n % 1024))
+	}
+	if len(batch) > 0 {
+		if err := mem.insertBatch(batch, workers); err != nil {
+			return nil, err
+		}
 	}
 	if mem.live == 0 {
 		return r, nil
@@ -337,6 +350,10 @@ func (d *DB) buildReplacement(c *Collection, pick func(c *Collection) []*segment
 	}
 	return r, nil
 }
+
+// mergeBatch is how many records a merge inserts into its graph at once,
+// from its workers.
+const mergeBatch = 4096
 
 // seedMin is the fewest nodes an input needs to lend its graph to a merge:
 // below it, inserting is cheap and a graph built from all the inputs is

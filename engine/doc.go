@@ -94,7 +94,10 @@
 // verifying it whole): only the other inputs' vectors are inserted, which
 // is most of a merge's work (30,000 + 3 x 1,000 records of 64-d: 2 s
 // instead of 12). An input with deletions is rebuilt, so the merged graph
-// never keeps a deleted node.
+// never keeps a deleted node. Compact, RotateKeys and the like insert from
+// as many goroutines as GOMAXPROCS (hnsw.InsertBatch); the background
+// policy and the rewrites a purge asks for insert from one, leaving the
+// other cores to searches.
 //
 // # Repair
 //

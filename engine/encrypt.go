@@ -263,7 +263,8 @@ func (d *DB) ReleaseSessionKeys(sessions ...string) (int, error) {
 		}
 		return out
 	}
-	if err := d.compactPicked(sealedWith, nil); err != nil && !errors.Is(err, errCompactionStale) {
+	// A purge: the other cores stay with the callers.
+	if err := d.compactPicked(sealedWith, nil, 1); err != nil && !errors.Is(err, errCompactionStale) {
 		return 0, err
 	}
 	d.writeMu.Lock()

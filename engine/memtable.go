@@ -66,6 +66,26 @@ func (m *memtable) adopt(r Record, node uint32) error {
 	return nil
 }
 
+// insertBatch adds recs (validated; each Vector the stored form) as new
+// nodes in order, linking them from up to workers goroutines
+// (hnsw.InsertBatch).
+func (m *memtable) insertBatch(recs []Record, workers int) error {
+	vecs := make([][]float32, len(recs))
+	for i := range recs {
+		vecs[i] = recs[i].Vector
+	}
+	ids, err := m.idx.InsertBatch(vecs, workers)
+	if err != nil {
+		return fmt.Errorf("engine: index insert: %w", err)
+	}
+	for i, id := range ids {
+		if err := m.adopt(recs[i], id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // insert adds r (already validated; vec is the stored form) as a new node.
 func (m *memtable) insert(r Record, vec []float32) error {
 	node, err := m.idx.Insert(vec)

@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 )
 
@@ -91,7 +92,7 @@ func (d *DB) RotateKeys(p Progress) (uint32, error) {
 				return []*segment{s}
 			}
 			return nil
-		}, nil)
+		}, nil, runtime.GOMAXPROCS(0))
 		if err != nil && !errors.Is(err, errCompactionStale) {
 			return gen, fmt.Errorf("engine: rotate keys: %w", err)
 		}
