@@ -4,9 +4,6 @@ package hnsw
 
 import "unsafe"
 
-// prefetch is a no-op where there is no assembly prefetch.
-func prefetch(p *int8) {}
-
 // prefetchU32 is a no-op where there is no assembly prefetch.
 func prefetchU32(p *uint32) {}
 
