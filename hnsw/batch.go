@@ -1,6 +1,7 @@
 package hnsw
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -46,15 +47,23 @@ func (ix *Index) InsertBatch(vecs [][]float32, workers int) ([]uint32, error) {
 	ix.mu.Unlock()
 	ix.mu.RLock()
 	first := len(ids)
+	var allocErr error
 	for i, v := range rest {
 		id, err := ix.alloc(v, levels[i])
-		if err != nil {
+		for errors.Is(err, errFull) { // another insert took the room
 			ix.mu.RUnlock()
-			return ids, err
+			ix.grow(levels[i])
+			ix.mu.RLock()
+			id, err = ix.alloc(v, levels[i])
+		}
+		if err != nil {
+			allocErr = err // link what was allocated, then say so
+			break
 		}
 		ids = append(ids, id)
 	}
 	ix.mu.RUnlock()
+	rest = rest[:len(ids)-first]
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for range min(workers, len(rest)) {
@@ -71,5 +80,5 @@ func (ix *Index) InsertBatch(vecs [][]float32, workers int) ([]uint32, error) {
 		})
 	}
 	wg.Wait()
-	return ids, nil
+	return ids, allocErr
 }
