@@ -2,6 +2,11 @@
 // writes its report, with the machine, load and command, to -out.
 //
 //	go run ./bench/cmd/scale -n 100000 -dim 1024 -sessions 10000 -out bench/results/scale.md
+//
+// -dir keeps the store; -measure-only then measures it again in a fresh
+// process (open, recall, resident memory, bands: what a server that
+// opened it would see); -peer adds python3-hnswlib's build on the same
+// vectors, and -peer-only times just that.
 package main
 
 import (
