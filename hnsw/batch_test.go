@@ -3,7 +3,6 @@ package hnsw
 import (
 	"errors"
 	"math"
-	"slices"
 	"testing"
 
 	"github.com/engramdb/engram/quant"
@@ -31,24 +30,7 @@ func TestInsertBatch(t *testing.T) {
 			t.Fatalf("vector %d got id %d", i, id)
 		}
 	}
-	var hit, want int
-	for qi := 0; qi < len(rows); qi += 13 {
-		got, err := ix.Search(rows[qi], 10, SearchOptions{Ef: 64})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(got) == 0 || got[0].ID != uint32(qi) {
-			t.Fatalf("query %d: %v", qi, got)
-		}
-		truth := bruteForce(quant.Cosine, rows, rows[qi], 10, nil)
-		for _, r := range got {
-			if slices.Contains(truth, r.ID) {
-				hit++
-			}
-		}
-		want += len(truth)
-	}
-	if r := float64(hit) / float64(want); r < 0.95 {
+	if r := selfAndRecall(t, ix, rows, 13); r < 0.95 {
 		t.Errorf("recall@10 %.3f", r)
 	}
 	bad := [][]float32{rows[0], {float32(math.NaN())}}

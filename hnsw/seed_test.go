@@ -56,24 +56,7 @@ func TestFromView(t *testing.T) {
 		}
 	}
 	// Every vector finds itself; recall@10 over queries from both parts.
-	var hit, want int
-	for qi := 0; qi < len(rows); qi += 17 {
-		got, err := seeded.Search(rows[qi], 10, SearchOptions{Ef: 64})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(got) == 0 || got[0].ID != uint32(qi) {
-			t.Fatalf("query %d: %v", qi, got)
-		}
-		truth := bruteForce(quant.Cosine, rows, rows[qi], 10, nil)
-		for _, r := range got {
-			if slices.Contains(truth, r.ID) {
-				hit++
-			}
-		}
-		want += len(truth)
-	}
-	if r := float64(hit) / float64(want); r < 0.95 {
+	if r := selfAndRecall(t, seeded, rows, 17); r < 0.95 {
 		t.Errorf("recall@10 %.3f after seeding and inserting", r)
 	}
 }
@@ -112,4 +95,28 @@ func TestFromViewRefuses(t *testing.T) {
 	} else if _, err := FromView(v, Config{Dim: 16, Metric: quant.L2}); !errors.Is(err, ErrBadArgument) {
 		t.Errorf("view with a tombstone: %v", err)
 	}
+}
+
+// selfAndRecall queries ix (built over rows, cosine) with every step-th row:
+// each must find itself first; it returns recall@10 against brute force.
+func selfAndRecall(t *testing.T, ix *Index, rows [][]float32, step int) float64 {
+	t.Helper()
+	var hit, want int
+	for qi := 0; qi < len(rows); qi += step {
+		got, err := ix.Search(rows[qi], 10, SearchOptions{Ef: 64})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) == 0 || got[0].ID != uint32(qi) {
+			t.Fatalf("query %d: %v", qi, got)
+		}
+		truth := bruteForce(quant.Cosine, rows, rows[qi], 10, nil)
+		for _, r := range got {
+			if slices.Contains(truth, r.ID) {
+				hit++
+			}
+		}
+		want += len(truth)
+	}
+	return float64(hit) / float64(want)
 }
