@@ -270,6 +270,9 @@ func (d *DB) buildReplacement(c *Collection, pick func(c *Collection) []*segment
 	// are inserted (at 1M x 1024-d, compacting one large segment and a
 	// few small ones rebuilt the large one's graph for half an hour).
 	seed, live := seedInput(old, deleted)
+	if !seedMerges {
+		seed = -1
+	}
 	var mem *memtable
 	if seed >= 0 {
 		if mem, err = newMemtableFrom(c.cfg, &d.opts, old[seed], live); err != nil {
@@ -354,6 +357,10 @@ func (d *DB) buildReplacement(c *Collection, pick func(c *Collection) []*segment
 // mergeBatch is how many records a merge inserts into its graph at once,
 // from its workers.
 const mergeBatch = 4096
+
+// seedMerges lets merges start from their largest input's graph; the
+// opt-in TestCompactionCost turns it off to time a rebuild.
+var seedMerges = true
 
 // seedMin is the fewest nodes an input needs to lend its graph to a merge:
 // below it, inserting is cheap and a graph built from all the inputs is

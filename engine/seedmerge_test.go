@@ -2,8 +2,11 @@ package engine
 
 import (
 	"math/rand/v2"
+	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
+	"time"
 
 	"github.com/engramdb/engram/quant"
 )
@@ -77,6 +80,42 @@ func TestMergeSeedsFromLargest(t *testing.T) {
 		if err := db.Check(); err != nil {
 			t.Fatal(err)
 		}
+		db.Close()
+	}
+}
+
+// TestCompactionCost (opt-in: ENGRAM_COMPACT_BENCH=1) times Compact of one
+// segment of 30,000 records and three of 1,000 (64-d), once starting from
+// the large segment's graph and once rebuilding it (seedMerges off):
+//
+//	ENGRAM_COMPACT_BENCH=1 go test ./engine -run TestCompactionCost -v
+func TestCompactionCost(t *testing.T) {
+	if os.Getenv("ENGRAM_COMPACT_BENCH") == "" {
+		t.Skip("opt-in: ENGRAM_COMPACT_BENCH=1")
+	}
+	for _, seeded := range []bool{true, false} {
+		dir := filepath.Join(t.TempDir(), "s")
+		db := openT(t, dir, testOpts())
+		c, _ := db.CreateCollection(CollectionConfig{Name: "a", Dim: 64, Metric: quant.Cosine})
+		r := rand.New(rand.NewPCG(8, 8))
+		for i, n := range []int{30_000, 1000, 1000, 1000} {
+			for j := 0; j < n; j += 1000 {
+				if err := c.Upsert(ctx, mkRecords(r, 64, 1_000_000*i+j, min(1000, n-j))); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := db.Flush(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		seedMerges = seeded
+		t0 := time.Now()
+		err := db.Compact()
+		seedMerges = true
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("seeded %v: Compact of 30,000 + 3 x 1,000 records (64-d) in %v, %d workers", seeded, time.Since(t0).Round(time.Millisecond), runtime.GOMAXPROCS(0))
 		db.Close()
 	}
 }
