@@ -69,6 +69,9 @@ type accumulator struct {
 	sparse  map[uint32]float64
 	reject  map[uint32]bool
 	touched []uint32 // documents with state != unseen in dense
+	// member, when not nil, holds the only documents that may be accepted
+	// (SearchAmong's list); others are ignored without a trace.
+	member []uint64
 }
 
 var accPool = sync.Pool{New: func() any { return new(accumulator) }}
@@ -97,6 +100,9 @@ func getAccumulator(p Part) *accumulator {
 // add adds s to doc's score unless ok rejects doc (ok nil accepts all).
 // With existingOnly, a document not seen before is ignored.
 func (a *accumulator) add(doc uint32, s float64, ok func(uint32) bool, existingOnly bool) {
+	if a.member != nil && !a.isMember(doc) {
+		return
+	}
 	if int(doc) < len(a.dense) {
 		switch a.state[doc] {
 		case accepted:
@@ -134,10 +140,18 @@ func (a *accumulator) add(doc uint32, s float64, ok func(uint32) bool, existingO
 	a.sparse[doc] = s
 }
 
+func (a *accumulator) isMember(doc uint32) bool {
+	w := int(doc >> 6)
+	return w < len(a.member) && a.member[w]&(1<<(doc&63)) != 0
+}
+
 // addBlock adds a block of postings of a term of weight w (idf · count ·
 // (k1+1)), scored as SearchAmong scores one posting.
 func (a *accumulator) addBlock(b *postingBlock, w, c0, c1 float64, ok func(uint32) bool, existingOnly bool) {
 	for i, doc := range b.docs[:b.n] {
+		if a.member != nil && !a.isMember(doc) {
+			continue // before the score's division
+		}
 		f := float64(b.tfs[i]) / TokenUnits
 		a.add(doc, w*f/(f+c0+c1*float64(b.lens[i])), ok, existingOnly)
 	}
@@ -179,6 +193,7 @@ func (a *accumulator) release() {
 		a.dense[d], a.state[d] = 0, unseen
 	}
 	a.touched = a.touched[:0]
+	a.member = nil
 	clear(a.sparse)
 	clear(a.reject)
 	a.dense, a.state = a.dense[:cap(a.dense)], a.state[:cap(a.state)]

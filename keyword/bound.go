@@ -1,6 +1,7 @@
 package keyword
 
 import (
+	"encoding/binary"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -59,6 +60,22 @@ func (x *Index) termBound(term string) (termStat, bool) {
 type segBounds struct {
 	once  sync.Once
 	terms []atomic.Uint64 // per term index: maxTF<<32 | minDocLen, 0 while unknown
+
+	minLenOnce sync.Once
+	minLen     uint32 // the shortest document, in TokenUnits
+}
+
+// minDocLen returns the length of the segment's shortest document in
+// TokenUnits (one pass over the docs table, on first use).
+func (s *Segment) minDocLen() uint32 {
+	s.bounds.minLenOnce.Do(func() {
+		m := uint64(math.MaxUint32)
+		for i := range s.numDocs {
+			m = min(m, uint64(binary.LittleEndian.Uint32(s.docs[docEntry*i+4:]))*uint64(s.units))
+		}
+		s.bounds.minLen = uint32(min(m, math.MaxUint32))
+	})
+	return s.bounds.minLen
 }
 
 func (s *Segment) boundSlot(i int) *atomic.Uint64 {

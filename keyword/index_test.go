@@ -385,7 +385,7 @@ func TestSearchAmongIsExact(t *testing.T) {
 			return d%2 == 1
 		}
 		for qi, q := range qs {
-			for _, k := range []int{1, 10} {
+			for _, k := range []int{1, 10, 100} {
 				got, err := BM25{}.SearchAmong(parts, q, k, among, func(part int, d uint32) bool { return part != 1 || d%2 == 1 })
 				if err != nil {
 					t.Fatal(err)

@@ -272,7 +272,7 @@ func (s *Segment) DocFreq(term string) int {
 
 // Postings implements Part.
 func (s *Segment) Postings(term string, fn func(doc uint32, tf, docLen uint32)) {
-	s.postingBlocks(term, func(b *postingBlock) {
+	s.postingBlocks(term, nil, func(b *postingBlock) {
 		for i := range b.n {
 			fn(b.docs[i], b.tfs[i], b.lens[i])
 		}
@@ -290,7 +290,11 @@ type postingBlock struct {
 // decoded first and then looked up in the docs table together, so the
 // lookups (cache misses in a large segment) overlap instead of each waiting
 // for the previous posting's scoring.
-func (s *Segment) postingBlocks(term string, fn func(*postingBlock)) {
+//
+// keep, when not nil, is a bitset over ordinals (ordBits): postings of other
+// ordinals are passed over before their docs-table lookup, the cost that
+// dominates reading a common term's list for one session of many.
+func (s *Segment) postingBlocks(term string, keep []uint64, fn func(*postingBlock)) {
 	i := s.find(term)
 	if i < 0 {
 		return
@@ -300,14 +304,19 @@ func (s *Segment) postingBlocks(term string, fn func(*postingBlock)) {
 		return
 	}
 	var (
-		b    postingBlock
-		ords [blockSize]uint64
-		st   termStat
+		b     postingBlock
+		ords  [blockSize]uint64
+		st    termStat
+		maxTF uint64
 	)
 	u := uint64(s.units)
 	for {
 		b.n = 0
 		for b.n < blockSize && c.next() {
+			maxTF = max(maxTF, c.tf)
+			if keep != nil && !bitSet(keep, c.ord) {
+				continue
+			}
 			ords[b.n], b.tfs[b.n] = c.ord, uint32(min(u*c.tf, math.MaxUint32))
 			b.n++
 		}
@@ -322,9 +331,35 @@ func (s *Segment) postingBlocks(term string, fn func(*postingBlock)) {
 		}
 		fn(&b)
 	}
-	if !c.bad && c.n == c.df {
-		s.learnBound(i, st)
+	if c.bad || c.n != c.df || maxTF == 0 {
+		return
 	}
+	if keep != nil {
+		// Lengths were read for the kept postings only: the segment's
+		// shortest document bounds the others.
+		st = termStat{uint32(min(u*maxTF, math.MaxUint32)), s.minDocLen()}
+	}
+	s.learnBound(i, st)
+}
+
+func bitSet(bits []uint64, i uint64) bool {
+	w := i >> 6
+	return w < uint64(len(bits)) && bits[w]&(1<<(i&63)) != 0
+}
+
+// ordBits returns set's documents as a bitset over this segment's ordinals
+// (postingBlocks' keep), computing and caching their ordinals.
+func (s *Segment) ordBits(set *docSet) []uint64 {
+	if set.ords == nil {
+		set.ords = s.ordinals(set.docs)
+	}
+	bits := make([]uint64, (s.numDocs+63)/64)
+	for _, o := range set.ords {
+		if o >= 0 {
+			bits[o>>6] |= 1 << (o & 63)
+		}
+	}
+	return bits
 }
 
 // cursor reads one term's posting list forward, optionally jumping ahead
@@ -362,18 +397,30 @@ func (c *cursor) next() bool {
 	if c.n >= c.df || c.bad {
 		return false
 	}
-	v, k := binary.Uvarint(c.data[c.pos:])
-	if k <= 0 {
+	var v, tf uint64
+	// Gaps and frequencies are mostly below 128: one byte each.
+	if d := c.data[c.pos:]; len(d) >= 2 && d[0] < 0x80 && d[1] < 0x80 {
+		v, tf = uint64(d[0]), uint64(d[1])
+		c.pos += 2
+	} else {
+		var k int
+		v, k = binary.Uvarint(d)
+		if k <= 0 {
+			c.bad = true
+			return false
+		}
+		c.pos += k
+		tf, k = binary.Uvarint(c.data[c.pos:])
+		if k <= 0 {
+			c.bad = true
+			return false
+		}
+		c.pos += k
+	}
+	if tf == 0 || tf > math.MaxUint32 {
 		c.bad = true
 		return false
 	}
-	c.pos += k
-	tf, k := binary.Uvarint(c.data[c.pos:])
-	if k <= 0 || tf == 0 || tf > math.MaxUint32 {
-		c.bad = true
-		return false
-	}
-	c.pos += k
 	switch {
 	case c.n%blockSize == 0: // a block starts with its ordinal itself
 		if c.n > 0 && v <= c.ord {

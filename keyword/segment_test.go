@@ -150,7 +150,7 @@ func FuzzOpen(f *testing.F) {
 			seg.DocFreq(q)
 			seg.Postings(q, func(doc, tf, dl uint32) {})
 			seg.postingsOf(q, &docSet{docs: []uint32{0, 3, 7, 42, 100, 1 << 20}}, func(doc, tf, dl uint32) {})
-			seg.postingBlocks(q, func(*postingBlock) {})
+			seg.postingBlocks(q, nil, func(*postingBlock) {})
 		}
 		if _, err := Search([]Part{seg}, "memory recall 检索", 5, nil); err != nil {
 			t.Fatal(err)
@@ -228,7 +228,7 @@ func TestPostingBlocks(t *testing.T) {
 		var want, got []posting3
 		idx.Postings(term, func(doc, tf, dl uint32) { want = append(want, posting3{doc, tf, dl}) })
 		blocks := 0
-		seg.postingBlocks(term, func(b *postingBlock) {
+		seg.postingBlocks(term, nil, func(b *postingBlock) {
 			if b.n < 1 || b.n > blockSize {
 				t.Fatalf("%q: block of %d", term, b.n)
 			}
@@ -242,6 +242,59 @@ func TestPostingBlocks(t *testing.T) {
 		}
 		if blocks != (len(want)+blockSize-1)/blockSize {
 			t.Fatalf("%q: %d postings in %d blocks", term, len(want), blocks)
+		}
+	}
+}
+
+// TestPostingBlocksKeep: with a bitset of ordinals, postingBlocks gives
+// exactly the kept documents' postings, full blocks but the last, and the
+// bound it learns still covers every posting of the term.
+func TestPostingBlocksKeep(t *testing.T) {
+	docs, _ := shortTexts(5000, 0)
+	idx := NewIndex()
+	for i, d := range docs {
+		_ = idx.Add(uint32(3*i+1), d)
+	}
+	r := rand.New(rand.NewPCG(7, 7))
+	var kept []uint32
+	for i := range docs {
+		if r.IntN(10) == 0 {
+			kept = append(kept, uint32(3*i+1))
+		}
+	}
+	seg := mustSegment(t, idx)
+	keep := seg.ordBits(&docSet{docs: kept})
+	for w := range 300 {
+		term := fmt.Sprintf("w%d", w)
+		var want, got []posting3
+		var all termStat
+		idx.Postings(term, func(doc, tf, dl uint32) {
+			all = all.with(tf, dl)
+			if _, ok := slices.BinarySearch(kept, doc); ok {
+				want = append(want, posting3{doc, tf, dl})
+			}
+		})
+		var sizes []int
+		seg.postingBlocks(term, keep, func(b *postingBlock) {
+			sizes = append(sizes, b.n)
+			for i := range b.n {
+				got = append(got, posting3{b.docs[i], b.tfs[i], b.lens[i]})
+			}
+		})
+		if !slices.Equal(got, want) {
+			t.Fatalf("%q: %d postings kept, want %d", term, len(got), len(want))
+		}
+		for i, n := range sizes {
+			if n < 1 || n > blockSize || n < blockSize && i < len(sizes)-1 {
+				t.Fatalf("%q: blocks of %v", term, sizes)
+			}
+		}
+		if all.maxTF == 0 {
+			continue
+		}
+		st, ok := seg.termBound(term)
+		if !ok || st.maxTF < all.maxTF || st.minDocLen > all.minDocLen {
+			t.Fatalf("%q: learned bound %+v (%v) does not cover %+v", term, st, ok, all)
 		}
 	}
 }
