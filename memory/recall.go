@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"math"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -433,6 +434,27 @@ func (s *Store) RecallWithVector(ctx context.Context, query string, vec []float3
 	return s.recall(ctx, query, slices.Clone(vec), opts)
 }
 
+// vectorSide returns recall's vector candidates (none in ModeKeyword),
+// embedding the query when vec is nil.
+func (s *Store) vectorSide(ctx context.Context, search func(context.Context, []float32, int, *Filter) ([]Hit, error), emb Embedder, vec []float32, p *recallPlan) ([]Hit, error) {
+	if p.Mode == ModeKeyword {
+		return nil, nil
+	}
+	if vec == nil {
+		var err error
+		if vec, err = s.embedQuery(ctx, emb, p.vecQuery); err != nil {
+			return nil, err
+		}
+	} else if err := normalize(vec, emb.Dim()); err != nil {
+		return nil, errorf(ErrInvalidInput, "query vector: %v", err)
+	}
+	hits, err := search(ctx, vec, p.Candidates, p.filter)
+	if err != nil {
+		return nil, fmt.Errorf("memory: vector search: %w", err)
+	}
+	return hits, nil
+}
+
 type candidate struct {
 	hit          Hit
 	vec, kw      float64
@@ -468,56 +490,69 @@ func (s *Store) recall(ctx context.Context, query string, vec []float32, opts Re
 		}
 		return c
 	}
-	if p.Mode != ModeKeyword {
-		if vec == nil {
-			var err error
-			if vec, err = s.embedQuery(ctx, emb, p.vecQuery); err != nil {
-				return nil, err
-			}
-		} else if err := normalize(vec, emb.Dim()); err != nil {
-			return nil, errorf(ErrInvalidInput, "query vector: %v", err)
+	// The keyword side runs beside the vector side (embedding included) when
+	// a second core is free: a hybrid recall then waits for the slower of the
+	// two, not their sum. Results are merged in the same order either way.
+	var (
+		kwHits, attrHits []Hit
+		kwErr, attrErr   error
+	)
+	textSide := func() {
+		if p.Mode == ModeVector {
+			return
 		}
-		hits, err := searchVector(ctx, vec, p.Candidates, p.filter)
-		if err != nil {
-			return nil, fmt.Errorf("memory: vector search: %w", err)
+		if kwHits, kwErr = searchText(ctx, p.kwQuery, p.Candidates, p.filter); kwErr != nil {
+			return
 		}
-		for i, h := range hits {
-			if h.Score <= 0 {
-				break // sorted: the rest share nothing with the query either
-			}
-			c := get(h)
-			c.vec, c.vRank = h.Score, i+1
+		if p.attrs != 0 && p.AttributeWeight > 0 {
+			attrHits, attrErr = searchText(ctx, attributeQuery(p.attrs), p.Candidates, p.filter)
 		}
+	}
+	textDone := make(chan struct{})
+	if p.Mode == ModeHybrid && runtime.GOMAXPROCS(0) > 1 {
+		go func() {
+			defer close(textDone)
+			textSide()
+		}()
+	} else {
+		textSide()
+		close(textDone)
+	}
+	vecHits, err := s.vectorSide(ctx, searchVector, emb, vec, &p)
+	<-textDone
+	if err != nil {
+		return nil, err
+	}
+	for i, h := range vecHits {
+		if h.Score <= 0 {
+			break // sorted: the rest share nothing with the query either
+		}
+		c := get(h)
+		c.vec, c.vRank = h.Score, i+1
+	}
+	if kwErr != nil {
+		return nil, fmt.Errorf("memory: keyword search: %w", kwErr)
+	}
+	if attrErr != nil {
+		return nil, fmt.Errorf("memory: attribute search: %w", attrErr)
 	}
 	var maxKW float64
-	if p.Mode != ModeVector {
-		hits, err := searchText(ctx, p.kwQuery, p.Candidates, p.filter)
-		if err != nil {
-			return nil, fmt.Errorf("memory: keyword search: %w", err)
+	for i, h := range kwHits {
+		if h.Score <= 0 {
+			break
 		}
-		for i, h := range hits {
-			if h.Score <= 0 {
-				break
-			}
-			c := get(h)
-			c.kw, c.kRank = h.Score, i+1
-			maxKW = max(maxKW, h.Score)
-		}
+		c := get(h)
+		c.kw, c.kRank = h.Score, i+1
+		maxKW = max(maxKW, h.Score)
 	}
 	var maxAttr float64
-	if p.Mode != ModeVector && p.attrs != 0 && p.AttributeWeight > 0 {
-		hits, err := searchText(ctx, attributeQuery(p.attrs), p.Candidates, p.filter)
-		if err != nil {
-			return nil, fmt.Errorf("memory: attribute search: %w", err)
+	for _, h := range attrHits {
+		if h.Score <= 0 {
+			break
 		}
-		for _, h := range hits {
-			if h.Score <= 0 {
-				break
-			}
-			c := get(h)
-			c.attr = h.Score
-			maxAttr = max(maxAttr, h.Score)
-		}
+		c := get(h)
+		c.attr = h.Score
+		maxAttr = max(maxAttr, h.Score)
 	}
 	all := make([]ranked, 0, len(byID))
 	for _, c := range byID {
