@@ -304,27 +304,32 @@ func (s *Segment) postingBlocks(term string, keep []uint64, fn func(*postingBloc
 		return
 	}
 	var (
-		b     postingBlock
-		ords  [blockSize]uint64
-		st    termStat
-		maxTF uint64
+		b         postingBlock
+		ords, tfs [blockSize]uint32
+		kept      [blockSize]uint32
+		st        termStat
+		maxTF     uint32
 	)
 	u := uint64(s.units)
 	for {
+		m := c.block(&ords, &tfs)
+		if m == 0 {
+			break
+		}
 		b.n = 0
-		for b.n < blockSize && c.next() {
-			maxTF = max(maxTF, c.tf)
-			if keep != nil && !bitSet(keep, c.ord) {
+		for j, o := range ords[:m] {
+			maxTF = max(maxTF, tfs[j])
+			if keep != nil && !bitSet(keep, uint64(o)) {
 				continue
 			}
-			ords[b.n], b.tfs[b.n] = c.ord, uint32(min(u*c.tf, math.MaxUint32))
+			kept[b.n], b.tfs[b.n] = o, uint32(min(u*uint64(tfs[j]), math.MaxUint32))
 			b.n++
 		}
 		if b.n == 0 {
-			break
+			continue
 		}
-		for j, o := range ords[:b.n] {
-			e := s.docs[docEntry*o:]
+		for j, o := range kept[:b.n] {
+			e := s.docs[docEntry*uint64(o):]
 			b.docs[j] = binary.LittleEndian.Uint32(e)
 			b.lens[j] = uint32(min(u*uint64(binary.LittleEndian.Uint32(e[4:])), math.MaxUint32))
 			st = st.with(b.tfs[j], b.lens[j])
@@ -337,7 +342,7 @@ func (s *Segment) postingBlocks(term string, keep []uint64, fn func(*postingBloc
 	if keep != nil {
 		// Lengths were read for the kept postings only: the segment's
 		// shortest document bounds the others.
-		st = termStat{uint32(min(u*maxTF, math.MaxUint32)), s.minDocLen()}
+		st = termStat{uint32(min(u*uint64(maxTF), math.MaxUint32)), s.minDocLen()}
 	}
 	s.learnBound(i, st)
 }
@@ -441,6 +446,60 @@ func (c *cursor) next() bool {
 	c.tf = tf
 	c.n++
 	return true
+}
+
+// block decodes the postings from the cursor's position to the end of its
+// block into ords and tfs (stored counts) and returns how many: next's work
+// in one loop, with the same checks. It returns 0 at the end of the list; on
+// malformed bytes it returns what came before them and marks the cursor bad.
+func (c *cursor) block(ords, tfs *[blockSize]uint32) int {
+	if c.bad || c.n >= c.df {
+		return 0
+	}
+	d, pos, ord := c.data, c.pos, c.ord
+	numDocs := uint64(c.s.numDocs)
+	first := c.n
+	end := min(c.df, (first/blockSize+1)*blockSize)
+	k := 0
+	for i := first; i < end; i++ {
+		var v, tf uint64
+		if pos+1 < len(d) && d[pos] < 0x80 && d[pos+1] < 0x80 {
+			v, tf = uint64(d[pos]), uint64(d[pos+1])
+			pos += 2
+		} else {
+			var m int
+			if v, m = binary.Uvarint(d[pos:]); m <= 0 {
+				c.bad = true
+				break
+			}
+			pos += m
+			if tf, m = binary.Uvarint(d[pos:]); m <= 0 {
+				c.bad = true
+				break
+			}
+			pos += m
+		}
+		switch {
+		case i%blockSize == 0:
+			if i > 0 && v <= ord {
+				c.bad = true
+			}
+			ord = v
+		case v == 0:
+			c.bad = true
+		default:
+			ord += v
+		}
+		if c.bad || ord >= numDocs || tf == 0 || tf > math.MaxUint32 {
+			c.bad = true
+			break
+		}
+		ords[k], tfs[k] = uint32(ord), uint32(tf)
+		k++
+		c.pos, c.ord, c.tf = pos, ord, tf
+	}
+	c.n = first + k
+	return k
 }
 
 // skipTo moves forward to the last block whose first ordinal is <= ord when
