@@ -2,6 +2,7 @@ package keyword
 
 import (
 	"encoding/binary"
+	"math/bits"
 	"slices"
 	"sync"
 )
@@ -70,8 +71,55 @@ type accumulator struct {
 	reject  map[uint32]bool
 	touched []uint32 // documents with state != unseen in dense
 	// member, when not nil, holds the only documents that may be accepted
-	// (SearchAmong's list); others are ignored without a trace.
+	// (SearchAmong's list, restrict); others are ignored without a trace,
+	// and the arrays are indexed by a document's rank in the list (its
+	// position in among) instead of its number: a session's scores then
+	// sit in the first len(among) entries, not scattered over the segment.
 	member []uint64
+	prefix []uint32 // per word of member: members in the words before it
+	among  []uint32 // rank -> document
+}
+
+// restrict limits a to the documents of list (increasing).
+func (a *accumulator) restrict(list []uint32) {
+	a.member, a.among = memberBits(list), list
+	a.prefix = make([]uint32, len(a.member))
+	var n uint32
+	for w, x := range a.member {
+		a.prefix[w] = n
+		n += uint32(bits.OnesCount64(x))
+	}
+	if len(a.dense) < len(list) {
+		a.dense = make([]float64, len(list))
+		a.state = make([]uint8, len(list))
+	}
+	clear(a.sparse)
+}
+
+// slot returns where doc's score lives: its rank in a restricted
+// accumulator, else doc itself; ok is false for a document restrict left out.
+func (a *accumulator) slot(doc uint32) (uint32, bool) {
+	if a.member == nil {
+		return doc, true
+	}
+	w := int(doc >> 6)
+	if w >= len(a.member) {
+		return 0, false
+	}
+	x := a.member[w]
+	bit := uint64(1) << (doc & 63)
+	if x&bit == 0 {
+		return 0, false
+	}
+	return a.prefix[w] + uint32(bits.OnesCount64(x&(bit-1))), true
+}
+
+// docOf returns the document whose score lives at slot i.
+func (a *accumulator) docOf(i uint32) uint32 {
+	if a.member == nil {
+		return i
+	}
+	return a.among[i]
 }
 
 var accPool = sync.Pool{New: func() any { return new(accumulator) }}
@@ -100,13 +148,14 @@ func getAccumulator(p Part) *accumulator {
 // add adds s to doc's score unless ok rejects doc (ok nil accepts all).
 // With existingOnly, a document not seen before is ignored.
 func (a *accumulator) add(doc uint32, s float64, ok func(uint32) bool, existingOnly bool) {
-	if a.member != nil && !a.isMember(doc) {
+	i, in := a.slot(doc)
+	if !in {
 		return
 	}
-	if int(doc) < len(a.dense) {
-		switch a.state[doc] {
+	if int(i) < len(a.dense) {
+		switch a.state[i] {
 		case accepted:
-			a.dense[doc] += s
+			a.dense[i] += s
 			return
 		case rejected:
 			return
@@ -114,13 +163,13 @@ func (a *accumulator) add(doc uint32, s float64, ok func(uint32) bool, existingO
 		if existingOnly {
 			return
 		}
-		a.touched = append(a.touched, doc)
+		a.touched = append(a.touched, i)
 		if ok != nil && !ok(doc) {
-			a.state[doc] = rejected
+			a.state[i] = rejected
 			return
 		}
-		a.state[doc] = accepted
-		a.dense[doc] = s
+		a.state[i] = accepted
+		a.dense[i] = s
 		return
 	}
 	if a.sparse == nil {
@@ -140,16 +189,11 @@ func (a *accumulator) add(doc uint32, s float64, ok func(uint32) bool, existingO
 	a.sparse[doc] = s
 }
 
-func (a *accumulator) isMember(doc uint32) bool {
-	w := int(doc >> 6)
-	return w < len(a.member) && a.member[w]&(1<<(doc&63)) != 0
-}
-
 // addBlock adds a block of postings of a term of weight w (idf · count ·
 // (k1+1)), scored as SearchAmong scores one posting.
 func (a *accumulator) addBlock(b *postingBlock, w, c0, c1 float64, ok func(uint32) bool, existingOnly bool) {
 	for i, doc := range b.docs[:b.n] {
-		if a.member != nil && !a.isMember(doc) {
+		if _, in := a.slot(doc); !in {
 			continue // before the score's division
 		}
 		f := float64(b.tfs[i]) / TokenUnits
@@ -161,7 +205,7 @@ func (a *accumulator) addBlock(b *postingBlock, w, c0, c1 float64, ok func(uint3
 func (a *accumulator) each(fn func(doc uint32, score float64)) {
 	for _, d := range a.touched {
 		if a.state[d] == accepted {
-			fn(d, a.dense[d])
+			fn(a.docOf(d), a.dense[d])
 		}
 	}
 	for d, s := range a.sparse {
@@ -178,12 +222,19 @@ func (a *accumulator) candidates(min float64, buf []uint32) []uint32 {
 			buf = append(buf, d)
 		}
 	}
+	n := len(buf)
 	for d, s := range a.sparse {
 		if s >= min {
 			buf = append(buf, d)
 		}
 	}
-	slices.Sort(buf)
+	slices.Sort(buf[:n])
+	for i, d := range buf[:n] { // ranks keep the documents' order
+		buf[i] = a.docOf(d)
+	}
+	if n < len(buf) { // the map's documents come in no order
+		slices.Sort(buf)
+	}
 	return buf
 }
 
@@ -193,7 +244,7 @@ func (a *accumulator) release() {
 		a.dense[d], a.state[d] = 0, unseen
 	}
 	a.touched = a.touched[:0]
-	a.member = nil
+	a.member, a.prefix, a.among = nil, nil, nil
 	clear(a.sparse)
 	clear(a.reject)
 	a.dense, a.state = a.dense[:cap(a.dense)], a.state[:cap(a.state)]

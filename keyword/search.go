@@ -147,7 +147,7 @@ func (s BM25) SearchAmong(parts []Part, query string, k int, among [][]uint32, a
 	for pi := range parts {
 		oks[pi] = acceptFunc(pi, allow)
 		if among != nil && among[pi] != nil {
-			accs[pi].member = memberBits(among[pi])
+			accs[pi].restrict(among[pi])
 		}
 	}
 	existingOnly, theta := false, -1.0
