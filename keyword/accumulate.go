@@ -213,6 +213,22 @@ func (a *accumulator) each(fn func(doc uint32, score float64)) {
 	}
 }
 
+// countAtLeast returns how many accepted documents score at least min.
+func (a *accumulator) countAtLeast(min float64) int {
+	n := 0
+	for _, d := range a.touched {
+		if a.state[d] == accepted && a.dense[d] >= min {
+			n++
+		}
+	}
+	for _, s := range a.sparse {
+		if s >= min {
+			n++
+		}
+	}
+	return n
+}
+
 // candidates returns the accepted documents whose score is at least min,
 // in increasing order, reusing buf.
 func (a *accumulator) candidates(min float64, buf []uint32) []uint32 {

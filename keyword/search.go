@@ -175,22 +175,28 @@ func (s BM25) SearchAmong(parts []Part, query string, k int, among [][]uint32, a
 				acc.add(doc, w*f/(f+c0+c1*float64(docLen)), ok, existingOnly)
 			}
 			if sk, isSeeker := p.(seeker); isSeeker {
+				df := p.DocFreq(t.term)
+				// A Segment's lookups skip whole blocks only: with a
+				// document per block or more every block is decoded
+				// anyway, and reading the list whole is cheaper.
+				worthSeeking := func(n, cost int) bool {
+					return n*cost < df && (!isSegment(p) || n < df/blockSize)
+				}
 				var set *docSet
-				cost := seekCost
 				switch {
 				case existingOnly:
 					// Only documents that can still reach theta need
 					// this term's score; the others end below the k-th
-					// best.
-					cands = acc.candidates(theta-rest[i], cands)
-					set = &docSet{docs: cands}
-				case sets[pi] != nil:
-					set, cost = sets[pi], amongSeekCost
+					// best. (Counted first: sorting them is wasted on a
+					// list read whole.)
+					if worthSeeking(acc.countAtLeast(theta-rest[i]), seekCost) {
+						cands = acc.candidates(theta-rest[i], cands)
+						set = &docSet{docs: cands}
+					}
+				case sets[pi] != nil && worthSeeking(len(sets[pi].docs), amongSeekCost):
+					set = sets[pi]
 				}
-				if df := p.DocFreq(t.term); set != nil && len(set.docs)*cost < df && (!isSegment(p) || len(set.docs) < df/blockSize) {
-					// A Segment's lookups skip whole blocks only: with a
-					// document per block or more every block is decoded
-					// anyway, and reading the list whole is cheaper.
+				if set != nil {
 					sk.postingsOf(t.term, set, add)
 					continue
 				}
@@ -198,7 +204,11 @@ func (s BM25) SearchAmong(parts []Part, query string, k int, among [][]uint32, a
 			if seg, isSeg := p.(*Segment); isSeg {
 				var keep []uint64
 				if sets[pi] != nil {
-					if keeps[pi] == nil {
+					switch {
+					case keeps[pi] != nil:
+					case seg.dense && acc.member != nil:
+						keeps[pi] = acc.member // ordinals are documents
+					default:
 						keeps[pi] = seg.ordBits(sets[pi])
 					}
 					keep = keeps[pi]

@@ -163,6 +163,7 @@ type Segment struct {
 	post      []byte
 
 	bounds segBounds // bounds of the terms read whole so far (bound.go)
+	dense  bool      // document i at ordinal i
 }
 
 // Open returns a Segment reading b, which must stay unchanged while the
@@ -210,6 +211,10 @@ func Open(b []byte) (*Segment, error) {
 	s.docs, rest = rest[:docEntry*numDocs], rest[docEntry*numDocs:]
 	s.terms, rest = rest[:termEntry*(numTerms+1)], rest[termEntry*(numTerms+1):]
 	s.termBytes, s.post = rest[:termBytes], rest[termBytes:]
+	// Strictly increasing documents (Check) ending at numDocs-1 are 0, 1,
+	// 2, ...: a compacted segment that lost none. A forged table that only
+	// looks so gives wrong ordinals, still in range.
+	s.dense = numDocs > 0 && binary.LittleEndian.Uint32(s.docs[docEntry*(numDocs-1):]) == uint32(numDocs-1)
 	return s, nil
 }
 
@@ -355,6 +360,9 @@ func bitSet(bits []uint64, i uint64) bool {
 // ordBits returns set's documents as a bitset over this segment's ordinals
 // (postingBlocks' keep), computing and caching their ordinals.
 func (s *Segment) ordBits(set *docSet) []uint64 {
+	if s.dense {
+		return memberBits(set.docs)
+	}
 	if set.ords == nil {
 		set.ords = s.ordinals(set.docs)
 	}
@@ -433,7 +441,7 @@ func (c *cursor) next() bool {
 			return false
 		}
 		c.ord = v
-	case v == 0:
+	case v == 0 || c.ord+v < c.ord: // a gap of zero, or one that wraps
 		c.bad = true
 		return false
 	default:
@@ -456,49 +464,60 @@ func (c *cursor) block(ords, tfs *[blockSize]uint32) int {
 	if c.bad || c.n >= c.df {
 		return 0
 	}
-	d, pos, ord := c.data, c.pos, c.ord
+	d, pos, ord, tf := c.data, c.pos, c.ord, c.tf
 	numDocs := uint64(c.s.numDocs)
 	first := c.n
 	end := min(c.df, (first/blockSize+1)*blockSize)
 	k := 0
 	for i := first; i < end; i++ {
-		var v, tf uint64
-		if pos+1 < len(d) && d[pos] < 0x80 && d[pos+1] < 0x80 {
-			v, tf = uint64(d[pos]), uint64(d[pos+1])
-			pos += 2
-		} else {
-			var m int
-			if v, m = binary.Uvarint(d[pos:]); m <= 0 {
-				c.bad = true
+		if i%blockSize != 0 {
+			// Most postings after a block's first are a one-byte gap and
+			// a one-byte frequency.
+			for ; i < end && pos+1 < len(d); i++ {
+				g, f := d[pos], d[pos+1]
+				if (g|f) >= 0x80 || g == 0 || f == 0 || ord+uint64(g) >= numDocs {
+					break
+				}
+				ord += uint64(g)
+				ords[k], tfs[k] = uint32(ord), uint32(f)
+				k++
+				pos += 2
+				tf = uint64(f)
+			}
+			if i == end {
 				break
 			}
-			pos += m
-			if tf, m = binary.Uvarint(d[pos:]); m <= 0 {
-				c.bad = true
-				break
-			}
-			pos += m
 		}
-		switch {
-		case i%blockSize == 0:
-			if i > 0 && v <= ord {
-				c.bad = true
-			}
-			ord = v
-		case v == 0:
-			c.bad = true
-		default:
-			ord += v
-		}
-		if c.bad || ord >= numDocs || tf == 0 || tf > math.MaxUint32 {
+		v, m := binary.Uvarint(d[pos:])
+		if m <= 0 {
 			c.bad = true
 			break
 		}
+		f, m2 := binary.Uvarint(d[pos+m:])
+		if m2 <= 0 || f == 0 || f > math.MaxUint32 {
+			c.bad = true
+			break
+		}
+		next := ord + v
+		if i%blockSize == 0 { // a block starts with its ordinal itself
+			if i > 0 && v <= ord {
+				c.bad = true
+				break
+			}
+			next = v
+		} else if v == 0 || next < ord {
+			c.bad = true
+			break
+		}
+		if next >= numDocs {
+			c.bad = true
+			break
+		}
+		ord, tf, pos = next, f, pos+m+m2
 		ords[k], tfs[k] = uint32(ord), uint32(tf)
 		k++
-		c.pos, c.ord, c.tf = pos, ord, tf
 	}
-	c.n = first + k
+	c.pos, c.ord, c.tf, c.n = pos, ord, tf, first+k
 	return k
 }
 
@@ -604,6 +623,15 @@ func (s *Segment) postingsOf(term string, set *docSet, fn func(doc uint32, tf, d
 // docs table, -1 for those the segment does not hold.
 func (s *Segment) ordinals(docs []uint32) []int32 {
 	ords := make([]int32, len(docs))
+	if s.dense {
+		for k, d := range docs {
+			ords[k] = -1
+			if int64(d) < int64(s.numDocs) {
+				ords[k] = int32(d)
+			}
+		}
+		return ords
+	}
 	from := 0
 	for k, d := range docs {
 		o, found := s.ordinalFrom(d, from)
