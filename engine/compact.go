@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -334,6 +335,16 @@ func (d *DB) buildReplacement(c *Collection, pick func(c *Collection) []*segment
 	if mem.live == 0 {
 		return r, nil
 	}
+	if order := sessionOrder(mem, d.opts.NamespaceField); order != nil && clusterMerges {
+		if err := mem.permute(order); err != nil {
+			return nil, err
+		}
+		src := make([]srcRef, len(r.src))
+		for i, old := range order {
+			src[i] = r.src[old]
+		}
+		r.src = src
+	}
 	path := d.segPath(file)
 	// The merged file covers what its inputs covered and supersedes them.
 	sw := segWrite{file: file}
@@ -352,6 +363,42 @@ func (d *DB) buildReplacement(c *Collection, pick func(c *Collection) []*segment
 		return nil, err
 	}
 	return r, nil
+}
+
+// clusterMerges lets merges order their records by session (sessionOrder);
+// a test turns it off to compare.
+var clusterMerges = true
+
+// sessionOrder returns the order that groups m's records by their namespace
+// value (records without one first), keeping the order of each session's
+// records; nil when they already are grouped so, or without a namespace
+// field. A compacted segment's sessions are then ranges of node ids: a
+// session's records are neighbours in every section, its keyword postings
+// a run of each posting list (keyword.SearchAmong reads just that run) and
+// its exact vector scan a sequential read.
+func sessionOrder(m *memtable, nsField string) []uint32 {
+	if nsField == "" || len(m.recs) < 2 {
+		return nil
+	}
+	session := func(node uint32) string {
+		if v, ok := m.recs[node].rec.Meta[nsField]; ok && v.kind == KindString {
+			return v.s
+		}
+		return ""
+	}
+	order := make([]uint32, len(m.recs))
+	sorted := true
+	for i := range order {
+		order[i] = uint32(i)
+		if i > 0 && session(uint32(i)) < session(uint32(i-1)) {
+			sorted = false
+		}
+	}
+	if sorted {
+		return nil
+	}
+	slices.SortStableFunc(order, func(a, b uint32) int { return strings.Compare(session(a), session(b)) })
+	return order
 }
 
 // mergeBatch is how many records a merge inserts into its graph at once,

@@ -86,6 +86,33 @@ func (m *memtable) insertBatch(recs []Record, workers int) error {
 	return nil
 }
 
+// permute renumbers m's nodes: node i becomes the node order[i] was, in the
+// graph, the keyword index and the records alike.
+func (m *memtable) permute(order []uint32) error {
+	if len(order) != len(m.recs) {
+		return fmt.Errorf("engine: an order of %d for %d records", len(order), len(m.recs))
+	}
+	if err := m.idx.Permute(order); err != nil {
+		return fmt.Errorf("engine: %w", err)
+	}
+	newNode := make([]uint32, len(order))
+	recs := make([]memRec, len(m.recs))
+	for i, old := range order {
+		newNode[old] = uint32(i)
+		recs[i] = m.recs[old]
+	}
+	if err := m.kw.Renumber(newNode); err != nil {
+		return fmt.Errorf("engine: %w", err)
+	}
+	m.recs = recs
+	for i := range m.recs {
+		if !m.recs[i].dead {
+			m.byID[m.recs[i].rec.ID] = uint32(i)
+		}
+	}
+	return nil
+}
+
 // insert adds r (already validated; vec is the stored form) as a new node.
 func (m *memtable) insert(r Record, vec []float32) error {
 	node, err := m.idx.Insert(vec)

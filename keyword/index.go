@@ -246,3 +246,38 @@ func (x *Index) Search(query string, k int, allow func(doc uint32) bool) ([]Hit,
 	}
 	return Search([]Part{x}, query, k, f)
 }
+
+// Renumber moves every document d to number newDoc[d] (newDoc covers every
+// document number in use and maps them to distinct numbers), keeping texts,
+// statistics and bounds: the index is the one it would be had the documents
+// been added under their new numbers. The engine renumbers a compacted
+// segment's documents with its graph (hnsw.Index.Permute). A mapping that
+// does not cover every document or maps two to one number is refused and
+// changes nothing.
+func (x *Index) Renumber(newDoc []uint32) error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	seen := make(map[uint32]struct{}, len(x.docLen))
+	docLen := make(map[uint32]uint32, len(x.docLen))
+	var maxDoc uint32
+	for d, l := range x.docLen {
+		if int64(d) >= int64(len(newDoc)) {
+			return fmt.Errorf("keyword: renumbering covers %d documents, document %d exists", len(newDoc), d)
+		}
+		nd := newDoc[d]
+		if _, dup := seen[nd]; dup {
+			return fmt.Errorf("keyword: renumbering maps two documents to %d", nd)
+		}
+		seen[nd] = struct{}{}
+		docLen[nd] = l
+		maxDoc = max(maxDoc, nd)
+	}
+	for _, list := range x.postings {
+		for i := range list {
+			list[i].doc = newDoc[list[i].doc]
+		}
+		slices.SortFunc(list, func(a, b posting) int { return cmp.Compare(a.doc, b.doc) })
+	}
+	x.docLen, x.maxDoc = docLen, maxDoc
+	return nil
+}

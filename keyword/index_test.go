@@ -404,3 +404,45 @@ func TestSearchAmongIsExact(t *testing.T) {
 		t.Error("one list for two parts was accepted")
 	}
 }
+
+// TestRenumber: an index renumbered is byte for byte the index built with
+// the new numbers; mappings that miss a document or merge two are refused
+// and change nothing.
+func TestRenumber(t *testing.T) {
+	docs, qs := zipfCorpus(1500, 20)
+	perm := rand.New(rand.NewPCG(9, 9)).Perm(len(docs))
+	renumbered, direct := NewIndex(), NewIndex()
+	newDoc := make([]uint32, len(docs))
+	for i, d := range docs {
+		_ = renumbered.Add(uint32(i), d)
+		newDoc[i] = uint32(perm[i])
+		_ = direct.Add(newDoc[i], d)
+	}
+	before, _ := renumbered.MarshalBinary()
+	if err := renumbered.Renumber(newDoc[:len(docs)-1]); err == nil {
+		t.Fatal("a mapping that misses a document was accepted")
+	}
+	dup := slices.Clone(newDoc)
+	dup[1] = dup[0]
+	if err := renumbered.Renumber(dup); err == nil {
+		t.Fatal("a mapping of two documents to one was accepted")
+	}
+	if after, _ := renumbered.MarshalBinary(); !bytes.Equal(after, before) {
+		t.Fatal("a refused renumbering changed the index")
+	}
+	if err := renumbered.Renumber(newDoc); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := renumbered.MarshalBinary()
+	want, _ := direct.MarshalBinary()
+	if !bytes.Equal(got, want) {
+		t.Fatal("the renumbered index differs from one built with the new numbers")
+	}
+	for _, q := range qs {
+		a, _ := Search([]Part{renumbered}, q, 10, nil)
+		b, _ := Search([]Part{direct}, q, 10, nil)
+		if !slices.Equal(a, b) {
+			t.Fatalf("%q: %v, built directly %v", q, a, b)
+		}
+	}
+}

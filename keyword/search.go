@@ -152,8 +152,8 @@ func (s BM25) SearchAmong(parts []Part, query string, k int, among [][]uint32, a
 	}
 	existingOnly, theta := false, -1.0
 	var cands []uint32
-	sets := make([]*docSet, len(parts))   // among's lists, their ordinals kept across terms
-	keeps := make([][]uint64, len(parts)) // a Segment's sets[pi] as ordinals (ordBits)
+	sets := make([]*docSet, len(parts))  // among's lists, their ordinals kept across terms
+	keeps := make([]*ordSet, len(parts)) // a Segment's sets[pi] as ordinals (ordBits)
 	for pi := range among {
 		if among[pi] != nil {
 			sets[pi] = &docSet{docs: among[pi]}
@@ -202,17 +202,14 @@ func (s BM25) SearchAmong(parts []Part, query string, k int, among [][]uint32, a
 				}
 			}
 			if seg, isSeg := p.(*Segment); isSeg {
-				var keep []uint64
-				if sets[pi] != nil {
-					switch {
-					case keeps[pi] != nil:
-					case seg.dense && acc.member != nil:
-						keeps[pi] = acc.member // ordinals are documents
-					default:
-						keeps[pi] = seg.ordBits(sets[pi])
+				if sets[pi] != nil && keeps[pi] == nil {
+					if seg.dense && acc.member != nil {
+						keeps[pi] = newOrdSet(acc.member) // ordinals are documents
+					} else {
+						keeps[pi] = newOrdSet(seg.ordBits(sets[pi]))
 					}
-					keep = keeps[pi]
 				}
+				keep := keeps[pi]
 				seg.postingBlocks(t.term, keep, func(b *postingBlock) { acc.addBlock(b, w, c0, c1, ok, existingOnly) })
 				continue
 			}

@@ -8,6 +8,7 @@ import (
 	"hash/crc32"
 	"io"
 	"math"
+	mathbits "math/bits"
 	"slices"
 	"strings"
 )
@@ -296,10 +297,13 @@ type postingBlock struct {
 // lookups (cache misses in a large segment) overlap instead of each waiting
 // for the previous posting's scoring.
 //
-// keep, when not nil, is a bitset over ordinals (ordBits): postings of other
+// keep, when not nil, selects ordinals (ordBits): postings of other
 // ordinals are passed over before their docs-table lookup, the cost that
-// dominates reading a common term's list for one session of many.
-func (s *Segment) postingBlocks(term string, keep []uint64, fn func(*postingBlock)) {
+// dominates reading a common term's list for one session of many. Once the
+// term's bound is known (bound.go), only the blocks that can hold
+// ordinals lo..hi are read: the run of the list that a session grouped by
+// compaction (engine) occupies.
+func (s *Segment) postingBlocks(term string, keep *ordSet, fn func(*postingBlock)) {
 	i := s.find(term)
 	if i < 0 {
 		return
@@ -307,6 +311,10 @@ func (s *Segment) postingBlocks(term string, keep []uint64, fn func(*postingBloc
 	c, ok := s.cursor(i)
 	if !ok {
 		return
+	}
+	ranged := keep != nil && s.boundSlot(i).Load() != 0
+	if ranged {
+		c.skipTo(keep.lo)
 	}
 	var (
 		b         postingBlock
@@ -324,24 +332,26 @@ func (s *Segment) postingBlocks(term string, keep []uint64, fn func(*postingBloc
 		b.n = 0
 		for j, o := range ords[:m] {
 			maxTF = max(maxTF, tfs[j])
-			if keep != nil && !bitSet(keep, uint64(o)) {
+			if keep != nil && !bitSet(keep.bits, uint64(o)) {
 				continue
 			}
 			kept[b.n], b.tfs[b.n] = o, uint32(min(u*uint64(tfs[j]), math.MaxUint32))
 			b.n++
 		}
-		if b.n == 0 {
-			continue
+		if b.n > 0 {
+			for j, o := range kept[:b.n] {
+				e := s.docs[docEntry*uint64(o):]
+				b.docs[j] = binary.LittleEndian.Uint32(e)
+				b.lens[j] = uint32(min(u*uint64(binary.LittleEndian.Uint32(e[4:])), math.MaxUint32))
+				st = st.with(b.tfs[j], b.lens[j])
+			}
+			fn(&b)
 		}
-		for j, o := range kept[:b.n] {
-			e := s.docs[docEntry*uint64(o):]
-			b.docs[j] = binary.LittleEndian.Uint32(e)
-			b.lens[j] = uint32(min(u*uint64(binary.LittleEndian.Uint32(e[4:])), math.MaxUint32))
-			st = st.with(b.tfs[j], b.lens[j])
+		if ranged && uint64(ords[m-1]) >= keep.hi {
+			return // past the last kept ordinal
 		}
-		fn(&b)
 	}
-	if c.bad || c.n != c.df || maxTF == 0 {
+	if c.bad || c.n != c.df || maxTF == 0 || ranged {
 		return
 	}
 	if keep != nil {
@@ -350,6 +360,30 @@ func (s *Segment) postingBlocks(term string, keep []uint64, fn func(*postingBloc
 		st = termStat{uint32(min(u*uint64(maxTF), math.MaxUint32)), s.minDocLen()}
 	}
 	s.learnBound(i, st)
+}
+
+// ordSet is a set of a Segment's ordinals: a bitset and its least and
+// greatest member.
+type ordSet struct {
+	bits   []uint64
+	lo, hi uint64
+}
+
+// newOrdSet returns bits as an ordSet (nil when empty).
+func newOrdSet(bits []uint64) *ordSet {
+	first, last := -1, -1
+	for w, x := range bits {
+		if x != 0 {
+			if first < 0 {
+				first = w*64 + mathbits.TrailingZeros64(x)
+			}
+			last = w*64 + 63 - mathbits.LeadingZeros64(x)
+		}
+	}
+	if first < 0 {
+		return &ordSet{bits: bits, lo: 1, hi: 0} // nothing kept; reads pass everything over
+	}
+	return &ordSet{bits: bits, lo: uint64(first), hi: uint64(last)}
 }
 
 func bitSet(bits []uint64, i uint64) bool {

@@ -270,9 +270,11 @@ func TestPostingBlocks(t *testing.T) {
 	}
 }
 
-// TestPostingBlocksKeep: with a bitset of ordinals, postingBlocks gives
-// exactly the kept documents' postings, at most a stored block's worth at a
-// time, and the bound it learns still covers every posting of the term.
+// TestPostingBlocksKeep: with a set of ordinals (scattered, or a run as a
+// session grouped by compaction has), postingBlocks gives exactly the kept
+// documents' postings, at most a stored block's worth at a time, both on
+// the first read of a term (whole, learning its bound, which must cover
+// every posting) and on later ones (only the blocks of the set's range).
 func TestPostingBlocksKeep(t *testing.T) {
 	docs, _ := shortTexts(5000, 0)
 	idx := NewIndex()
@@ -280,45 +282,49 @@ func TestPostingBlocksKeep(t *testing.T) {
 		_ = idx.Add(uint32(3*i+1), d)
 	}
 	r := rand.New(rand.NewPCG(7, 7))
-	var kept []uint32
+	var scattered, run []uint32
 	for i := range docs {
 		if r.IntN(10) == 0 {
-			kept = append(kept, uint32(3*i+1))
+			scattered = append(scattered, uint32(3*i+1))
+		}
+		if i >= 2100 && i < 2400 && i%4 != 0 {
+			run = append(run, uint32(3*i+1))
 		}
 	}
-	seg := mustSegment(t, idx)
-	keep := seg.ordBits(&docSet{docs: kept})
-	for w := range 300 {
-		term := fmt.Sprintf("w%d", w)
-		var want, got []posting3
-		var all termStat
-		idx.Postings(term, func(doc, tf, dl uint32) {
-			all = all.with(tf, dl)
-			if _, ok := slices.BinarySearch(kept, doc); ok {
-				want = append(want, posting3{doc, tf, dl})
+	for _, kept := range [][]uint32{scattered, run} {
+		seg := mustSegment(t, idx)
+		keep := newOrdSet(seg.ordBits(&docSet{docs: kept}))
+		for w := range 300 {
+			term := fmt.Sprintf("w%d", w)
+			var want []posting3
+			var all termStat
+			idx.Postings(term, func(doc, tf, dl uint32) {
+				all = all.with(tf, dl)
+				if _, ok := slices.BinarySearch(kept, doc); ok {
+					want = append(want, posting3{doc, tf, dl})
+				}
+			})
+			for read := range 2 {
+				var got []posting3
+				seg.postingBlocks(term, keep, func(b *postingBlock) {
+					if b.n < 1 || b.n > blockSize {
+						t.Fatalf("%q: a block of %d", term, b.n)
+					}
+					for i := range b.n {
+						got = append(got, posting3{b.docs[i], b.tfs[i], b.lens[i]})
+					}
+				})
+				if !slices.Equal(got, want) {
+					t.Fatalf("%q, read %d: %d postings kept, want %d", term, read, len(got), len(want))
+				}
 			}
-		})
-		var sizes []int
-		seg.postingBlocks(term, keep, func(b *postingBlock) {
-			sizes = append(sizes, b.n)
-			for i := range b.n {
-				got = append(got, posting3{b.docs[i], b.tfs[i], b.lens[i]})
+			if all.maxTF == 0 {
+				continue
 			}
-		})
-		if !slices.Equal(got, want) {
-			t.Fatalf("%q: %d postings kept, want %d", term, len(got), len(want))
-		}
-		for _, n := range sizes {
-			if n < 1 || n > blockSize {
-				t.Fatalf("%q: blocks of %v", term, sizes)
+			st, ok := seg.termBound(term)
+			if !ok || st.maxTF < all.maxTF || st.minDocLen > all.minDocLen {
+				t.Fatalf("%q: learned bound %+v (%v) does not cover %+v", term, st, ok, all)
 			}
-		}
-		if all.maxTF == 0 {
-			continue
-		}
-		st, ok := seg.termBound(term)
-		if !ok || st.maxTF < all.maxTF || st.minDocLen > all.minDocLen {
-			t.Fatalf("%q: learned bound %+v (%v) does not cover %+v", term, st, ok, all)
 		}
 	}
 }
