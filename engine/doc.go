@@ -99,6 +99,17 @@
 // policy and the rewrites a purge asks for insert from one, leaving the
 // other cores to searches.
 //
+// Before it is written, a merged segment's nodes are ordered by their
+// Options.NamespaceField value, each session keeping the order the merge
+// read its records in (hnsw.Index.Permute renumbers the graph,
+// keyword.Index.Renumber the postings). A session's records are then a run
+// of node ids: its exact vector scan reads codes in sequence, and BM25
+// reads only the blocks of each posting list that hold that run. At 1M
+// memories in 10,000 sessions (bench/results/scale-1m.md) this is what
+// keeps sessions holding 1-10% of the store near a small session's
+// latency. Flushed segments keep insertion order; node order carries no
+// meaning beyond locality (ties between equal scores break by it).
+//
 // # Repair
 //
 // Repair (on a closed store) replaces damaged manifests with one written

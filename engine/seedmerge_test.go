@@ -20,18 +20,7 @@ func TestMergeSeedsFromLargest(t *testing.T) {
 		dir := filepath.Join(t.TempDir(), "s")
 		db := openT(t, dir, testOpts())
 		c, _ := db.CreateCollection(CollectionConfig{Name: "a", Dim: 16, Metric: quant.Cosine})
-		r := rand.New(rand.NewPCG(8, 8))
-		var recs []Record
-		for i, n := range []int{300, seedMin + 500, 200} {
-			batch := mkRecords(r, 16, 10_000*i, n)
-			recs = append(recs, batch...)
-			if err := c.Upsert(ctx, batch); err != nil {
-				t.Fatal(err)
-			}
-			if err := db.Flush(); err != nil {
-				t.Fatal(err)
-			}
-		}
+		recs := flushedBatches(t, db, c, rand.New(rand.NewPCG(8, 8)), 300, seedMin+500, 200)
 		if deleteInLarge {
 			if _, err := c.Delete(recs[300].ID); err != nil {
 				t.Fatal(err)
@@ -82,6 +71,25 @@ func TestMergeSeedsFromLargest(t *testing.T) {
 		}
 		db.Close()
 	}
+}
+
+// flushedBatches upserts mkRecords batches of the given sizes (16-d, ids
+// from 0, 10,000, 20,000, ...) into c, flushing after each: a segment a
+// batch. It returns the records in order.
+func flushedBatches(t *testing.T, db *DB, c *Collection, r *rand.Rand, sizes ...int) []Record {
+	t.Helper()
+	var recs []Record
+	for i, n := range sizes {
+		batch := mkRecords(r, 16, 10_000*i, n)
+		recs = append(recs, batch...)
+		if err := c.Upsert(ctx, batch); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return recs
 }
 
 // TestCompactionCost (opt-in: ENGRAM_COMPACT_BENCH=1) times Compact of one

@@ -34,18 +34,7 @@ func TestCompactionGroupsSessions(t *testing.T) {
 		t.Cleanup(func() { clusterMerges = true })
 		db := openT(t, filepath.Join(t.TempDir(), "s"), testOpts())
 		c, _ := db.CreateCollection(CollectionConfig{Name: "a", Dim: 16, Metric: quant.Cosine})
-		r := rand.New(rand.NewPCG(4, 4))
-		var recs []Record
-		for i, n := range []int{400, seedMin + 100, 200} {
-			batch := mkRecords(r, 16, 10_000*i, n)
-			recs = append(recs, batch...)
-			if err := c.Upsert(ctx, batch); err != nil {
-				t.Fatal(err)
-			}
-			if err := db.Flush(); err != nil {
-				t.Fatal(err)
-			}
-		}
+		recs := flushedBatches(t, db, c, rand.New(rand.NewPCG(4, 4)), 400, seedMin+100, 200)
 		victim := recs[17]
 		query := recs[5].Vector
 		// Text scores (ties among equal texts break by position, which a

@@ -169,6 +169,11 @@
 // rate from the nodes it evaluates and switches to the scan (calling Allow
 // for every id) when the estimate is under the scan limit.
 //
+// The scan visits allowed ids in increasing order, so it reads codes in
+// sequence when they are a run: Index.Permute renumbers a built index
+// (same graph, new ids), and the engine uses it to give each session of a
+// compacted segment a run of ids.
+//
 // # Delete
 //
 // Delete sets a tombstone: the node is still walked, never returned. When

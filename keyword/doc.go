@@ -68,6 +68,17 @@
 // large segment overlap; a search within a session looks the session's
 // documents up in the docs table once for all its terms.
 //
+// SearchAmong (a search within one session of many) keeps scores by a
+// document's rank in the session's list, so a session's scores sit together
+// in the first entries of the pooled arrays. A Segment passes over other
+// documents' postings by ordinal, before their docs-table lookup, and once
+// it knows a term's bound it reads only the blocks that can hold the
+// session's first to last ordinal: when the engine's compaction has grouped
+// the session's records (engine/doc.go), that is the session's share of
+// each list, not the whole list. A list where the session has a document
+// in every block or more is read in sequence rather than looked up
+// document by document.
+//
 // # Caveats
 //
 //   - A Segment reads the slice given to Open for its whole life: the caller
