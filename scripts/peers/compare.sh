@@ -3,14 +3,14 @@
 #
 #   bash scripts/peers/compare.sh DATASET [M] [EFC] [EFLIST] [THREADS]
 #
-# DATASET is sift10k, glove100-10k, glove100-100k (from shared/datasets) or
+# DATASET is sift10k, glove100-10k, glove100-100k (from shared/datasets),
 # synthetic-N (N clustered 1024-d vectors from bench/cmd/synth, 1000
-# queries). Runs engram (bench/cmd/ann), hnswlib C++ (Debian headers,
-# g++ -O3 -march=native), python3-hnswlib, FAISS IndexHNSWFlat and
-# IndexHNSWSQ(QT_8bit) with the same M, efConstruction and ef sweep, one
-# after another, then writes bench/results/ann/DATASET.{jsonl,md,png}.
-# Installs the Debian packages it needs if they are missing. IMPLS="engram
-# hnswlib-cpp" reruns only those and keeps the other lines of the results.
+# queries) or synthetic100-N (the same at 100-d). Runs engram
+# (bench/cmd/ann), hnswlib C++ (Debian headers, g++ -O3 -march=native),
+# python3-hnswlib, FAISS IndexHNSWFlat and IndexHNSWSQ(QT_8bit) with the
+# same M, efConstruction and ef sweep, one after another, then writes
+# bench/results/ann/DATASET.{jsonl,md,png}. Installs the Debian packages
+# it needs if they are missing. IMPLS="engram hnswlib-cpp" reruns only those and keeps the other lines of the results.
 set -euo pipefail
 
 # The body is one function, parsed whole before it runs, so editing this
@@ -46,11 +46,13 @@ main() {
     sift10k) base=$datasets/sift10k/base.fvecs.gz; query=$datasets/sift10k/query.fvecs; gt=$datasets/sift10k/groundtruth.ivecs; metric=l2 ;;
     glove100-10k) base=$datasets/glove100/base_10k.fvecs; query=$datasets/glove100/query.fvecs; gt=$datasets/glove100/groundtruth_10k.ivecs; metric=cosine ;;
     glove100-100k) base=$datasets/glove100/base_100k.fvecs.gz; query=$datasets/glove100/query.fvecs; gt=$datasets/glove100/groundtruth_100k.ivecs; metric=cosine ;;
-    synthetic-*)
-      n=${ds#synthetic-}
+    synthetic-*|synthetic100-*)
+      n=${ds#*-}
+      dim=1024
+      [[ $ds == synthetic100-* ]] && dim=100
       dir=$cache/$ds
       if ! [ -f "$dir/groundtruth.ivecs" ]; then
-        go run ./bench/cmd/synth -n "$n" -dim 1024 -queries 1000 -out "$dir" >&2
+        go run ./bench/cmd/synth -n "$n" -dim "$dim" -queries 1000 -out "$dir" >&2
       fi
       base=$dir/base.fvecs; query=$dir/query.fvecs; gt=$dir/groundtruth.ivecs; metric=cosine ;;
     *) echo "unknown dataset $ds" >&2; exit 2 ;;
