@@ -10,7 +10,8 @@
 # python3-hnswlib, FAISS IndexHNSWFlat and IndexHNSWSQ(QT_8bit) with the
 # same M, efConstruction and ef sweep, one after another, then writes
 # bench/results/ann/DATASET.{jsonl,md,png}. Installs the Debian packages
-# it needs if they are missing. IMPLS="engram hnswlib-cpp" reruns only those and keeps the other lines of the results.
+# it needs if they are missing. IMPLS="engram hnswlib-cpp" reruns only
+# those and keeps the other lines of the results.
 set -euo pipefail
 
 # The body is one function, parsed whole before it runs, so editing this
