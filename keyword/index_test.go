@@ -446,3 +446,39 @@ func TestRenumber(t *testing.T) {
 		}
 	}
 }
+
+// TestSearchAmongGroupedSession: a session that is a run of a segment's
+// documents (as compaction groups them) is searched from the run of each
+// posting list once the term's bound is known; the results are the
+// exhaustive ones on the first query of a term and on every later one.
+func TestSearchAmongGroupedSession(t *testing.T) {
+	docs, qs := zipfCorpus(6000, 60)
+	idx := NewIndex()
+	for i, d := range docs {
+		_ = idx.Add(uint32(i), d)
+	}
+	seg := mustSegment(t, idx)
+	for _, run := range [][2]uint32{{2000, 2600}, {0, 40}, {5900, 6000}} {
+		var list []uint32
+		for d := run[0]; d < run[1]; d++ {
+			if d%5 != 0 { // a few holes, as deleted records leave
+				list = append(list, d)
+			}
+		}
+		in := func(_ int, d uint32) bool { _, ok := slices.BinarySearch(list, d); return ok }
+		for pass := range 2 {
+			for qi, q := range qs {
+				for _, k := range []int{1, 10, 100} {
+					got, err := BM25{}.SearchAmong([]Part{seg}, q, k, [][]uint32{list}, nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					want, _ := BM25{K1: DefaultK1, B: DefaultB, exhaustive: true}.Search([]Part{seg}, q, k, in)
+					if !slices.Equal(got, want) {
+						t.Fatalf("run %v, pass %d, query %d %q k=%d: %v, exhaustive %v", run, pass, qi, q, k, got, want)
+					}
+				}
+			}
+		}
+	}
+}
