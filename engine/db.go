@@ -98,6 +98,7 @@ type DB struct {
 	// now (a delete left a segment mostly deleted) instead of at its tick.
 	compactSignal chan struct{}
 	bgDone        chan struct{}
+	warmDone      chan struct{} // closed when the warm-up (Options.Warm) ends
 	bgErr         atomic.Pointer[error]
 }
 
@@ -245,6 +246,7 @@ func (d *DB) Close() error {
 	d.writeMu.Unlock()
 	close(d.flushSignal)
 	<-d.bgDone
+	<-d.warmDone // it stops at its next step once stopping is set
 	d.compactMu.Lock()
 	defer d.compactMu.Unlock()
 	d.writeMu.Lock()

@@ -54,6 +54,15 @@ type Options struct {
 	// writable Open would do. Mutations, Flush, Compact, Backup and
 	// SetLockNote return ErrReadOnly.
 	ReadOnly bool
+	// Warm has Open start a background pass that verifies and maps what
+	// searches read in every segment (the graph but its float vectors;
+	// ids, columns, times, text, keyword and namespace sections), so that
+	// the first searches after open do not pay for it (a fresh process
+	// at 1M x 1024-d: recall p99 11-15 ms cold, 7 ms warm). It reads
+	// about 1.2 KiB per record from one goroutine, in steps that a
+	// search, a flush or Close never waits on for long; DB.Warmed says
+	// when it is done. For long-running processes (memctl serve).
+	Warm bool
 	// Key makes a new store encrypted (docs/format/encryption.md), and
 	// unlocks an encrypted one: nil for a plaintext store. Encryption is
 	// chosen when the store is created: a store without KEYS opened with
@@ -144,6 +153,12 @@ func Open(dir string, opts Options) (*DB, error) {
 		return nil, err
 	}
 	d.startSeq()
+	d.warmDone = make(chan struct{})
+	if opts.Warm {
+		go d.warm()
+	} else {
+		close(d.warmDone)
+	}
 	if opts.ReadOnly {
 		close(d.bgDone) // nothing to flush or compact
 	} else {

@@ -164,12 +164,7 @@ func (s *segment) init(count uint32, verify bool) error {
 	if s.sf.chunks != nil {
 		// Version 4: each search checks the chunks of the graph it read
 		// (hnsw.View.SetReadVerifier) instead of the whole section first.
-		base := uint64(0)
-		for _, e := range s.sf.entries {
-			if e.kind == secGraph {
-				base = e.off
-			}
-		}
+		base := s.graphOffset()
 		sf := s.sf
 		view.SetReadVerifier(func(off, n uint64) error { return sf.verifyRange(base+off, n) })
 		// Rescoring reads vectors with pread, checked chunk by chunk,
@@ -567,6 +562,16 @@ func (s *segment) checkReachable() error {
 }
 
 func (s *segment) close() error { return s.sf.close() }
+
+// graphOffset is where the graph section starts in the file.
+func (s *segment) graphOffset() uint64 {
+	for _, e := range s.sf.entries {
+		if e.kind == secGraph {
+			return e.off
+		}
+	}
+	return 0
+}
 
 // matcher returns f evaluated per node of s (deleted nodes not excluded):
 // compiled against the columns of a version 2 segment, through the

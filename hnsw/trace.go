@@ -123,3 +123,22 @@ func (v *View) verifyTrace(t *trace) error {
 	}
 	return nil
 }
+
+// SearchRanges returns the byte ranges of the layout ([off, off+n), from
+// its first byte) that searches read through the View: the header and
+// every section but the float vectors, which rescoring reads with the
+// vector reader when one is set (SetVectorReader), else through the View
+// too. A caller that warms a View (verifies and maps it ahead of the
+// first searches) reads these.
+func (v *View) SearchRanges() [][2]uint64 {
+	out := [][2]uint64{{0, dataStart}}
+	for i := range v.secs {
+		if i == secVectors && v.g.readVec != nil {
+			continue
+		}
+		if n := uint64(len(v.secs[i])); n > 0 {
+			out = append(out, [2]uint64{v.offs[i], n})
+		}
+	}
+	return out
+}

@@ -7,7 +7,8 @@
 // second, disk bytes per memory, compaction time, open time, resident
 // memory (VmRSS split into anonymous and file-backed pages, VmHWM), recall
 // latency through the memory layer with the query vector given (embedding
-// excluded), and per selectivity band the recall@10 of session-filtered
+// excluded; timed right after open, cold, and again after reopening with
+// engine.Options.Warm once its warm-up ended), and per selectivity band the recall@10 of session-filtered
 // vector search against an exact scan of that session, with its latency.
 //
 // Run runs it all and returns a Report; Report.Markdown renders it. The

@@ -20,7 +20,8 @@ import (
 // all recalls and split by the session's share of the store (heavy: the
 // sessions of Heavy holding at least 1%). ENGRAM_SCALE_ONLY=heavy, small
 // or tiny (sessions of at most 1,000 memories) keeps just those recalls;
-// ENGRAM_SCALE_MODE=vector or keyword recalls with that side alone.
+// ENGRAM_SCALE_MODE=vector or keyword recalls with that side alone;
+// ENGRAM_SCALE_WARM=1 runs the recalls once unmeasured first.
 func TestRecallProfile(t *testing.T) {
 	dir := os.Getenv("ENGRAM_SCALE_STORE")
 	if dir == "" {
@@ -62,6 +63,18 @@ func TestRecallProfile(t *testing.T) {
 		mode = memory.ModeVector
 	case "keyword":
 		mode = memory.ModeKeyword
+	}
+	// ENGRAM_SCALE_WARM=1: run the recalls once unmeasured first, so the
+	// figures are those of a store whose pages the process has touched.
+	if os.Getenv("ENGRAM_SCALE_WARM") != "" {
+		wr := rand.New(rand.NewPCG(cfg.Seed, 1<<40))
+		for i := range cfg.Queries {
+			s := d.session[wr.IntN(cfg.N)]
+			vec, text := d.query(wr, s, i%2 == 0)
+			if _, err := st.RecallWithVector(ctx, text, vec, memory.RecallOptions{Session: sessionName(s), K: 10, NoTouch: true, Mode: mode}); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 	var lat []q
 	byClass := map[bool][]time.Duration{}

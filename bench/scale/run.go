@@ -2,6 +2,7 @@ package scale
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -77,6 +78,17 @@ type Band struct {
 	ExactP50 time.Duration // the exact scan itself
 }
 
+// Recalls are the timed recalls of one opening of the store: through the
+// memory layer, session-scoped, hybrid, the query vector given; split by
+// heavy sessions (isHeavy) and the others; the process CPU time per recall.
+type Recalls struct {
+	P50, P99           time.Duration
+	Heavy              int
+	HeavyP50, HeavyP99 time.Duration
+	SmallP50, SmallP99 time.Duration
+	CPU                time.Duration
+}
+
 // Report is a run's figures.
 type Report struct {
 	Config Config
@@ -93,14 +105,14 @@ type Report struct {
 	// MeasureOnly: the report of Measure, on a store built before (no
 	// ingest or compaction figures).
 	MeasureOnly bool
-	// Recall through the memory layer, session-scoped, hybrid, the query
-	// vector given; split by heavy sessions (isHeavy) and the others; the
-	// process CPU time per recall.
-	RecallP50, RecallP99 time.Duration
-	HeavyRecalls         int
-	HeavyP50, HeavyP99   time.Duration
-	SmallP50, SmallP99   time.Duration
-	RecallCPU            time.Duration
+	// Recall: the timed recalls right after memory.Open (cold: every
+	// first touch of a page or chunk on the way). Warm: the same recalls
+	// after reopening with engine.Options.Warm (what memctl serve sets)
+	// once its warm-up ended, WarmWall after the open; MemWarm after it.
+	Recall   Recalls
+	Warm     Recalls
+	WarmWall time.Duration
+	MemWarm  Mem
 	// Unfiltered vector search (engine, k=10): latency and recall@10
 	// against the exact scan.
 	AllP50, AllP99 time.Duration
@@ -203,6 +215,35 @@ func Measure(ctx context.Context, cfg Config, progress io.Writer) (*Report, erro
 	return rep, measure(ctx, cfg, newData(cfg), rep, progress)
 }
 
+// timedRecalls runs cfg.Queries recalls in sessions drawn by their size
+// (the same ones on every call).
+func timedRecalls(ctx context.Context, cfg Config, d *data, st *memory.Store) (Recalls, error) {
+	r := rand.New(rand.NewPCG(cfg.Seed, 1<<40))
+	lat := make([]time.Duration, 0, cfg.Queries)
+	var heavy, small []time.Duration
+	cpu0 := cpuTime()
+	for q := range cfg.Queries {
+		s := d.session[r.IntN(cfg.N)] // sessions weighted by their size
+		vec, text := d.query(r, s, q%2 == 0)
+		t := time.Now()
+		if _, err := st.RecallWithVector(ctx, text, vec, memory.RecallOptions{Session: sessionName(s), K: 10, NoTouch: true}); err != nil {
+			return Recalls{}, err
+		}
+		lat = append(lat, time.Since(t))
+		if isHeavy(s) {
+			heavy = append(heavy, lat[len(lat)-1])
+		} else {
+			small = append(small, lat[len(lat)-1])
+		}
+	}
+	return Recalls{
+		CPU: (cpuTime() - cpu0) / time.Duration(cfg.Queries),
+		P50: pct(lat, 50), P99: pct(lat, 99),
+		Heavy: len(heavy), HeavyP50: pct(heavy, 50), HeavyP99: pct(heavy, 99),
+		SmallP50: pct(small, 50), SmallP99: pct(small, 99),
+	}, nil
+}
+
 // measure fills rep's open, recall, memory and band figures from the store
 // in cfg.Dir.
 func measure(ctx context.Context, cfg Config, d *data, rep *Report, progress io.Writer) error {
@@ -218,41 +259,41 @@ func measure(ctx context.Context, cfg Config, d *data, rep *Report, progress io.
 	}
 	rep.OpenWall = time.Since(t0)
 	rep.MemOpen = ReadMem()
-	r := rand.New(rand.NewPCG(cfg.Seed, 1<<40))
-	lat := make([]time.Duration, 0, cfg.Queries)
-	var heavy, small []time.Duration
-	cpu0 := cpuTime()
-	for q := range cfg.Queries {
-		s := d.session[r.IntN(cfg.N)] // sessions weighted by their size
-		vec, text := d.query(r, s, q%2 == 0)
-		t := time.Now()
-		if _, err := st.RecallWithVector(ctx, text, vec, memory.RecallOptions{Session: sessionName(s), K: 10, NoTouch: true}); err != nil {
-			_ = st.Close()
-			return err
-		}
-		lat = append(lat, time.Since(t))
-		if isHeavy(s) {
-			heavy = append(heavy, lat[len(lat)-1])
-		} else {
-			small = append(small, lat[len(lat)-1])
-		}
+	if rep.Recall, err = timedRecalls(ctx, cfg, d, st); err != nil {
+		_ = st.Close()
+		return err
 	}
-	rep.RecallCPU = (cpuTime() - cpu0) / time.Duration(cfg.Queries)
-	rep.RecallP50, rep.RecallP99 = pct(lat, 50), pct(lat, 99)
-	rep.HeavyRecalls, rep.HeavyP50, rep.HeavyP99 = len(heavy), pct(heavy, 50), pct(heavy, 99)
-	rep.SmallP50, rep.SmallP99 = pct(small, 50), pct(small, 99)
 	rep.MemQueries = ReadMem()
 	if err := st.Close(); err != nil {
 		return err
 	}
 
-	// Vector search per band, against the exact scan (engine level: the
-	// memory layer has no exact mode).
-	logf(progress, "recall p50 %v p99 %v; bands", rep.RecallP50, rep.RecallP99)
-	db, err := engine.Open(cfg.Dir, engine.Options{ReadOnly: true})
+	// The same recalls after a warmed open.
+	logf(progress, "opening with the warm-up")
+	t0 = time.Now()
+	db, err := engine.Open(cfg.Dir, engine.Options{Warm: true})
 	if err != nil {
 		return err
 	}
+	<-db.Warmed()
+	rep.WarmWall = time.Since(t0)
+	rep.MemWarm = ReadMem()
+	if st, err = memory.New(ctx, memory.NewEngineBackend(db), opts.Options); err == nil {
+		rep.Warm, err = timedRecalls(ctx, cfg, d, st)
+		err = errors.Join(err, st.Close())
+	}
+	if err = errors.Join(err, db.Close()); err != nil {
+		return err
+	}
+
+	// Vector search per band, against the exact scan (engine level: the
+	// memory layer has no exact mode).
+	logf(progress, "recall p50 %v p99 %v, warm %v %v; bands", rep.Recall.P50, rep.Recall.P99, rep.Warm.P50, rep.Warm.P99)
+	db, err = engine.Open(cfg.Dir, engine.Options{ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	r := rand.New(rand.NewPCG(cfg.Seed, 1<<41))
 	defer db.Close()
 	coll, err := vectorCollection(db, cfg.Dim)
 	if err != nil {

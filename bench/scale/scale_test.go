@@ -37,8 +37,8 @@ func BenchmarkScale(b *testing.B) {
 		b.ReportMetric(float64(rep.OpenWall)/1e6, "open-ms")
 		b.ReportMetric(float64(rep.DiskBytes)/n, "disk-B/memory")
 		b.ReportMetric(float64(rep.MemQueries.RSS)/float64(CodesGraphBytes(cfg.N, cfg.Dim)), "rss/codes+graph")
-		b.ReportMetric(float64(rep.RecallP50)/1e6, "recall-p50-ms")
-		b.ReportMetric(float64(rep.RecallP99)/1e6, "recall-p99-ms")
+		b.ReportMetric(float64(rep.Recall.P50)/1e6, "recall-p50-ms")
+		b.ReportMetric(float64(rep.Recall.P99)/1e6, "recall-p99-ms")
 		b.ReportMetric(rep.AllRecall, "recall@10")
 		for _, bd := range rep.Bands {
 			name := strings.TrimRight(strings.TrimRight(fmt.Sprintf("%.3f", 100*bd.Share), "0"), ".")
@@ -83,7 +83,7 @@ func TestSmallRun(t *testing.T) {
 			t.Errorf("band %s (%d): recall@10 %.3f", b.Session, b.Count, b.Recall)
 		}
 	}
-	if rep.DiskBytes <= 0 || rep.IngestWall <= 0 || rep.RecallP50 <= 0 || rep.OpenWall <= 0 || rep.OpenWall > time.Minute {
+	if rep.DiskBytes <= 0 || rep.IngestWall <= 0 || rep.Recall.P50 <= 0 || rep.Warm.P50 <= 0 || rep.WarmWall <= 0 || rep.OpenWall <= 0 || rep.OpenWall > time.Minute {
 		t.Errorf("implausible report %+v", rep)
 	}
 	md := rep.Markdown(ThisMachine())
@@ -92,7 +92,7 @@ func TestSmallRun(t *testing.T) {
 			t.Errorf("report lacks %q", want)
 		}
 	}
-	if rep.HeavyRecalls == 0 || rep.HeavyRecalls == cfg.Queries || rep.HeavyP50 <= 0 || rep.SmallP50 <= 0 || rep.RecallCPU <= 0 {
+	if rep.Recall.Heavy == 0 || rep.Recall.Heavy == cfg.Queries || rep.Recall.HeavyP50 <= 0 || rep.Recall.SmallP50 <= 0 || rep.Recall.CPU <= 0 || rep.Warm.Heavy != rep.Recall.Heavy {
 		t.Errorf("recalls not split by session size: %+v", rep)
 	}
 
@@ -102,7 +102,7 @@ func TestSmallRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !again.MeasureOnly || again.IngestWall != 0 || again.RecallP50 <= 0 || len(again.Bands) != len(rep.Bands) || again.DiskBytes != rep.DiskBytes {
+	if !again.MeasureOnly || again.IngestWall != 0 || again.Recall.P50 <= 0 || len(again.Bands) != len(rep.Bands) || again.DiskBytes != rep.DiskBytes {
 		t.Errorf("Measure: %+v", again)
 	}
 	for i, b := range again.Bands {

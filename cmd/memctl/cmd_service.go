@@ -52,6 +52,9 @@ func (a *app) serveCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			// A server lives long: its first queries should not pay for
+			// verifying and mapping the index (engine.Options.Warm).
+			a.engineOpts.Warm = true
 			s, err := a.openStore()
 			if err != nil {
 				return err
