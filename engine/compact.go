@@ -380,24 +380,20 @@ func sessionOrder(m *memtable, nsField string) []uint32 {
 	if nsField == "" || len(m.recs) < 2 {
 		return nil
 	}
-	session := func(node uint32) string {
-		if v, ok := m.recs[node].rec.Meta[nsField]; ok && v.kind == KindString {
-			return v.s
-		}
-		return ""
-	}
+	session := make([]string, len(m.recs)) // looked up once, not per comparison
 	order := make([]uint32, len(m.recs))
 	sorted := true
 	for i := range order {
-		order[i] = uint32(i)
-		if i > 0 && session(uint32(i)) < session(uint32(i-1)) {
-			sorted = false
+		if v, ok := m.recs[i].rec.Meta[nsField]; ok && v.kind == KindString {
+			session[i] = v.s
 		}
+		order[i] = uint32(i)
+		sorted = sorted && (i == 0 || session[i-1] <= session[i])
 	}
 	if sorted {
 		return nil
 	}
-	slices.SortStableFunc(order, func(a, b uint32) int { return strings.Compare(session(a), session(b)) })
+	slices.SortStableFunc(order, func(a, b uint32) int { return strings.Compare(session[a], session[b]) })
 	return order
 }
 
