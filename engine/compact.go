@@ -70,12 +70,7 @@ func (d *DB) compactPicked(pick func(c *Collection) []*segment, p Progress, work
 	if d.stopping.Load() {
 		return errStopping
 	}
-	d.mu.RLock()
-	colls := make([]*Collection, 0, len(d.colls))
-	for _, name := range sortedKeys(d.colls) {
-		colls = append(colls, d.colls[name])
-	}
-	d.mu.RUnlock()
+	colls := d.collections()
 	pc := &progressCounter{p: p}
 	if p != nil {
 		for _, c := range colls {

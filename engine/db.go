@@ -255,6 +255,18 @@ func (d *DB) Close() error {
 	return errors.Join(flushErr, err, d.lock.unlock())
 }
 
+// collections returns the open collections in name order, a snapshot
+// taken under d.mu.
+func (d *DB) collections() []*Collection {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	colls := make([]*Collection, 0, len(d.colls))
+	for _, name := range sortedKeys(d.colls) {
+		colls = append(colls, d.colls[name])
+	}
+	return colls
+}
+
 func (d *DB) closeFiles() error {
 	var errs []error
 	d.mu.Lock()

@@ -29,12 +29,7 @@ type CollectionStats struct {
 // Stats reports counts and sizes.
 func (d *DB) Stats() Stats {
 	var st Stats
-	d.mu.RLock()
-	colls := make([]*Collection, 0, len(d.colls))
-	for _, name := range sortedKeys(d.colls) {
-		colls = append(colls, d.colls[name])
-	}
-	d.mu.RUnlock()
+	colls := d.collections()
 	for _, c := range colls {
 		c.mu.RLock()
 		cs := CollectionStats{Name: c.cfg.Name, Broken: c.broken, Fingerprint: c.cfg.Fingerprint, Overrides: len(c.overrides)}

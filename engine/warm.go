@@ -19,12 +19,7 @@ func (d *DB) Warmed() <-chan struct{} { return d.warmDone }
 // bytes to report, as without warming.
 func (d *DB) warm() {
 	defer close(d.warmDone)
-	d.mu.RLock()
-	colls := make([]*Collection, 0, len(d.colls))
-	for _, name := range sortedKeys(d.colls) {
-		colls = append(colls, d.colls[name])
-	}
-	d.mu.RUnlock()
+	colls := d.collections()
 	for _, c := range colls {
 		c.mu.RLock()
 		segs := slices.Clone(c.segs)

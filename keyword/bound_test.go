@@ -35,11 +35,7 @@ func shortTexts(n, queries int) (docs, qs []string) {
 // and a removal leaves the Index's bounds covering what is left.
 func TestTermBounds(t *testing.T) {
 	docs, _ := shortTexts(2000, 0)
-	idx := NewIndex()
-	for i, d := range docs {
-		_ = idx.Add(uint32(i), d)
-	}
-	seg := mustSegment(t, idx)
+	idx, seg := indexAndSegment(t, docs)
 	for i := range 200 {
 		_, _ = idx.Remove(uint32(i*7), docs[i*7])
 	}

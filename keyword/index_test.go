@@ -328,11 +328,7 @@ func TestAccumulatorPaths(t *testing.T) {
 // on queries mixing rare and common words.
 func TestPruningIsExact(t *testing.T) {
 	docs, qs := zipfCorpus(3000, 200)
-	idx := NewIndex()
-	for i, d := range docs {
-		_ = idx.Add(uint32(i), d)
-	}
-	seg := mustSegment(t, idx)
+	idx, seg := indexAndSegment(t, docs)
 	var prunedCalls, fullCalls int
 	for qi, q := range qs {
 		for _, k := range []int{1, 5, 50} {
@@ -453,11 +449,7 @@ func TestRenumber(t *testing.T) {
 // exhaustive ones on the first query of a term and on every later one.
 func TestSearchAmongGroupedSession(t *testing.T) {
 	docs, qs := zipfCorpus(6000, 60)
-	idx := NewIndex()
-	for i, d := range docs {
-		_ = idx.Add(uint32(i), d)
-	}
-	seg := mustSegment(t, idx)
+	_, seg := indexAndSegment(t, docs)
 	for _, run := range [][2]uint32{{2000, 2600}, {0, 40}, {5900, 6000}} {
 		var list []uint32
 		for d := run[0]; d < run[1]; d++ {
@@ -481,4 +473,17 @@ func TestSearchAmongGroupedSession(t *testing.T) {
 			}
 		}
 	}
+}
+
+// indexAndSegment indexes docs as documents 0, 1, ... and returns the Index
+// and its serialized Segment.
+func indexAndSegment(t *testing.T, docs []string) (*Index, *Segment) {
+	t.Helper()
+	idx := NewIndex()
+	for i, d := range docs {
+		if err := idx.Add(uint32(i), d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return idx, mustSegment(t, idx)
 }
