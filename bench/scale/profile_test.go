@@ -7,6 +7,7 @@ import (
 	"runtime/pprof"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,7 +22,10 @@ import (
 // sessions of Heavy holding at least 1%). ENGRAM_SCALE_ONLY=heavy, small
 // or tiny (sessions of at most 1,000 memories) keeps just those recalls;
 // ENGRAM_SCALE_MODE=vector or keyword recalls with that side alone;
-// ENGRAM_SCALE_WARM=1 runs the recalls once unmeasured first.
+// ENGRAM_SCALE_WARM=1 runs the recalls once unmeasured first. ENGRAM_SCALE_ONLY
+// may also name one session (s00000); ENGRAM_SCALE_QUERIES sets how many
+// recalls are drawn (default 500; sessions are drawn by their size, so a
+// small one needs more draws to get some).
 func TestRecallProfile(t *testing.T) {
 	dir := os.Getenv("ENGRAM_SCALE_STORE")
 	if dir == "" {
@@ -34,6 +38,11 @@ func TestRecallProfile(t *testing.T) {
 	cfg, err := Config{N: n, Dim: 1024, Sessions: 10000, Dir: dir}.withDefaults()
 	if err != nil {
 		t.Fatal(err)
+	}
+	if s := os.Getenv("ENGRAM_SCALE_QUERIES"); s != "" {
+		if cfg.Queries, err = strconv.Atoi(s); err != nil || cfg.Queries < 1 {
+			t.Fatalf("ENGRAM_SCALE_QUERIES=%q", s)
+		}
 	}
 	d := newData(cfg)
 	ctx := context.Background()
@@ -82,7 +91,8 @@ func TestRecallProfile(t *testing.T) {
 	for i := range cfg.Queries {
 		s := d.session[r.IntN(cfg.N)]
 		vec, text := d.query(r, s, i%2 == 0)
-		if (only == "heavy" && !isHeavy(s)) || (only == "small" && isHeavy(s)) || (only == "tiny" && d.sizes[s] > 1000) {
+		if (only == "heavy" && !isHeavy(s)) || (only == "small" && isHeavy(s)) || (only == "tiny" && d.sizes[s] > 1000) ||
+			strings.HasPrefix(only, "s") && only != "small" && only != sessionName(s) {
 			continue
 		}
 		t0 := time.Now()
