@@ -180,9 +180,9 @@ class AsyncClientTest(Case):
         c = AsyncClient(URL, max_connections=4)
         try:
             s = session()
-            # Only "kite" in common: with four shared words the built-in embedder's hash collisions
-            # put about one pair in 50,000 over the 0.85 merge threshold (one merge in ~60 runs).
-            texts = [f"Kite {uuid.uuid4().hex} {uuid.uuid4().hex} {uuid.uuid4().hex}." for _ in range(40)]
+            # Only "kite" in common, among six random words: the built-in embedder's hash collisions
+            # keep such pairs far below the 0.85 merge threshold (TestConcurrencyTextsStayApart).
+            texts = ["Kite " + " ".join(uuid.uuid4().hex for _ in range(6)) + "." for _ in range(40)]
             answers = await asyncio.gather(*(c.remember(s, t, tags=[f"n{i}"]) for i, t in enumerate(texts)))
             ids = [a["ids"][0] for a in answers]
             self.assertEqual(len(set(ids)), 40)
