@@ -61,14 +61,19 @@
 //
 // # Search
 //
-// The query is normalized (Cosine), encoded once, and searched with a
-// min-heap of candidates and a max-heap of results packed as uint64 keys
-// (distance in the high half, id in the low half, so ties break by id and
-// nothing is boxed). Visited sets are epoch-stamped []uint16 arrays taken
-// from a sync.Pool. Memory, not arithmetic, bounds a walk: each unvisited
-// neighbour's code is prefetched whole (every cache line it touches: a
-// 100-byte code can straddle three) as soon as the walk finds it, and the
-// next candidate's neighbour list while the current one is scored (1.37x
+// The query is normalized (Cosine), encoded once, and searched with keys
+// packed as uint64 (distance in the high half, id in the low half, so ties
+// break by id and nothing is boxed). A walk that may return every node (no
+// filter, no tombstones: most queries and build steps) keeps one
+// sorted pool of the ef best keys, each marked when expanded; a filtered
+// walk keeps a min-heap of candidates and a max-heap of accepted results,
+// because nodes it may walk through but not return must not take the
+// results' places. Both expand the same nodes. Visited sets are
+// epoch-stamped []uint16 arrays taken from a sync.Pool. Memory, not
+// arithmetic, bounds a walk: the unvisited neighbours' codes are
+// prefetched whole (every cache line each touches: a 100-byte code can
+// straddle three) in one call once the list is read, and the next
+// candidate's neighbour list while the current one is scored (1.37x
 // queries per CPU second on GloVe-100 100k against prefetching the first
 // two lines of each). The ef best results by code distance are rescored with
 // float32 distances (the best k + max(k, 30) of them: code order departs

@@ -21,3 +21,9 @@ func prefetchF32(p *float32)
 //
 //go:noescape
 func prefetchSpan(p unsafe.Pointer, n int)
+
+// prefetchRows is prefetchSpan for the stride bytes at base+id*stride of
+// every id in ids, in one call.
+//
+//go:noescape
+func prefetchRows(base unsafe.Pointer, ids []uint32, stride int)

@@ -29,3 +29,30 @@ loop:
 	JLE loop
 done:
 	RET
+
+// func prefetchRows(base unsafe.Pointer, ids []uint32, stride int)
+TEXT ·prefetchRows(SB), NOSPLIT, $0-40
+	MOVQ base+0(FP), R8
+	MOVQ ids_base+8(FP), R9
+	MOVQ ids_len+16(FP), R10
+	MOVQ stride+32(FP), R11
+	TESTQ R11, R11
+	JLE rows_done
+	XORQ BX, BX
+rows_next:
+	CMPQ BX, R10
+	JAE rows_done
+	MOVLQZX (R9)(BX*4), AX
+	IMULQ R11, AX
+	ADDQ R8, AX             // the row's first byte
+	LEAQ -1(AX)(R11*1), DX  // its last byte
+	ANDQ $~63, AX
+rows_line:
+	PREFETCHT0 (AX)
+	ADDQ $64, AX
+	CMPQ AX, DX
+	JLE rows_line
+	INCQ BX
+	JMP rows_next
+rows_done:
+	RET

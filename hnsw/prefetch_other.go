@@ -12,3 +12,6 @@ func prefetchF32(p *float32) {}
 
 // prefetchSpan is a no-op where there is no assembly prefetch.
 func prefetchSpan(p unsafe.Pointer, n int) {}
+
+// prefetchRows is a no-op where there is no assembly prefetch.
+func prefetchRows(base unsafe.Pointer, ids []uint32, stride int) {}

@@ -82,6 +82,7 @@ type config struct {
 	maxQueries, maxBase int
 	noRescore           bool
 	cpuProfile          string
+	graph               string
 }
 
 func main() {
@@ -121,6 +122,7 @@ func run(args []string, out io.Writer) error {
 	fs.IntVar(&c.maxBase, "n", 0, "use only the first N base vectors (needs a matching -gt; 0: all)")
 	fs.BoolVar(&c.noRescore, "norescore", false, "return code-distance order without float rescoring")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the query sweep to this file")
+	fs.StringVar(&c.graph, "graph", "", "search the index saved in this file (with FILE.rows) instead of building one; build and save it there when absent")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -170,7 +172,7 @@ func run(args []string, out io.Writer) error {
 
 // built is an index over a set's base vectors and what the build cost.
 type built struct {
-	ix       *hnsw.Index
+	ix       hnsw.Searcher
 	rowOf    []int32 // hnsw id -> base row: concurrent inserts interleave
 	buildS   float64
 	buildCPU float64
@@ -282,7 +284,13 @@ func (b *built) search(set *dataset.Set, k int, opts hnsw.SearchOptions) (sweep,
 func pct(d []time.Duration, p int) float64 { return us(d[len(d)*p/100]) }
 
 func bench(set *dataset.Set, c config, out io.Writer) error {
-	b, err := build(set, c)
+	var b *built
+	var err error
+	if c.graph != "" {
+		b, err = buildOrLoad(set, c)
+	} else {
+		b, err = build(set, c)
+	}
 	if err != nil {
 		return err
 	}

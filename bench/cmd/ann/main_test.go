@@ -58,6 +58,68 @@ func TestRunPrintsOneLinePerEf(t *testing.T) {
 	}
 }
 
+// TestGraphFile checks -graph: the first run builds and saves the index,
+// the second searches the saved one and finds the same recall; a file of
+// another data set is refused.
+func TestGraphFile(t *testing.T) {
+	dir := t.TempDir()
+	args := writeSet(t, dir, 1500, 24)
+	graph := filepath.Join(dir, "g.hnsw")
+	first := runLines(t, append(args, "-graph", graph, "-ef", "20,80", "-threads", "2"))
+	second := runLines(t, append(args, "-graph", graph, "-ef", "20,80"))
+	for i := range first {
+		if first[i].Recall10 != second[i].Recall10 {
+			t.Errorf("ef %d: recall %v built, %v loaded", first[i].Ef, first[i].Recall10, second[i].Recall10)
+		}
+	}
+	if first[0].BuildS <= 0 || second[0].BuildS != 0 {
+		t.Errorf("build seconds %v built, %v loaded", first[0].BuildS, second[0].BuildS)
+	}
+	other := writeSet(t, t.TempDir(), 1000, 24)
+	if err := run(append(other, "-graph", graph), io.Discard); err == nil {
+		t.Error("a graph of another data set was searched")
+	}
+}
+
+// writeSet writes a synthetic set of n vectors in dir and returns the
+// flags naming it.
+func writeSet(t *testing.T, dir string, n, dim int) []string {
+	t.Helper()
+	s, err := dataset.Synthetic(dataset.SyntheticConfig{N: n, Queries: 50, Dim: dim, Latent: 8, Clusters: 8, K: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, write := range map[string]func(io.Writer) error{
+		"b.fvecs":  func(w io.Writer) error { return dataset.WriteFvecs(w, s.Base) },
+		"q.fvecs":  func(w io.Writer) error { return dataset.WriteFvecs(w, s.Queries) },
+		"gt.ivecs": func(w io.Writer) error { return dataset.WriteIvecs(w, s.GroundTruth) },
+	} {
+		if err := dataset.WriteFile(filepath.Join(dir, name), write); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return []string{"-base", filepath.Join(dir, "b.fvecs"), "-query", filepath.Join(dir, "q.fvecs"),
+		"-gt", filepath.Join(dir, "gt.ivecs"), "-metric", "cosine", "-m", "8", "-efc", "64"}
+}
+
+func runLines(t *testing.T, args []string) []Result {
+	t.Helper()
+	var out bytes.Buffer
+	if err := run(args, &out); err != nil {
+		t.Fatal(err)
+	}
+	var rs []Result
+	sc := bufio.NewScanner(&out)
+	for sc.Scan() {
+		var r Result
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatalf("line %q: %v", sc.Text(), err)
+		}
+		rs = append(rs, r)
+	}
+	return rs
+}
+
 func TestRunRejectsBadFlags(t *testing.T) {
 	for _, args := range [][]string{
 		{},
