@@ -70,7 +70,11 @@
 // with float32 vectors, and merges them by distance (ties by ID). An
 // equality on Options.NamespaceField (default "session") is served by the
 // segment's postings: the candidate set becomes a bitset, which lets hnsw
-// scan it exactly when it is small. Exact: true scans every live record
+// scan it exactly when it is small. The segment caches the bitsets (and
+// their node lists, for BM25) of the sessions searched last, within 1 MiB
+// a segment, each valid for the segment's deletion count: the vector and
+// text sides of a hybrid recall, and a conversation's next recalls, share
+// one instead of each rebuilding it. Exact: true scans every live record
 // with float32 distances (the oracle the tests compare against).
 // SearchText runs BM25 over the mutable keyword index and every segment's
 // with collection-wide statistics, with the same per-part filters. Hits

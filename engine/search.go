@@ -177,10 +177,13 @@ func (c *Collection) partFilter(part int, f *Filter) (hnsw.Filter, error) {
 			// The postings already decide a filter that is just the
 			// namespace equality: no metadata lookups then.
 			only := f.op == opEq
+			if only && sessionSetBytes > 0 {
+				return s.sessionSet(ns, nodes).bits, nil
+			}
 			match := s.matcher(f)
 			bs := hnsw.NewBitset(s.n)
 			for _, node := range nodes {
-				if !s.isDeleted(node) && (only || match(node)) {
+				if !s.isDeleted(node) && match(node) {
 					_ = bs.Set(node)
 				}
 			}
@@ -308,8 +311,9 @@ func (c *Collection) materializeLocked(cands []candidate, withVec, withText bool
 // amongLists returns, for keyword.SearchAmong, the documents of each part
 // whose filter is a bitset small enough for BM25 to look them up in a
 // posting list rather than read it (a session's records among many
-// sessions'); nil when no part has one.
-func amongLists(parts []keyword.Part, allows []hnsw.Filter) [][]uint32 {
+// sessions'); nil when no part has one. A segment's cached session set
+// gives its list once for every search.
+func (c *Collection) amongLists(parts []keyword.Part, allows []hnsw.Filter) [][]uint32 {
 	var among [][]uint32
 	for i, a := range allows {
 		// keyword looks a list up only in longer posting lists (at most
@@ -320,6 +324,12 @@ func amongLists(parts []keyword.Part, allows []hnsw.Filter) [][]uint32 {
 		}
 		if among == nil {
 			among = make([][]uint32, len(parts))
+		}
+		if i > 0 {
+			if ids := c.segs[i-1].cachedIDs(bs); ids != nil {
+				among[i] = ids
+				continue
+			}
 		}
 		among[i] = bs.AppendIDs(make([]uint32, 0, bs.Count()))
 	}
@@ -385,7 +395,7 @@ func (c *Collection) SearchTextWith(ctx context.Context, req TextRequest) ([]Hit
 			}
 			return !c.segs[part-1].isDeleted(doc)
 		}
-		res, err := keyword.BM25{}.SearchAmong(parts, req.Query, req.K, amongLists(parts, allows), allow)
+		res, err := keyword.BM25{}.SearchAmong(parts, req.Query, req.K, c.amongLists(parts, allows), allow)
 		if err != nil {
 			return fmt.Errorf("engine: %w", err)
 		}

@@ -58,6 +58,7 @@ type segment struct {
 
 	deleted []uint64 // bitset over nodes; nil while none
 	ndel    int
+	sets    sessionSets // sessions' live nodes, for filtered searches
 
 	cacheMu sync.Mutex
 	cache   map[uint64][]byte // decompressed text blocks
