@@ -89,6 +89,7 @@ func (ix *Index) growLocked(nodes, upper int) {
 
 func grown[T any](s []T, n int) []T {
 	t := make([]T, n)
+	adviseHuge(t)
 	copy(t, s)
 	return t
 }
