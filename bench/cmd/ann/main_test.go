@@ -15,36 +15,8 @@ import (
 )
 
 func TestRunPrintsOneLinePerEf(t *testing.T) {
-	s, err := dataset.Synthetic(dataset.SyntheticConfig{N: 2000, Queries: 50, Dim: 32, Latent: 8, Clusters: 8, K: 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	paths := map[string]func(io.Writer) error{
-		"b.fvecs":  func(w io.Writer) error { return dataset.WriteFvecs(w, s.Base) },
-		"q.fvecs":  func(w io.Writer) error { return dataset.WriteFvecs(w, s.Queries) },
-		"gt.ivecs": func(w io.Writer) error { return dataset.WriteIvecs(w, s.GroundTruth) },
-	}
-	for name, write := range paths {
-		if err := dataset.WriteFile(filepath.Join(dir, name), write); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var out bytes.Buffer
-	err = run([]string{"-base", filepath.Join(dir, "b.fvecs"), "-query", filepath.Join(dir, "q.fvecs"),
-		"-gt", filepath.Join(dir, "gt.ivecs"), "-metric", "cosine", "-m", "8", "-efc", "64", "-ef", "10,100", "-threads", "2"}, &out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rs []Result
-	sc := bufio.NewScanner(&out)
-	for sc.Scan() {
-		var r Result
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			t.Fatalf("line %q: %v", sc.Text(), err)
-		}
-		rs = append(rs, r)
-	}
+	args := writeSet(t, t.TempDir(), 2000, 32)
+	rs := runLines(t, append(args, "-ef", "10,100", "-threads", "2"))
 	if len(rs) != 2 || rs[0].Ef != 10 || rs[1].Ef != 100 {
 		t.Fatalf("results %+v", rs)
 	}
