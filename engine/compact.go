@@ -416,7 +416,7 @@ func seedInput(old []*segment, deleted [][]uint64) (seed, live int) {
 			dead += bits.OnesCount64(w)
 		}
 		live += s.n - dead
-		if dead == 0 && s.view.Load() != nil && s.view.Load().Tombstones() == 0 && s.n >= seedMin && (seed < 0 || s.n > old[seed].n) {
+		if dead == 0 && s.view != nil && s.view.Tombstones() == 0 && s.n >= seedMin && (seed < 0 || s.n > old[seed].n) {
 			seed = i
 		}
 	}

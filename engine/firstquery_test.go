@@ -107,7 +107,7 @@ func TestOpenToFirstQuery(t *testing.T) {
 			if err := s.need(recordSections...); err != nil {
 				t.Fatal(err)
 			}
-			s.view.Load().SetReadVerifier(nil)
+			s.view.SetReadVerifier(nil)
 		}
 		v1, vc1 := time.Now(), cpuTime()
 		if _, err := c.Search(ctx, SearchRequest{Vector: q, K: 10}); err != nil {

@@ -164,8 +164,8 @@ func FuzzSegment(f *testing.F) {
 		// checks the chunks it read (version 4).
 		q := make([]float32, cfg.Dim)
 		q[0] = 1
-		_, _ = s.view.Load().Search(q, 3, hnsw.SearchOptions{})
-		_, _ = s.view.Load().CheckedVector(2)
+		_, _ = s.view.Search(q, 3, hnsw.SearchOptions{})
+		_, _ = s.view.CheckedVector(2)
 		_ = s.check()
 		s.find("r00007")
 		s.namespace("session", "s1")

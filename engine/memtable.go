@@ -42,7 +42,7 @@ func newMemtable(cfg CollectionConfig, opts *Options) (*memtable, error) {
 // capacity nodes. The caller adopts seg's records in node order before it
 // inserts any other.
 func newMemtableFrom(cfg CollectionConfig, opts *Options, seg *segment, capacity int) (*memtable, error) {
-	idx, err := hnsw.FromView(seg.view.Load(), hnsw.Config{Dim: cfg.Dim, Metric: cfg.Metric, M: opts.M, EfConstruction: opts.EfConstruction, Capacity: capacity})
+	idx, err := hnsw.FromView(seg.view, hnsw.Config{Dim: cfg.Dim, Metric: cfg.Metric, M: opts.M, EfConstruction: opts.EfConstruction, Capacity: capacity})
 	if err != nil {
 		return nil, err
 	}

@@ -61,12 +61,7 @@ type Options struct {
 	// at 1M x 1024-d: recall p99 11-15 ms cold, 7 ms warm). It reads
 	// about 1.2 KiB per record from one goroutine, in steps that a
 	// search, a flush or Close never waits on for long; DB.Warmed says
-	// when it is done. Each segment's int8 codes and level-0 lists, which
-	// a walk reads at random, then move into memory of the process's own
-	// over huge pages (hnsw.View.Resident; a walk over 4 KiB file pages
-	// misses the TLB on most reads), and the mapping's pages of those
-	// sections are dropped, so they are not resident twice. For
-	// long-running processes (memctl serve).
+	// when it is done. For long-running processes (memctl serve).
 	Warm bool
 	// Key makes a new store encrypted (docs/format/encryption.md), and
 	// unlocks an encrypted one: nil for a plaintext store. Encryption is

@@ -166,7 +166,7 @@ func (c *Collection) partFilter(part int, f *Filter) (hnsw.Filter, error) {
 		}), nil
 	}
 	s := c.segs[part]
-	if f == nil && s.ndel == s.view.Load().Len()-s.view.Load().Live() {
+	if f == nil && s.ndel == s.view.Len()-s.view.Live() {
 		// Deleted nodes are a superset of the graph's tombstones; equal
 		// counts mean they are the same set.
 		return nil, nil
@@ -225,7 +225,7 @@ func (c *Collection) approxLocked(q []float32, req SearchRequest) ([]candidate, 
 		if s.live() == 0 {
 			continue
 		}
-		if err := search(i, s.view.Load()); err != nil {
+		if err := search(i, s.view); err != nil {
 			return nil, err
 		}
 	}
@@ -248,7 +248,7 @@ func (c *Collection) exactLocked(q []float32, k int, f *Filter) ([]candidate, er
 			if s.isDeleted(node) || !match(node) {
 				continue
 			}
-			vec, err := s.view.Load().CheckedVector(node)
+			vec, err := s.view.CheckedVector(node)
 			if err != nil {
 				return nil, err
 			}

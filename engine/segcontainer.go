@@ -235,26 +235,6 @@ type segFile struct {
 	diskSize int64
 }
 
-// dropPages drops the pages of [off, off+n) of a file the OS maps from the
-// process's resident set (dropMapped); a no-op for an image (a decrypted
-// or copied file, whose bytes would be lost) or bytes not mapped by the
-// OS.
-func (s *segFile) dropPages(off, n uint64) {
-	if s.osMapped() && off+n <= uint64(len(s.data)) {
-		dropMapped(s.data[off : off+n])
-	}
-}
-
-// osMapped reports whether data is the OS's mapping of the file (not a
-// decrypted image, nor a copy made by a file system without mappings).
-func (s *segFile) osMapped() bool {
-	if s.file == nil {
-		return false
-	}
-	_, ok := s.file.(interface{ Fd() uintptr })
-	return ok
-}
-
 // size is the file's size on disk, what manifests record.
 func (s *segFile) size() uint64 {
 	if s.diskSize > 0 {

@@ -10,7 +10,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"github.com/engramdb/engram/hnsw"
 	"github.com/engramdb/engram/keyword"
@@ -31,7 +30,7 @@ type segment struct {
 	sf   *segFile
 	n    int
 	cfg  CollectionConfig
-	view atomic.Pointer[hnsw.View] // swapped for a resident copy by the warm-up (warm.go)
+	view *hnsw.View
 
 	// The sections, parsed once at open.
 	hdr   segHeader // what the info section says
@@ -173,7 +172,7 @@ func (s *segment) init(count uint32, verify bool) error {
 		// so they stay out of the process's resident memory.
 		view.SetVectorReader(func(off uint64, dst []byte) error { return sf.readChecked(base+off, dst) })
 	}
-	s.view.Store(view)
+	s.view = view
 	if s.ids, err = parseIDs(secs[secIDs], s.n); err != nil {
 		return err
 	}
@@ -363,7 +362,7 @@ func (s *segment) record(node uint32, ov map[string]access, withVec, withText bo
 		r.AccessCount, r.LastAccess = a.count, fromUnixNano(a.last)
 	}
 	if withVec {
-		vec, err := s.view.Load().CheckedVector(node)
+		vec, err := s.view.CheckedVector(node)
 		if err != nil {
 			return r, err
 		}
@@ -467,7 +466,7 @@ func (s *segment) check() error {
 	if err := s.sf.verify(); err != nil {
 		return err
 	}
-	if err := s.view.Load().Verify(); err != nil {
+	if err := s.view.Verify(); err != nil {
 		return fail("graph section: %v", err)
 	}
 	if _, err := s.keyword(); err != nil {
@@ -507,10 +506,10 @@ func (s *segment) check() error {
 		if s.sums != nil && recordSum(&r, r.Vector) != s.sums.at(node) {
 			return fail("node %d (%q) does not match its record checksum", node, r.ID)
 		}
-		if v := s.view.Load().Vector(node); len(v) != s.cfg.Dim {
+		if v := s.view.Vector(node); len(v) != s.cfg.Dim {
 			return fail("node %d has no vector", node)
 		}
-		for _, x := range s.view.Load().Vector(node) {
+		for _, x := range s.view.Vector(node) {
 			if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
 				return fail("node %d vector is not finite", node)
 			}
@@ -540,11 +539,11 @@ func (s *segment) checkReachable() error {
 		return nil
 	}
 	for node := uint32(0); node < uint32(s.n); node++ {
-		if !s.isDeleted(node) && s.view.Load().Deleted(node) {
+		if !s.isDeleted(node) && s.view.Deleted(node) {
 			return fail("live node %d is a tombstone (never returned by search)", node)
 		}
 	}
-	seen := s.view.Load().Reach()
+	seen := s.view.Reach()
 	if seen == nil {
 		return fail("no entry point with %d live nodes", live)
 	}
@@ -600,7 +599,7 @@ func (s *segment) verifiedRecord(node uint32, ov map[string]access) (Record, err
 			return Record{}, err
 		}
 		s.vecOnce.Do(func() {
-			if err := s.view.Load().VerifyVectors(); err != nil {
+			if err := s.view.VerifyVectors(); err != nil {
 				s.vecErr = &CorruptionError{File: s.sf.path, Err: fmt.Errorf("graph section: %v", err)}
 			}
 		})

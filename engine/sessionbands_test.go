@@ -105,7 +105,7 @@ func TestSessionBands(t *testing.T) {
 				}
 				live := c.mem.idx.Live()
 				if part >= 0 {
-					live = c.segs[part].view.Load().Live()
+					live = c.segs[part].view.Live()
 				}
 				plans = append(plans, fmt.Sprintf("%d/%d %v", bs.Count(), live, hnsw.Plan(bs.Count(), live, 0)))
 			}

@@ -132,7 +132,7 @@ func firstQuerySweep(t *testing.T, pread bool) {
 		if err := s.need(append(recordSections, secGraph)...); err != nil {
 			return nil, err
 		}
-		hits, err := s.view.Load().Search(q, 5, hnsw.SearchOptions{})
+		hits, err := s.view.Search(q, 5, hnsw.SearchOptions{})
 		if err != nil {
 			return nil, err
 		}

@@ -40,11 +40,11 @@ func (d *DB) warmSegment(c *Collection, s *segment) bool {
 		_ = s.need(slices.Concat(recordSections, []sectionKind{secKeyword, secNamespace})...)
 	}
 	c.mu.RUnlock()
-	if s.sf.chunks == nil || s.view.Load() == nil {
+	if s.sf.chunks == nil || s.view == nil {
 		return !d.stopping.Load() // before version 4 the graph is verified whole at first use
 	}
 	base := s.graphOffset()
-	for _, r := range s.view.Load().SearchRanges() {
+	for _, r := range s.view.SearchRanges() {
 		for off := r[0]; off < r[0]+r[1]; off += warmStep {
 			if d.stopping.Load() {
 				return false
@@ -58,43 +58,5 @@ func (d *DB) warmSegment(c *Collection, s *segment) bool {
 			c.mu.RUnlock()
 		}
 	}
-	return d.residentSegment(c, s, live)
-}
-
-// residentSegment moves s's codes and level-0 lists into memory of the
-// process's own over huge pages (hnsw.View.Resident), swapped in under
-// the collection's write lock, then drops the mapping's pages of those
-// sections so that they are not resident twice. A View taken before the
-// swap stays valid (the mapping stays until the segment closes). A
-// damaged chunk leaves the segment as it was: the search that reads it
-// reports it. An encrypted store's segments are images in anonymous
-// memory already, which a copy would only double: they stay as they are.
-// False when the DB is closing.
-func (d *DB) residentSegment(c *Collection, s *segment, live func() bool) bool {
-	if d.stopping.Load() {
-		return false
-	}
-	if !s.sf.osMapped() {
-		return true
-	}
-	c.mu.RLock()
-	if !live() {
-		c.mu.RUnlock()
-		return true
-	}
-	rv, ranges, err := s.view.Load().Resident()
-	c.mu.RUnlock()
-	if err != nil {
-		return true
-	}
-	c.mu.Lock()
-	if live() {
-		s.view.Store(rv)
-		base := s.graphOffset()
-		for _, r := range ranges {
-			s.sf.dropPages(base+r[0], r[1])
-		}
-	}
-	c.mu.Unlock()
-	return !d.stopping.Load()
+	return true
 }

@@ -1,7 +1,6 @@
 package hnsw
 
 import (
-	"bytes"
 	"errors"
 	"slices"
 	"testing"
@@ -117,63 +116,5 @@ func TestRecoverVectors(t *testing.T) {
 	b[int(alignUp(uint64(dataStart)+300*24))+9] ^= 1
 	if err := v.VerifyVectors(); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("VerifyVectors of a damaged vector = %v", err)
-	}
-}
-
-// TestResident: a resident View answers every query as the View it was
-// made from, from copies (damaging the layout's codes afterwards changes
-// only the original's answers), after the verifier checked exactly the two
-// sections it copies; a verifier error is returned and nothing is made.
-func TestResident(t *testing.T) {
-	rows := synthetic(800, 16, 5)
-	ix := build(t, Config{Dim: 16, Metric: quant.Cosine, Seed: 2, M: 8}, rows)
-	var buf bytes.Buffer
-	if _, err := ix.WriteTo(&buf); err != nil {
-		t.Fatal(err)
-	}
-	b := buf.Bytes()
-	v, err := OpenView(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var checked [][2]uint64
-	v.SetReadVerifier(func(off, n uint64) error {
-		checked = append(checked, [2]uint64{off, n})
-		return nil
-	})
-	r, ranges, err := v.Resident()
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := [][2]uint64{{v.offs[secCodes], uint64(len(v.secs[secCodes]))}, {v.offs[secLevel0], uint64(len(v.secs[secLevel0]))}}
-	if !slices.Equal(ranges, want) || !slices.Equal(checked, want) {
-		t.Fatalf("ranges %v, verified %v, want %v", ranges, checked, want)
-	}
-	for q := 0; q < 100; q++ {
-		a, err1 := v.Search(rows[q*7], 10, SearchOptions{})
-		c, err2 := r.Search(rows[q*7], 10, SearchOptions{})
-		if err1 != nil || err2 != nil || !slices.Equal(a, c) {
-			t.Fatalf("query %d: %v %v / %v %v", q, a, err1, c, err2)
-		}
-	}
-	clear(b[v.offs[secCodes] : v.offs[secCodes]+uint64(len(v.secs[secCodes]))])
-	same := 0
-	for q := 0; q < 50; q++ {
-		a, _ := v.Search(rows[q*7], 10, SearchOptions{NoRescore: true})
-		c, _ := r.Search(rows[q*7], 10, SearchOptions{NoRescore: true})
-		if slices.Equal(a, c) {
-			same++
-		}
-		if c[0].ID != uint32(q*7) {
-			t.Fatalf("query %d: the resident copy answers %d first", q, c[0].ID)
-		}
-	}
-	if same == 50 {
-		t.Fatal("zeroing the layout's codes changed nothing: the resident View reads them")
-	}
-	bad := errors.New("damaged chunk")
-	v.SetReadVerifier(func(off, n uint64) error { return bad })
-	if r, _, err := v.Resident(); !errors.Is(err, bad) || r != nil {
-		t.Fatalf("a failing verifier gave %v, %v", r, err)
 	}
 }
