@@ -15,8 +15,9 @@ import (
 // holds for one deletion count: deletes only ever add marks, so an equal
 // count means the same deleted nodes.
 type sessionSets struct {
-	mu sync.Mutex
-	m  map[string]*sessionSet
+	mu     sync.Mutex
+	m      map[string]*sessionSet
+	byBits map[*hnsw.Bitset]*sessionSet // the built ones, for cachedIDs
 }
 
 // sessionSetBytes bounds the bitsets one segment keeps: 1 MiB, at least
@@ -46,10 +47,14 @@ func (s *segment) sessionSet(v string, nodes []uint32) *sessionSet {
 			c.m = make(map[string]*sessionSet)
 		}
 		if len(c.m) >= max(4, sessionSetBytes/max(1, s.n/8)) {
-			for k := range c.m { // drop one, whichever the map gives
+			for k, old := range c.m { // drop one, whichever the map gives
 				delete(c.m, k)
+				delete(c.byBits, old.bits)
 				break
 			}
+		}
+		if old := c.m[v]; old != nil {
+			delete(c.byBits, old.bits)
 		}
 		e = &sessionSet{ndel: s.ndel}
 		c.m[v] = e
@@ -63,6 +68,14 @@ func (s *segment) sessionSet(v string, nodes []uint32) *sessionSet {
 			}
 		}
 		e.bits = bs
+		c.mu.Lock()
+		if c.m[v] == e { // not evicted or replaced meanwhile
+			if c.byBits == nil {
+				c.byBits = make(map[*hnsw.Bitset]*sessionSet)
+			}
+			c.byBits[bs] = e
+		}
+		c.mu.Unlock()
 	})
 	return e
 }
@@ -78,13 +91,7 @@ func (e *sessionSet) idList() []uint32 {
 func (s *segment) cachedIDs(bs *hnsw.Bitset) []uint32 {
 	c := &s.sets
 	c.mu.Lock()
-	var hit *sessionSet
-	for _, e := range c.m {
-		if e.bits == bs {
-			hit = e
-			break
-		}
-	}
+	hit := c.byBits[bs]
 	c.mu.Unlock()
 	if hit == nil {
 		return nil
