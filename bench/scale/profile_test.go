@@ -25,7 +25,9 @@ import (
 // ENGRAM_SCALE_WARM=1 runs the recalls once unmeasured first. ENGRAM_SCALE_ONLY
 // may also name one session (s00000); ENGRAM_SCALE_QUERIES sets how many
 // recalls are drawn (default 500; sessions are drawn by their size, so a
-// small one needs more draws to get some).
+// small one needs more draws to get some). ENGRAM_SCALE_WARMOPEN=1 opens
+// the store with engine.Options.Warm, its warm-up running beside the
+// recalls rather than awaited.
 func TestRecallProfile(t *testing.T) {
 	dir := os.Getenv("ENGRAM_SCALE_STORE")
 	if dir == "" {
@@ -46,7 +48,9 @@ func TestRecallProfile(t *testing.T) {
 	}
 	d := newData(cfg)
 	ctx := context.Background()
-	st, err := memory.Open(dir, memory.OpenOptions{Options: memory.Options{Embedder: hashEmbedder{cfg.Dim}}})
+	opts := memory.OpenOptions{Options: memory.Options{Embedder: hashEmbedder{cfg.Dim}}}
+	opts.Engine.Warm = os.Getenv("ENGRAM_SCALE_WARMOPEN") != ""
+	st, err := memory.Open(dir, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
