@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -330,5 +331,79 @@ func BenchmarkCompactAfterDelete(b *testing.B) {
 		b.ReportMetric(float64(after)/1e6, "disk-after-MB")
 		b.ReportMetric(100*(1-float64(after)/float64(before)), "disk-saved-%")
 		db.Close()
+	}
+}
+
+// BenchmarkMergeMemory writes 1024-d records (mkRecords: random vectors,
+// texts and metadata) as four flushed segments of ENGRAM_MERGE_N/4 records
+// (default 24,000 in all), then compacts them into one, reporting what the
+// Go heap did: bytes allocated per record while writing (the WAL's
+// encoding, the memtable), and the largest heap in use during the merge
+// (sampled every 2 ms) against the heap in use before it.
+//
+//	go test ./engine -run XXX -bench MergeMemory -benchtime 1x
+func BenchmarkMergeMemory(b *testing.B) {
+	n := 24_000
+	if s := os.Getenv("ENGRAM_MERGE_N"); s != "" {
+		if v, err := strconv.Atoi(s); err == nil && v >= 4 {
+			n = v
+		}
+	}
+	for range b.N {
+		db, err := Open(filepath.Join(b.TempDir(), "m"), Options{UnsafeNoSync: true, FlushBytes: -1, CompactInterval: -1, CompactBytesPerSec: -1})
+		if err != nil {
+			b.Fatal(err)
+		}
+		c, _ := db.CreateCollection(CollectionConfig{Name: "m", Dim: 1024, Metric: quant.Cosine})
+		r := rand.New(rand.NewPCG(1, 1))
+		var m0, m1 runtime.MemStats
+		runtime.ReadMemStats(&m0)
+		for seg := range 4 {
+			recs := mkRecords(r, 1024, seg*n/4, n/4)
+			for i := 0; i < len(recs); i += 500 {
+				if err := c.Upsert(ctx, recs[i:min(i+500, len(recs))]); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if err := db.Flush(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		runtime.ReadMemStats(&m1)
+		b.ReportMetric(float64(m1.TotalAlloc-m0.TotalAlloc)/float64(n), "write-alloc-B/record")
+		// Twice: the last flushed memtable may still be held for a
+		// moment (the first cycle can run before it is let go).
+		runtime.GC()
+		runtime.GC()
+		runtime.ReadMemStats(&m0)
+		peak := m0.HeapInuse
+		done := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var m runtime.MemStats
+			for {
+				select {
+				case <-done:
+					return
+				case <-time.After(2 * time.Millisecond):
+				}
+				runtime.ReadMemStats(&m)
+				peak = max(peak, m.HeapInuse)
+			}
+		}()
+		err = db.Compact()
+		close(done)
+		wg.Wait()
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(m0.HeapInuse)/(1<<20), "heap-before-MiB")
+		b.ReportMetric(float64(peak)/(1<<20), "merge-peak-heap-MiB")
+		b.ReportMetric(float64(peak-m0.HeapInuse)/float64(n), "merge-peak-B/record")
+		if err := db.Close(); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -29,6 +29,7 @@ func (e *enc) varint(v int64)   { e.b = binary.AppendVarint(e.b, v) }
 func (e *enc) bytes(p []byte)   { e.uvarint(uint64(len(p))); e.b = append(e.b, p...) }
 func (e *enc) str(s string)     { e.uvarint(uint64(len(s))); e.b = append(e.b, s...) }
 func (e *enc) f32s(v []float32) {
+	e.b = slices.Grow(e.b, 4*len(v))
 	for _, x := range v {
 		e.u32(math.Float32bits(x))
 	}

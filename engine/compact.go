@@ -276,7 +276,7 @@ func (d *DB) buildReplacement(c *Collection, pick func(c *Collection) []*segment
 		}
 	}
 	if seed < 0 {
-		if mem, err = newMemtable(c.cfg, &d.opts); err != nil {
+		if mem, err = newMemtableSized(c.cfg, &d.opts, live); err != nil {
 			return nil, err
 		}
 	}
@@ -290,6 +290,11 @@ func (d *DB) buildReplacement(c *Collection, pick func(c *Collection) []*segment
 		}
 	}
 	var batch []Record // records waiting to be inserted together (insertBatch)
+	// The vectors read go into arrays reused from batch to batch (the
+	// graph keeps copies): fresh ones were 4 KiB of garbage per 1024-d
+	// record, which the collector let pile up to as much again as the
+	// live memtable, the merge's memory peak.
+	vecs := make([][]float32, mergeBatch)
 	for _, i := range order {
 		s := old[i]
 		for node := uint32(0); node < uint32(s.n); node++ {
@@ -302,7 +307,11 @@ func (d *DB) buildReplacement(c *Collection, pick func(c *Collection) []*segment
 			if node%1024 == 0 && (d.stopping.Load() || c.abort.Load()) {
 				return nil, errStopping
 			}
-			rec, err := s.verifiedRecord(node, ov)
+			j := len(batch) // the adopted seed's vector is only checked: any array will do
+			if vecs[j] == nil {
+				vecs[j] = make([]float32, 0, c.cfg.Dim)
+			}
+			rec, err := s.verifiedRecord(node, ov, vecs[j])
 			if err != nil {
 				return nil, err
 			}

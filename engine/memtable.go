@@ -30,7 +30,15 @@ type memRec struct {
 }
 
 func newMemtable(cfg CollectionConfig, opts *Options) (*memtable, error) {
-	idx, err := hnsw.New(hnsw.Config{Dim: cfg.Dim, Metric: cfg.Metric, M: opts.M, EfConstruction: opts.EfConstruction})
+	return newMemtableSized(cfg, opts, 0)
+}
+
+// newMemtableSized is newMemtable with the graph's arrays sized for
+// capacity records (a merge knows how many it inserts): a graph grown by
+// doubling holds its old arrays and the new ones at once, 1.5 times the
+// final size, and leaves the old ones to the collector.
+func newMemtableSized(cfg CollectionConfig, opts *Options, capacity int) (*memtable, error) {
+	idx, err := hnsw.New(hnsw.Config{Dim: cfg.Dim, Metric: cfg.Metric, M: opts.M, EfConstruction: opts.EfConstruction, Capacity: capacity})
 	if err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}

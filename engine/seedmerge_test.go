@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"testing"
 	"time"
 
@@ -124,6 +125,45 @@ func TestCompactionCost(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Logf("seeded %v: Compact of 30,000 + 3 x 1,000 records (64-d) in %v, %d workers", seeded, time.Since(t0).Round(time.Millisecond), runtime.GOMAXPROCS(0))
+		db.Close()
+	}
+}
+
+// TestMergeKeepsEveryVector: a merge reads its inputs' vectors into arrays
+// it reuses from insert batch to batch (mergeBatch records); every record
+// must come out with its own vector, bit for bit, and its own checksum,
+// whether the merge starts from the largest input's graph or rebuilds
+// (a deletion in it), with more than two batches of records inserted.
+func TestMergeKeepsEveryVector(t *testing.T) {
+	for _, deleteInLarge := range []bool{false, true} {
+		dir := filepath.Join(t.TempDir(), "s")
+		db := openT(t, dir, testOpts())
+		c, _ := db.CreateCollection(CollectionConfig{Name: "a", Dim: 16, Metric: quant.L2})
+		recs := flushedBatches(t, db, c, rand.New(rand.NewPCG(9, 9)), 300, seedMin+3000, mergeBatch+700, mergeBatch/2)
+		if deleteInLarge {
+			if _, err := c.Delete(recs[300].ID); err != nil {
+				t.Fatal(err)
+			}
+			recs = append(recs[:300], recs[301:]...)
+		}
+		if err := db.Compact(); err != nil {
+			t.Fatal(err)
+		}
+		if st := db.Stats().Collections[0]; st.Segments != 1 || st.Records != len(recs) {
+			t.Fatalf("after compaction: %+v", st)
+		}
+		for _, want := range recs {
+			got, err := c.Get(want.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got.Vector, want.Vector) || got.Text != want.Text {
+				t.Fatalf("record %s: vector %v, text %q; want %v, %q", want.ID, got.Vector[:2], got.Text, want.Vector[:2], want.Text)
+			}
+		}
+		if err := db.Check(); err != nil { // the record checksums too
+			t.Fatal(err)
+		}
 		db.Close()
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/engramdb/engram/quant"
 	"github.com/engramdb/engram/wal"
@@ -238,15 +239,31 @@ func readSegHeaderFS(fsys FS, path string) (segHeader, error) {
 // text, encoded metadata and the four time fields. It tells, record by
 // record, which primary data a damaged file still holds intact.
 func recordSum(r *Record, vec []float32) uint32 {
-	var e enc
+	e := sumBufs.Get().(*enc)
+	defer func() {
+		if cap(e.b) <= maxSumBuf {
+			sumBufs.Put(e)
+		}
+	}()
+	e.b = e.b[:0]
 	e.str(r.ID)
 	e.uvarint(uint64(len(vec)))
 	e.f32s(vec)
 	e.str(r.Text)
-	appendMeta(&e, r.Meta)
+	appendMeta(e, r.Meta)
 	e.u64(uint64(unixNano(r.Created)))
 	e.u64(uint64(unixNano(r.Updated)))
 	e.u64(uint64(unixNano(r.LastAccess)))
 	e.u64(r.AccessCount)
 	return crc32.Checksum(e.b, castagnoli)
 }
+
+// sumBufs holds recordSum's encoding buffers: a merge or a flush sums every
+// record, and a fresh buffer each time (a 1024-d record encodes to over 4
+// KiB, grown by doubling) was most of a merge's garbage, which the
+// collector lets pile up to as much again as the live memtable.
+var sumBufs = sync.Pool{New: func() any { return new(enc) }}
+
+// maxSumBuf is the largest buffer sumBufs keeps (a record with a long text
+// is summed with a buffer of its own, then dropped).
+const maxSumBuf = 64 << 10

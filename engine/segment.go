@@ -333,6 +333,12 @@ func (s *segment) block(blk uint64, comp []byte) ([]byte, error) {
 
 // record assembles node's record; access stats come from ov when set.
 func (s *segment) record(node uint32, ov map[string]access, withVec, withText bool) (Record, error) {
+	return s.recordInto(node, ov, withVec, withText, nil)
+}
+
+// recordInto is record with the vector copied into vec's array when it
+// has room (a merge reuses one array per record in flight).
+func (s *segment) recordInto(node uint32, ov map[string]access, withVec, withText bool, vec []float32) (Record, error) {
 	r := Record{ID: s.id(node)}
 	if withText {
 		text, err := s.textOf(node)
@@ -362,11 +368,11 @@ func (s *segment) record(node uint32, ov map[string]access, withVec, withText bo
 		r.AccessCount, r.LastAccess = a.count, fromUnixNano(a.last)
 	}
 	if withVec {
-		vec, err := s.view.CheckedVector(node)
+		v, err := s.view.CheckedVector(node)
 		if err != nil {
 			return r, err
 		}
-		r.Vector = append([]float32(nil), vec...)
+		r.Vector = append(vec[:0], v...)
 	}
 	return r, nil
 }
@@ -592,8 +598,9 @@ func (s *segment) matcher(f *Filter) func(node uint32) bool {
 // the graph section's checksum (the codes and lists beside the vectors are
 // derived, and compaction rebuilds them), or, in older files, by the
 // checksums of the primary sections and of the vectors. Access stats come
-// from ov when set.
-func (s *segment) verifiedRecord(node uint32, ov map[string]access) (Record, error) {
+// from ov when set. The vector is copied into vec's array when it has
+// room.
+func (s *segment) verifiedRecord(node uint32, ov map[string]access, vec []float32) (Record, error) {
 	if s.sums == nil || s.need(secSums) != nil { // no (intact) record checksums
 		if err := s.need(recordSections...); err != nil {
 			return Record{}, err
@@ -606,9 +613,9 @@ func (s *segment) verifiedRecord(node uint32, ov map[string]access) (Record, err
 		if s.vecErr != nil {
 			return Record{}, s.vecErr
 		}
-		return s.record(node, ov, true, true)
+		return s.recordInto(node, ov, true, true, vec)
 	}
-	r, err := s.record(node, nil, true, true)
+	r, err := s.recordInto(node, nil, true, true, vec)
 	if err != nil {
 		return Record{}, err
 	}

@@ -40,10 +40,12 @@ func buildSectionsVersion(cfg CollectionConfig, m *memtable, nsField string, ver
 	sums := func(w io.Writer) error {
 		var e enc
 		e.u64(uint64(n))
+		var vec []float32
 		for i := range m.recs {
 			var sum uint32
 			if !m.recs[i].dead {
-				sum = recordSum(&m.recs[i].rec, m.idx.Vector(uint32(i)))
+				vec = m.idx.AppendVector(vec[:0], uint32(i))
+				sum = recordSum(&m.recs[i].rec, vec)
 			}
 			e.u32(sum)
 		}

@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"fmt"
+	"slices"
 
 	"github.com/engramdb/engram/quant"
 )
@@ -46,6 +47,14 @@ func encodeOp(o *walOp) []byte {
 	case walDrop:
 		e.str(o.coll)
 	case walUpsert:
+		// One array for the whole batch: grown by appends, a batch of
+		// 1024-d records was copied about twice over on the way.
+		size := len(o.coll) + 16
+		for i := range o.records {
+			r := &o.records[i]
+			size += len(r.ID) + 4*len(r.Vector) + len(r.Text) + 64 + 32*len(r.Meta)
+		}
+		e.b = slices.Grow(e.b, size)
 		e.str(o.coll)
 		e.uvarint(uint64(len(o.records)))
 		for i := range o.records {

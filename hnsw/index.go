@@ -531,6 +531,18 @@ func (ix *Index) Vector(id uint32) []float32 {
 	return slices.Clone(ix.g.vector(id))
 }
 
+// AppendVector appends id's stored vector to dst and returns the
+// extended slice (dst unchanged when id is unknown): Vector without a new
+// array per call, for callers that read every vector in turn.
+func (ix *Index) AppendVector(dst []float32, id uint32) []float32 {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	if id >= ix.n.Load() || ix.g.flag(id)&flagPresent == 0 {
+		return dst
+	}
+	return append(dst, ix.g.vector(id)...)
+}
+
 // Deleted reports whether id is a tombstone.
 func (ix *Index) Deleted(id uint32) bool {
 	ix.mu.RLock()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 
@@ -486,5 +487,27 @@ func TestDuplicates(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestAppendVector: AppendVector appends the vector Vector returns (the
+// stored form), leaves dst as it was for an unknown id, and reuses dst's
+// array when it has room.
+func TestAppendVector(t *testing.T) {
+	rows, _ := clustered(50, 8, 3, 2)
+	ix := build(t, Config{Dim: 8, Metric: quant.Cosine, Seed: 2}, rows)
+	buf := make([]float32, 0, 8)
+	for id := uint32(0); id < 50; id++ {
+		got := ix.AppendVector(buf[:0], id)
+		if !slices.Equal(got, ix.Vector(id)) || &got[0] != &buf[:1][0] {
+			t.Fatalf("id %d: %v, Vector %v (same array: %v)", id, got, ix.Vector(id), &got[0] == &buf[:1][0])
+		}
+	}
+	head := []float32{1, 2}
+	if got := ix.AppendVector(head, 50); !slices.Equal(got, head) {
+		t.Fatalf("unknown id: %v", got)
+	}
+	if got := ix.AppendVector(head[:1], 3); len(got) != 9 || got[0] != 1 || !slices.Equal(got[1:], ix.Vector(3)) {
+		t.Fatalf("appended after a prefix: %v", got)
 	}
 }

@@ -21,7 +21,7 @@ func TestRun(t *testing.T) {
 	}
 	for _, bad := range []struct {
 		path, mode, want string
-		reads      int
+		reads            int
 	}{
 		{path, "later", "want none, touch or populate", 10},
 		{path, "none", "nothing to read", 0},
