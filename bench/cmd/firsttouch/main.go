@@ -21,6 +21,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime"
 	"syscall"
 	"time"
 
@@ -70,7 +71,7 @@ func run(path string, limit int64, mode string, reads int) error {
 		for i := 0; i < len(b); i += 4096 {
 			x += b[i]
 		}
-		sink = x
+		runtime.KeepAlive(x) // the reads stay
 	case "populate":
 		if err := unix.Madvise(b, unix.MADV_POPULATE_READ); err != nil {
 			return fmt.Errorf("MADV_POPULATE_READ: %w", err)
@@ -89,14 +90,11 @@ func run(path string, limit int64, mode string, reads int) error {
 		s ^= s << 17
 		x += b[s%uint64(n)]
 	}
-	sink = x
+	runtime.KeepAlive(x)
 	d := time.Since(t)
 	fmt.Printf("%d random reads: %v (%v a read), %d minor faults\n", reads, d.Round(time.Microsecond), d/time.Duration(reads), minorFaults()-f0)
 	return nil
 }
-
-// sink keeps the reads from being optimised away.
-var sink byte
 
 func minorFaults() int64 {
 	var ru syscall.Rusage
