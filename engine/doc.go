@@ -103,6 +103,13 @@
 // policy and the rewrites a purge asks for insert from one, leaving the
 // other cores to searches.
 //
+// A merge holds the new graph in memory, float vectors included (4 KiB a
+// 1024-d record), so its memory is about the merged records' size; it
+// keeps that from doubling by making little garbage for the collector to
+// let pile up: the graph is sized for its records up front instead of
+// grown, vectors are read into arrays reused from batch to batch, and
+// record checksums are computed in pooled buffers (BenchmarkMergeMemory).
+//
 // Before it is written, a merged segment's nodes are ordered by their
 // Options.NamespaceField value, each session keeping the order the merge
 // read its records in (hnsw.Index.Permute renumbers the graph,
