@@ -8,8 +8,10 @@
 // memory (VmRSS split into anonymous and file-backed pages, VmHWM), recall
 // latency through the memory layer with the query vector given (embedding
 // excluded; timed right after open, cold, and again after reopening with
-// engine.Options.Warm once its warm-up ended), and per selectivity band the recall@10 of session-filtered
-// vector search against an exact scan of that session, with its latency.
+// engine.Options.Warm once its warm-up ended), and per selectivity band the
+// recall@10 of session-filtered vector search against an exact scan of that
+// session, with its latency on a warmed store (the band's searches timed one
+// after another, the exact scans in a pass of their own after them).
 //
 // Run runs it all and returns a Report; Report.Markdown renders it. The
 // command bench/cmd/scale writes bench/results/scale.md; BenchmarkScale
