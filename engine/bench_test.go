@@ -345,9 +345,11 @@ func BenchmarkCompactAfterDelete(b *testing.B) {
 func BenchmarkMergeMemory(b *testing.B) {
 	n := 24_000
 	if s := os.Getenv("ENGRAM_MERGE_N"); s != "" {
-		if v, err := strconv.Atoi(s); err == nil && v >= 4 {
-			n = v
+		v, err := strconv.Atoi(s)
+		if err != nil || v < 4 {
+			b.Fatalf("ENGRAM_MERGE_N=%q: want a count of at least 4", s)
 		}
+		n = v
 	}
 	for range b.N {
 		db, err := Open(filepath.Join(b.TempDir(), "m"), Options{UnsafeNoSync: true, FlushBytes: -1, CompactInterval: -1, CompactBytesPerSec: -1})

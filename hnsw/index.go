@@ -522,14 +522,7 @@ func (ix *Index) Quantizer() quant.Quantizer {
 
 // Vector returns a copy of id's stored vector (normalized under Cosine),
 // or nil when id is unknown. Deleted ids keep their vector.
-func (ix *Index) Vector(id uint32) []float32 {
-	ix.mu.RLock()
-	defer ix.mu.RUnlock()
-	if id >= ix.n.Load() || ix.g.flag(id)&flagPresent == 0 {
-		return nil
-	}
-	return slices.Clone(ix.g.vector(id))
-}
+func (ix *Index) Vector(id uint32) []float32 { return ix.AppendVector(nil, id) }
 
 // AppendVector appends id's stored vector to dst and returns the
 // extended slice (dst unchanged when id is unknown): Vector without a new
