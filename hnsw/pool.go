@@ -59,6 +59,15 @@ func (p *pool) insert(k uint64) {
 	}
 }
 
+// worst is the key a new key must be below to enter: the worst kept
+// once the pool is full, else above every key.
+func (p *pool) worst() uint64 {
+	if n := len(p.keys); n >= p.ef {
+		return p.keys[n-1]
+	}
+	return ^uint64(0)
+}
+
 // pop marks the best unexpanded key expanded and returns it; false when
 // every key was expanded (the walk is over).
 func (p *pool) pop() (uint64, bool) {

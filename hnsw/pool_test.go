@@ -1,6 +1,7 @@
 package hnsw
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -12,6 +13,18 @@ import (
 // against the two-heap walk it replaces: the same keys, on every level and
 // ef, salted or not, including ties (duplicate vectors).
 func TestWalkAllMatchesHeaps(t *testing.T) {
+	fused := useFusedExpand
+	defer func() { useFusedExpand = fused }()
+	for _, on := range []bool{false, fused} {
+		useFusedExpand = on
+		t.Run(fmt.Sprintf("fused=%v", on), testWalkAllMatchesHeaps)
+		if !fused {
+			break
+		}
+	}
+}
+
+func testWalkAllMatchesHeaps(t *testing.T) {
 	rows, _ := clustered(3000, 24, 12, 7)
 	for i := 0; i < 200; i++ { // a crowd of copies: equal distances
 		rows = append(rows, rows[i%5])

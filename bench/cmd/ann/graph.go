@@ -39,7 +39,13 @@ func buildOrLoad(set *dataset.Set, c config) (*built, error) {
 	if v.Len() != set.Base.Len() || v.Dim() != set.Base.Dim || len(rows) != 4*v.Len() {
 		return nil, fmt.Errorf("%s: %d x %d with %d row bytes, the data set is %d x %d", c.graph, v.Len(), v.Dim(), len(rows), set.Base.Len(), set.Base.Dim)
 	}
-	b := &built{ix: v, rowOf: make([]int32, v.Len())}
+	// Search an Index, as a build does (its arrays on huge pages), not the
+	// View over the file's bytes.
+	ix, err := hnsw.FromView(v, hnsw.Config{Dim: v.Dim(), Metric: v.Metric(), M: v.M()})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", c.graph, err)
+	}
+	b := &built{ix: ix, rowOf: make([]int32, v.Len())}
 	for i := range b.rowOf {
 		b.rowOf[i] = int32(binary.LittleEndian.Uint32(rows[4*i:]))
 	}
