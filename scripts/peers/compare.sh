@@ -16,16 +16,9 @@ set -euo pipefail
 
 # The body is one function, parsed whole before it runs, so editing this
 # file while a comparison runs cannot change the running one.
-# simd names the widest integer SIMD the CPU offers (what the int8 kernels use).
-simd() {
-  if grep -qw avx512_vnni /proc/cpuinfo; then echo "AVX-512 VNNI"
-  elif grep -qw avx512bw /proc/cpuinfo; then echo "AVX-512"
-  elif grep -qw avx2 /proc/cpuinfo; then echo "AVX2, no AVX-512"
-  else echo "no AVX2"; fi
-}
-
 main() {
   cd "$(dirname "$0")/../.."
+  source scripts/peers/datasets.sh
   local ds=${1:?usage: compare.sh DATASET [M] [EFC] [EFLIST] [THREADS]}
   m=${2:-16}
   efc=${3:-200}
@@ -41,29 +34,7 @@ main() {
     apt-get install -y libhnswlib-dev python3-hnswlib python3-faiss python3-matplotlib >&2
   fi
 
-  datasets=$(go env GOMOD | xargs dirname)/../shared/datasets
-  datasets=${ENGRAM_DATASETS:-$datasets}
-  case "$ds" in
-    sift10k) base=$datasets/sift10k/base.fvecs.gz; query=$datasets/sift10k/query.fvecs; gt=$datasets/sift10k/groundtruth.ivecs; metric=l2 ;;
-    glove100-10k) base=$datasets/glove100/base_10k.fvecs; query=$datasets/glove100/query.fvecs; gt=$datasets/glove100/groundtruth_10k.ivecs; metric=cosine ;;
-    glove100-100k) base=$datasets/glove100/base_100k.fvecs.gz; query=$datasets/glove100/query.fvecs; gt=$datasets/glove100/groundtruth_100k.ivecs; metric=cosine ;;
-    synthetic-*|synthetic100-*)
-      n=${ds#*-}
-      dim=1024
-      [[ $ds == synthetic100-* ]] && dim=100
-      dir=$cache/$ds
-      if ! [ -f "$dir/groundtruth.ivecs" ]; then
-        go run ./bench/cmd/synth -n "$n" -dim "$dim" -queries 1000 -out "$dir" >&2
-      fi
-      base=$dir/base.fvecs; query=$dir/query.fvecs; gt=$dir/groundtruth.ivecs; metric=cosine ;;
-    *) echo "unknown dataset $ds" >&2; exit 2 ;;
-  esac
-  # The C++ reader takes plain files.
-  if [[ $base == *.gz ]]; then
-    plain=$cache/$ds.base.fvecs
-    [ -f "$plain" ] || gunzip -c "$base" > "$plain"
-    base=$plain
-  fi
+  resolve_dataset "$ds" "$cache" || exit 2
 
   go build -o "$cache/ann" ./bench/cmd/ann
   g++ -O3 -march=native -std=c++17 -pthread -w -o "$cache/hnswlib_bench" scripts/peers/hnswlib_bench.cpp

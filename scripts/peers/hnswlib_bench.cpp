@@ -2,8 +2,11 @@
 // sweep and JSON lines as `go run ./bench/cmd/ann`.
 //
 //   g++ -O3 -march=native -std=c++17 -pthread -o hnswlib_bench hnswlib_bench.cpp
-//   ./hnswlib_bench BASE.fvecs QUERY.fvecs GT.ivecs METRIC M EFC EFLIST THREADS DATASET
+//   ./hnswlib_bench BASE.fvecs QUERY.fvecs GT.ivecs METRIC M EFC EFLIST THREADS DATASET [INDEX]
 //
+// With INDEX, the index is loaded from that file when it exists (no build
+// figures are reported) and built and saved there when it does not, so
+// that repeated searches of one graph need not rebuild it (as ann -graph).
 // METRIC is cosine (vectors normalized, inner-product space, as hnswlib's
 // Python "cosine" does), dot or l2. Files must be uncompressed.
 // bytes_per_vector is the growth of resident memory during the build / n.
@@ -75,8 +78,8 @@ static void normalize(std::vector<float> &v, int dim) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 10) {
-        fprintf(stderr, "usage: %s BASE QUERY GT METRIC M EFC EFLIST THREADS DATASET\n", argv[0]);
+    if (argc != 10 && argc != 11) {
+        fprintf(stderr, "usage: %s BASE QUERY GT METRIC M EFC EFLIST THREADS DATASET [INDEX]\n", argv[0]);
         return 2;
     }
     try {
@@ -106,21 +109,30 @@ int main(int argc, char **argv) {
             throw std::runtime_error("unknown metric " + metric);
         }
 
+        std::string saved = argc == 11 ? argv[10] : "";
         long rss0 = rss_bytes();
         double cpu0 = process_cpu_s();
         auto t0 = std::chrono::steady_clock::now();
-        auto *index = new hnswlib::HierarchicalNSW<float>(space, n, M, efc, 100);
-        std::atomic<size_t> next{0};
-        std::vector<std::thread> pool;
-        for (int t = 0; t < threads; t++) {
-            pool.emplace_back([&] {
-                for (size_t i; (i = next.fetch_add(1)) < n;) index->addPoint(base.data() + i * dim, i);
-            });
+        hnswlib::HierarchicalNSW<float> *index;
+        double build_s = 0, build_cpu_s = 0, bytes_per_vector = 0;
+        if (!saved.empty() && std::ifstream(saved).good()) {
+            index = new hnswlib::HierarchicalNSW<float>(space, saved);
+            if (index->cur_element_count != n) throw std::runtime_error(saved + ": another data set's index");
+        } else {
+            index = new hnswlib::HierarchicalNSW<float>(space, n, M, efc, 100);
+            std::atomic<size_t> next{0};
+            std::vector<std::thread> pool;
+            for (int t = 0; t < threads; t++) {
+                pool.emplace_back([&] {
+                    for (size_t i; (i = next.fetch_add(1)) < n;) index->addPoint(base.data() + i * dim, i);
+                });
+            }
+            for (auto &th : pool) th.join();
+            build_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            build_cpu_s = process_cpu_s() - cpu0;
+            bytes_per_vector = double(rss_bytes() - rss0) / n;
+            if (!saved.empty()) index->saveIndex(saved);
         }
-        for (auto &th : pool) th.join();
-        double build_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        double build_cpu_s = process_cpu_s() - cpu0;
-        double bytes_per_vector = double(rss_bytes() - rss0) / n;
 
         const int k = 10;
         std::vector<double> lat(nq), cpu_lat(nq);
