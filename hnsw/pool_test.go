@@ -80,11 +80,30 @@ func firstDiff(a, b []uint64) int {
 
 // TestPool checks the pool against a sorted slice: it holds the ef best
 // keys offered, and pops each once, best unexpanded first.
+// Both insertions run: the assembly one (where the CPU has it) and the
+// portable one. Keys span all 64 bits (a distance key's top bit is set for
+// positive distances: the comparisons must be unsigned), and the pool
+// sizes cross the assembly's 8-key blocks and the done bits' 64-bit words.
 func TestPool(t *testing.T) {
+	asm := useInsertAsm
+	defer func() { useInsertAsm = asm }()
+	for _, on := range []bool{false, asm} {
+		useInsertAsm = on
+		t.Run(fmt.Sprintf("asm=%v", on), testPool)
+		if !asm {
+			break
+		}
+	}
+}
+
+func testPool(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	var p pool
-	for round := 0; round < 200; round++ {
+	for round := 0; round < 300; round++ {
 		ef := 1 + r.IntN(50)
+		if round%3 == 0 {
+			ef = 1 + r.IntN(200)
+		}
 		p.reset(ef)
 		var all []uint64
 		popped := map[uint64]bool{}
@@ -115,7 +134,15 @@ func TestPool(t *testing.T) {
 				popped[k] = true
 				continue
 			}
-			k := r.Uint64N(1000)<<32 | uint64(step)<<8 | uint64(round) // distinct
+			k := r.Uint64()&^0xfffff | uint64(step)<<8 | uint64(round&0xff) // distinct
+			if step%4 == 0 {
+				k = uint64(r.IntN(3))<<63 | uint64(step)<<8 | uint64(round&0xff) // close keys
+			}
+			if pk, ok := p.peek(); ok {
+				if i := p.next(); p.keys[i] != pk || p.done[i>>6]&(1<<(i&63)) != 0 {
+					t.Fatalf("round %d: peek %x is not the first unexpanded key", round, pk)
+				}
+			}
 			all = append(all, k)
 			p.insert(k)
 			slices.Sort(all)
