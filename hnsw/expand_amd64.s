@@ -10,8 +10,9 @@
 // codes are prefetched together; then each distance is turned into a heap
 // key, and the keys below worst are kept, again without a branch.
 //
-// The distance bodies are quant's gather kernels' (quant/gather_avx512_amd64.s:
-// VPDPBUSD over 64 bytes at a time, K1 masking the dim%64 tail).
+// The L2 body is quant's gather kernel's (quant/gather_avx512_amd64.s:
+// VPDPBUSD over 64 bytes at a time, K1 masking the dim%64 tail); the dot
+// product's needs one VPDPBUSD a block instead of two (see below).
 //
 // Registers: R15 = args, R10 = gathered ids, BX = how many, R11 = index,
 // R12 = keys kept, R13 = codes, R9 = query code, DI = keys out, R8 = worst,
@@ -123,10 +124,11 @@ pdone:
 	TESTQ AX, AX
 	JNZ  l2start
 
+	// Dot products as VPDPBUSD takes them: the code's bytes made unsigned
+	// (c XOR 0x80 is c+128) times the query's signed bytes, so one
+	// instruction a block; the 128·sum(q) this adds is taken off once.
 	MOVL $0x80808080, AX
 	VPBROADCASTD AX, Z4
-	MOVL $0x01010101, AX
-	VPBROADCASTD AX, Z5
 dnext:
 	CMPQ R11, BX
 	JAE  done
@@ -136,14 +138,11 @@ dnext:
 	ADDQ R13, DX
 	MOVQ R9, AX
 	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
 dloop64:
 	CMPQ CX, $64
 	JB   dtail
-	VMOVDQU64 (DX), Z7
-	VPXORD    (AX), Z4, Z6
-	VPDPBUSD  Z7, Z6, Z0
-	VPDPBUSD  Z7, Z5, Z1
+	VPXORD    (DX), Z4, Z7
+	VPDPBUSD  (AX), Z7, Z0
 	ADDQ      $64, AX
 	ADDQ      $64, DX
 	SUBQ      $64, CX
@@ -153,13 +152,11 @@ dtail:
 	JZ    dreduce
 	VMOVDQU8.Z (AX), K1, Z6
 	VMOVDQU8.Z (DX), K1, Z7
-	VPXORD     Z4, Z6, Z6
-	VPDPBUSD   Z7, Z6, Z0
-	VPDPBUSD   Z7, Z5, Z1
+	VPXORD     Z4, Z7, Z7 // the masked lanes' 128 meets q's zeros
+	VPDPBUSD   Z6, Z7, Z0
 dreduce:
-	VPSLLD  $7, Z1, Z1
-	VPSUBD  Z1, Z0, Z0
 	REDUCE_AX
+	SUBL    expandArgs_qcorr(R15), AX
 	NEGL    AX // the distance is the negated dot product
 	KEEP_KEY
 	JMP     dnext

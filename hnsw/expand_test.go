@@ -74,7 +74,9 @@ func TestExpandKeys(t *testing.T) {
 							want = append(want, k)
 						}
 					}
-					got := g.expandKeys(&sa, qc, id, level, uint64(r.IntN(n)), trial%2 == 0, worst)
+					g.beginFused(&sa, qc)
+					got := g.expandKeys(&sa, id, level, uint64(r.IntN(n)), trial%2 == 0, worst)
+					sa.endFused()
 					if !slices.Equal(got, want) {
 						t.Fatalf("trial %d node %d level %d: fused keys %x, want %x", trial, id, level, got, want)
 					}

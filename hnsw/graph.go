@@ -192,7 +192,8 @@ type scratch struct {
 	ids   []uint32
 	batch []uint32
 	dists []int32
-	out   []uint64 // expandKeys' keys
+	out   []uint64   // expandKeys' keys
+	fx    expandArgs // expandKeys' arguments during a walk
 	// filter statistics of the current walk (accept.scanBelow)
 	seen, passed int
 	ids2         []uint32
@@ -393,6 +394,10 @@ func (g *graph) walkAll(s *scratch, qc []int8, ep uint32, epD int32, ef, level i
 	// would refuse before they reach it; a traced walk records its reads
 	// in Go.
 	fused := useFusedExpand && s.tr == nil && g.dim > 0
+	if fused {
+		g.beginFused(s, qc)
+		defer s.endFused()
+	}
 	for {
 		c, ok := p.pop()
 		if !ok {
@@ -400,7 +405,7 @@ func (g *graph) walkAll(s *scratch, qc []int8, ep uint32, epD int32, ef, level i
 		}
 		next, more := p.peek()
 		if fused {
-			keys := g.expandKeys(s, qc, keyID(c)^salt, level, next, more, p.worst())
+			keys := g.expandKeys(s, keyID(c)^salt, level, next, more, p.worst())
 			best := ^uint64(0)
 			for _, k := range keys {
 				p.insert(k)
