@@ -111,8 +111,11 @@
 // record checksums are computed in pooled buffers (BenchmarkMergeMemory).
 //
 // Before it is written, a merged segment's nodes are ordered by their
-// Options.NamespaceField value, each session keeping the order the merge
-// read its records in (hnsw.Index.Permute renumbers the graph,
+// Options.NamespaceField value, and within a session (or a store without
+// sessions) in the graph's locality order, a breadth-first walk of its
+// level 0 (hnsw.Index.LocalityOrder: a node's neighbours get nearby ids,
+// so an expansion's codes share cache lines and pages; 15-20% more
+// queries per CPU second on 1M x 100-d) (hnsw.Index.Permute renumbers the graph,
 // keyword.Index.Renumber the postings). A session's records are then a run
 // of node ids: its exact vector scan reads codes in sequence, and BM25
 // reads only the blocks of each posting list that hold that run. At 1M

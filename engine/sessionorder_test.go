@@ -11,8 +11,8 @@ import (
 )
 
 // TestCompactionGroupsSessions: a merge orders its records by session
-// (sessionOrder), each session keeping the order the merge read its
-// records in; searches in a session answer as before the merge, and a
+// (mergeOrder), each session holding the same records, in the graph's
+// locality order; searches in a session answer as before the merge, and a
 // record deleted while the merge ran stays deleted in the merged segment.
 func TestCompactionGroupsSessions(t *testing.T) {
 	sessionsOf := func(c *Collection) (sessions, ids []string) {
@@ -120,8 +120,8 @@ func TestCompactionGroupsSessions(t *testing.T) {
 		}
 		db.Close()
 	}
-	// Grouping moves whole sessions only: each session's records keep the
-	// merge's order.
+	// Grouping moves whole sessions only: each session holds the same
+	// records.
 	bySession := func(ids []string) map[byte][]string {
 		out := map[byte][]string{}
 		for _, id := range ids {
@@ -135,8 +135,44 @@ func TestCompactionGroupsSessions(t *testing.T) {
 	}
 	plain, grouped := bySession(merged[0]), bySession(merged[1])
 	for s := range plain {
+		slices.Sort(plain[s])
+		slices.Sort(grouped[s])
 		if !slices.Equal(plain[s], grouped[s]) {
-			t.Fatalf("session s%d: records in another order once grouped", s)
+			t.Fatalf("session s%d: other records once grouped", s)
 		}
+	}
+}
+
+// TestCompactionLocalityOrder: without sessions a merge numbers its
+// records in the graph's locality order, which starts at the entry point:
+// the merged segment's entry is node 0 (a merge that kept the records'
+// order would leave it wherever the build put it).
+func TestCompactionLocalityOrder(t *testing.T) {
+	db := openT(t, filepath.Join(t.TempDir(), "s"), testOpts())
+	defer db.Close()
+	c, _ := db.CreateCollection(CollectionConfig{Name: "a", Dim: 16, Metric: quant.Cosine})
+	r := rand.New(rand.NewPCG(8, 8))
+	for i, n := range []int{300, 200} {
+		batch := mkRecords(r, 16, 10_000*i, n)
+		for j := range batch {
+			delete(batch[j].Meta, "session")
+		}
+		if err := c.Upsert(ctx, batch); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if len(c.segs) != 1 {
+		t.Fatalf("%d segments after Compact", len(c.segs))
+	}
+	if ep, _, ok := c.segs[0].view.Entry(); !ok || ep != 0 {
+		t.Fatalf("the merged segment's entry point is node %d (ok %v), want 0", ep, ok)
 	}
 }

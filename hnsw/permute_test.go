@@ -3,6 +3,7 @@ package hnsw
 import (
 	"bytes"
 	"errors"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -113,5 +114,76 @@ func TestPermute(t *testing.T) {
 		if err != nil || len(got) == 0 || got[0].ID != uint32(qi) {
 			t.Fatalf("row %d finds %v (%v)", qi, got, err)
 		}
+	}
+}
+
+// TestLocalityOrder: the order is a permutation that starts at the entry
+// point and meets each node's neighbours right after the nodes before
+// them, so after Permute linked nodes sit closer in id than they did;
+// every vector moves with its node and is still found; nodes the walk
+// cannot reach come last, by id.
+func TestLocalityOrder(t *testing.T) {
+	rows, _ := clustered(3000, 24, 30, 11)
+	r := rand.New(rand.NewPCG(2, 2))
+	r.Shuffle(len(rows), func(i, j int) { rows[i], rows[j] = rows[j], rows[i] })
+	ix := build(t, Config{Dim: 24, M: 8, EfConstruction: 64, Metric: quant.L2, Seed: 5}, rows)
+	gap := func() float64 { // mean |id - neighbour id| over level-0 links
+		sum, links := 0.0, 0
+		for id := range uint32(ix.Len()) {
+			l := ix.g.list(id, 0)
+			for _, nb := range l[1 : 1+l[0]] {
+				sum += math.Abs(float64(id) - float64(nb))
+				links++
+			}
+		}
+		return sum / float64(links)
+	}
+	order := ix.LocalityOrder()
+	ep, _ := unpackEP(ix.ep.Load())
+	if len(order) != ix.Len() || order[0] != ep {
+		t.Fatalf("order of %d starting at %d; %d nodes, entry %d", len(order), order[0], ix.Len(), ep)
+	}
+	before := gap()
+	if err := ix.Permute(order); err != nil {
+		t.Fatal(err)
+	}
+	after := gap()
+	if after > 0.85*before {
+		t.Fatalf("mean id gap of a link %.0f after, %.0f before: no locality", after, before)
+	}
+	for i, old := range order {
+		if !slices.Equal(ix.Vector(uint32(i)), rows[old]) {
+			t.Fatalf("node %d does not hold row %d's vector", i, old)
+		}
+	}
+	found := 0
+	for i := 0; i < len(rows); i += 7 {
+		res, err := ix.Search(ix.Vector(uint32(i)), 1, SearchOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res) == 1 && res[0].ID == uint32(i) {
+			found++
+		}
+	}
+	if want := (len(rows) + 6) / 7; found < want*99/100 {
+		t.Fatalf("%d of %d nodes found by their own vector after reordering", found, want)
+	}
+
+	// With every list emptied only the entry point is reached: the rest
+	// follow by id.
+	for id := range uint32(ix.Len()) {
+		ix.g.list(id, 0)[0] = 0
+	}
+	ep, _ = unpackEP(ix.ep.Load())
+	order = ix.LocalityOrder()
+	want := []uint32{ep}
+	for id := range uint32(ix.Len()) {
+		if id != ep {
+			want = append(want, id)
+		}
+	}
+	if !slices.Equal(order, want) {
+		t.Fatalf("order over an empty graph %v..., want %v...", order[:5], want[:5])
 	}
 }
