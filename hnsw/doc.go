@@ -90,11 +90,15 @@
 // a branch; and a pool insertion is insertion sort's inner loop eight keys
 // at a time from the top (pool_amd64.s), where most new keys land, instead
 // of a binary search and a memmove. Before them a walk cost as much CPU as
-// hnswlib's where everything is in cache (GloVe-100 10k, ef 120: 13,750
-// against 14,158 queries per CPU second), despite reading a quarter of the
-// bytes; after them 26,000 there, and 2.6x hnswlib's on GloVe-100 100k
-// (bench/results/ann/glove100-100k-rounds.md). Elsewhere the same steps
-// run in Go (the gathering also without a branch). The ef best results
+// hnswlib's where everything is in cache, despite reading a quarter of the
+// bytes (GloVe-100 10k, ef 120: 1.08x hnswlib's queries per CPU second,
+// medians over rounds of alternating processes, scripts/peers/rounds.sh);
+// after them 1.90x there, and on GloVe-100 100k 2.09x -> 2.69x at recall
+// 0.95 with the locality order below (bench/results/hnsw.md). Elsewhere
+// the same steps run in Go (the gathering also without a branch). Nodes
+// numbered in LocalityOrder (a breadth-first walk of level 0, which
+// merges and bench/cmd/ann apply) put a node's neighbours at nearby ids,
+// so an expansion's codes share cache lines and pages. The ef best results
 // by code distance are rescored with float32 distances (the best
 // k + max(k, 30) of them: code order departs
 // from float order by a few ranks, so rescoring more changed no result in
