@@ -33,6 +33,19 @@
 	CMOVQCS DX, R12; \
 	INCQ R11
 
+// NEXT_CODE ends the walk's distances once all BX are done; otherwise it
+// points DX at ids[R11]'s code and AX at the query, CX at dim bytes to go,
+// and clears the accumulator Z0.
+#define NEXT_CODE \
+	CMPQ R11, BX; \
+	JAE  done; \
+	MOVQ expandArgs_dim(R15), CX; \
+	MOVLQZX (R10)(R11*4), DX; \
+	IMULQ CX, DX; \
+	ADDQ R13, DX; \
+	MOVQ R9, AX; \
+	VPXORD Z0, Z0, Z0
+
 // REDUCE_AX sums the 16 int32 lanes of Z0 into AX.
 #define REDUCE_AX \
 	VEXTRACTI64X4 $1, Z0, Y1; \
@@ -130,14 +143,7 @@ pdone:
 	MOVL $0x80808080, AX
 	VPBROADCASTD AX, Z4
 dnext:
-	CMPQ R11, BX
-	JAE  done
-	MOVQ expandArgs_dim(R15), CX
-	MOVLQZX (R10)(R11*4), DX
-	IMULQ CX, DX
-	ADDQ R13, DX
-	MOVQ R9, AX
-	VPXORD Z0, Z0, Z0
+	NEXT_CODE
 dloop64:
 	CMPQ CX, $64
 	JB   dtail
@@ -167,14 +173,7 @@ l2start:
 	MOVL $0x80808080, AX
 	VPBROADCASTD AX, Z5
 lnext:
-	CMPQ R11, BX
-	JAE  done
-	MOVQ expandArgs_dim(R15), CX
-	MOVLQZX (R10)(R11*4), DX
-	IMULQ CX, DX
-	ADDQ R13, DX
-	MOVQ R9, AX
-	VPXORD Z0, Z0, Z0
+	NEXT_CODE
 	VPXORD Z1, Z1, Z1
 lloop64:
 	CMPQ CX, $64

@@ -414,7 +414,7 @@ func (g *graph) walkAll(s *scratch, qc []int8, ep uint32, epD int32, ef, level i
 			if level == 0 && best != ^uint64(0) && (!more || best < next) {
 				// A new key is the next to expand, not the one whose
 				// list expandKeys started loading: load this one's.
-				prefetchSpan(unsafe.Pointer(&g.level0[int(keyID(best)^salt)*g.stride0()]), 4*g.stride0())
+				g.prefetchList0(keyID(best) ^ salt)
 			}
 			continue
 		}
@@ -436,8 +436,7 @@ func (g *graph) expand(s *scratch, qc []int8, id uint32, level int, next uint64,
 	if more && level == 0 {
 		// The next candidate is likely expanded next: start loading its
 		// list now.
-		o := int(keyID(next)^s.salt) * g.stride0()
-		prefetchSpan(unsafe.Pointer(&g.level0[o]), 4*g.stride0())
+		g.prefetchList0(keyID(next) ^ s.salt)
 	}
 	tr := s.tr
 	if tr != nil {
@@ -482,6 +481,11 @@ func (g *graph) expand(s *scratch, qc []int8, id uint32, level int, next uint64,
 		tr.codes = append(tr.codes, batch...)
 	}
 	return batch, g.batchDistances(s, qc, batch)
+}
+
+// prefetchList0 starts loading node id's level-0 list.
+func (g *graph) prefetchList0(id uint32) {
+	prefetchSpan(unsafe.Pointer(&g.level0[int(id)*g.stride0()]), 4*g.stride0())
 }
 
 // sortedResults returns the result heap's keys, without salt, in

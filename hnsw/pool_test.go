@@ -13,12 +13,18 @@ import (
 // against the two-heap walk it replaces: the same keys, on every level and
 // ef, salted or not, including ties (duplicate vectors).
 func TestWalkAllMatchesHeaps(t *testing.T) {
-	fused := useFusedExpand
-	defer func() { useFusedExpand = fused }()
-	for _, on := range []bool{false, fused} {
-		useFusedExpand = on
-		t.Run(fmt.Sprintf("fused=%v", on), testWalkAllMatchesHeaps)
-		if !fused {
+	withAndWithout(t, &useFusedExpand, "fused", testWalkAllMatchesHeaps)
+}
+
+// withAndWithout runs test with the assembly path *flag selects turned off,
+// then, where the CPU has it (*flag set), on; *flag is restored after.
+func withAndWithout(t *testing.T, flag *bool, name string, test func(*testing.T)) {
+	has := *flag
+	defer func() { *flag = has }()
+	for _, on := range []bool{false, has} {
+		*flag = on
+		t.Run(fmt.Sprintf("%s=%v", name, on), test)
+		if !has {
 			break
 		}
 	}
@@ -85,15 +91,7 @@ func firstDiff(a, b []uint64) int {
 // positive distances: the comparisons must be unsigned), and the pool
 // sizes cross the assembly's 8-key blocks and the done bits' 64-bit words.
 func TestPool(t *testing.T) {
-	asm := useInsertAsm
-	defer func() { useInsertAsm = asm }()
-	for _, on := range []bool{false, asm} {
-		useInsertAsm = on
-		t.Run(fmt.Sprintf("asm=%v", on), testPool)
-		if !asm {
-			break
-		}
-	}
+	withAndWithout(t, &useInsertAsm, "asm", testPool)
 }
 
 func testPool(t *testing.T) {
