@@ -3,7 +3,6 @@
 package hnsw
 
 import (
-	"sync/atomic"
 	"unsafe"
 
 	"github.com/engramdb/engram/quant"
@@ -16,20 +15,22 @@ var useFusedExpand = cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX
 
 // expandArgs is expandAVX512's input, by field offsets (go_asm.h).
 type expandArgs struct {
-	list    *uint32 // the expanded node's neighbour ids
-	cnt     uint64  // how many
-	marks   *uint16 // visited marks, n of them
-	epoch   uint64  // the current mark (low 16 bits)
-	n       uint64  // ids at or past n are skipped (damaged bytes)
-	codes   *int8   // n*dim codes
-	q       *int8   // the query's code, dim bytes
+	lists   [walkWidth]*uint32 // the expanded nodes' lists (slot 0: the count)
+	nl      uint64             // how many
+	maxCnt  uint64             // a list's slots: a count above is damaged bytes
+	nexts   [walkWidth]*uint32 // level-0 lists to start loading
+	nn      uint64             // how many
+	listLen uint64             // the bytes of a list, to prefetch
+	marks   *uint16            // visited marks, n of them
+	epoch   uint64             // the current mark (low 16 bits)
+	n       uint64             // ids at or past n are skipped (damaged bytes)
+	codes   *int8              // n*dim codes
+	q       *int8              // the query's code, dim bytes
 	dim     uint64
-	ids     *uint32 // scratch for cnt ids
-	keys    *uint64 // out: cnt keys at most
+	ids     *uint32 // scratch for the gathered ids
+	keys    *uint64 // out: a key for each gathered id at most
 	worst   uint64  // keep keys below this
 	salt    uint64  // XORed into the ids of the keys
-	next    *uint32 // a list to prefetch, or nil
-	nextLen uint64  // its bytes
 	l2      uint64  // 1: squared L2 distances, 0: negated dot products
 	qcorr   uint64  // 128·sum(q) as an int32: the dot kernel's offset
 }
@@ -43,7 +44,7 @@ func expandAVX512(a *expandArgs) int
 // arguments each time cost a tenth of a walk). endFused drops its pointers
 // again, so that a pooled scratch does not keep arrays alive.
 func (g *graph) beginFused(s *scratch, qc []int8) {
-	if c := 2*g.m + 1; cap(s.batch) < c || cap(s.out) < c {
+	if c := walkWidth * (2*g.m + 1); cap(s.batch) < c || cap(s.out) < c {
 		s.batch, s.out = make([]uint32, 0, c), make([]uint64, 0, c)
 	}
 	s.fx = expandArgs{
@@ -70,22 +71,29 @@ func (g *graph) beginFused(s *scratch, qc []int8) {
 func (s *scratch) endFused() { s.fx = expandArgs{} }
 
 // expandKeys is expand and the pool's first test in one assembly call, for
-// walkAll: it marks node id's unvisited neighbours on level visited and
-// returns the keys (distance, salted id) of those closer than worst, in
-// s's reused buffer. When more, it starts loading next's level-0 list.
-// Callers check useFusedExpand and that s records no trace, and call
-// beginFused first.
-func (g *graph) expandKeys(s *scratch, id uint32, level int, next uint64, more bool, worst uint64) []uint64 {
-	l := g.list(id, level)
-	cnt := min(int(atomic.LoadUint32(&l[0])), len(l)-1, cap(s.out))
-	if cnt <= 0 {
-		return nil
-	}
+// walkAll: it marks the unvisited neighbours of ids (at most walkWidth
+// nodes) on level visited and returns the keys (distance, salted id) of
+// those closer than worst, in s's reused buffer. It starts loading the
+// level-0 lists of nexts (salted keys, level 0 only). Callers check
+// useFusedExpand and that s records no trace, and call beginFused first.
+func (g *graph) expandKeys(s *scratch, ids []uint32, level int, nexts []uint64, worst uint64) []uint64 {
 	a := &s.fx
-	a.list, a.cnt, a.worst, a.next = &l[1], uint64(cnt), worst, nil
-	if more && level == 0 {
-		o := int(keyID(next)^s.salt) * g.stride0()
-		a.next, a.nextLen = &g.level0[o], uint64(4*g.stride0())
+	a.worst = worst
+	a.nl, a.nn = 0, 0
+	for _, id := range ids[:min(len(ids), walkWidth)] {
+		l := g.list(id, level)
+		a.lists[a.nl] = &l[0]
+		a.maxCnt, a.listLen = uint64(len(l)-1), uint64(4*len(l))
+		a.nl++
+	}
+	if level == 0 {
+		for _, k := range nexts[:min(len(nexts), walkWidth)] {
+			a.nexts[a.nn] = &g.level0[int(keyID(k)^s.salt)*g.stride0()]
+			a.nn++
+		}
+	}
+	if a.nl == 0 {
+		return nil
 	}
 	return s.out[:expandAVX512(a)]
 }

@@ -3,12 +3,14 @@
 #include "textflag.h"
 #include "go_asm.h"
 
-// expandAVX512 is one expansion of an unfiltered walk in one call (see
-// expand_amd64.go): the next candidate's list is prefetched; the list's
+// expandAVX512 is one step of an unfiltered walk in one call (see
+// expand_amd64.go): the lists of the nodes expanded next are prefetched,
+// and those of this step's nodes (up to walkWidth of them); each list's
 // unvisited ids are marked and gathered without a branch per id (whether
-// a neighbour was visited is a coin flip a branch would mispredict); their
-// codes are prefetched together; then each distance is turned into a heap
-// key, and the keys below worst are kept, again without a branch.
+// a neighbour was visited is a coin flip a branch would mispredict), a
+// neighbour two lists share once; their codes are prefetched together;
+// then each distance is turned into a heap key, and the keys below worst
+// are kept, again without a branch.
 //
 // The L2 body is quant's gather kernel's (quant/gather_avx512_amd64.s:
 // VPDPBUSD over 64 bytes at a time, K1 masking the dim%64 tail); the dot
@@ -62,31 +64,66 @@
 TEXT ·expandAVX512(SB), NOSPLIT, $0-16
 	MOVQ a+0(FP), R15
 
-	// The list expanded next: start loading it.
-	MOVQ expandArgs_next(R15), AX
-	TESTQ AX, AX
-	JZ   collect
-	MOVQ expandArgs_nextLen(R15), CX
+	// Start loading the lists of the nodes expanded next, then those of
+	// this step's nodes (already loading, unless a new key went first).
+	LEAQ expandArgs_nexts(R15), SI
+	MOVQ expandArgs_nn(R15), BX
+	MOVQ expandArgs_listLen(R15), CX
+pnext:
+	TESTQ BX, BX
+	JZ   pnextdone
+	MOVQ (SI), AX
+	ADDQ $8, SI
+	DECQ BX
 	LEAQ -1(AX)(CX*1), DX
 	ANDQ $~63, AX
-nextline:
+pnextline:
 	PREFETCHT0 (AX)
 	ADDQ $64, AX
 	CMPQ AX, DX
-	JLE  nextline
+	JLE  pnextline
+	JMP  pnext
+pnextdone:
+	LEAQ expandArgs_lists(R15), SI
+	MOVQ expandArgs_nl(R15), BX
+	MOVQ expandArgs_listLen(R15), CX
+plist:
+	TESTQ BX, BX
+	JZ   plistdone
+	MOVQ (SI), AX
+	ADDQ $8, SI
+	DECQ BX
+	LEAQ -1(AX)(CX*1), DX
+	ANDQ $~63, AX
+plistline:
+	PREFETCHT0 (AX)
+	ADDQ $64, AX
+	CMPQ AX, DX
+	JLE  plistline
+	JMP  plist
+plistdone:
 
-collect:
-	MOVQ expandArgs_list(R15), SI
-	MOVQ expandArgs_cnt(R15), CX
 	MOVQ expandArgs_marks(R15), DI
 	MOVQ expandArgs_epoch(R15), R8
 	MOVQ expandArgs_n(R15), R9
 	MOVQ expandArgs_ids(R15), R10
 	XORQ BX, BX
+	XORQ R13, R13
+nextlist:
+	CMPQ R13, expandArgs_nl(R15)
+	JAE  cdone
+	LEAQ expandArgs_lists(R15), SI
+	MOVQ (SI)(R13*8), SI
+	INCQ R13
+	MOVLQZX (SI), CX // the count, at most maxCnt (else damaged bytes)
+	ADDQ $4, SI
+	MOVQ expandArgs_maxCnt(R15), AX
+	CMPQ CX, AX
+	CMOVQHI AX, CX
 	XORQ R11, R11
 cloop:
 	CMPQ R11, CX
-	JAE  cdone
+	JAE  nextlist
 	MOVLQZX (SI)(R11*4), AX
 	INCQ R11
 	CMPQ AX, R9
@@ -209,3 +246,4 @@ done:
 	VZEROUPPER
 	MOVQ R12, ret+8(FP)
 	RET
+

@@ -14,6 +14,6 @@ func (g *graph) beginFused(s *scratch, qc []int8) { panic("hnsw: no fused expans
 func (s *scratch) endFused() {}
 
 // expandKeys is never called where useFusedExpand is false.
-func (g *graph) expandKeys(s *scratch, id uint32, level int, next uint64, more bool, worst uint64) []uint64 {
+func (g *graph) expandKeys(s *scratch, ids []uint32, level int, nexts []uint64, worst uint64) []uint64 {
 	panic("hnsw: no fused expansion on this platform")
 }

@@ -14,7 +14,8 @@ import (
 // the same visited marks, expandKeys must mark the same neighbours and
 // return, in list order, exactly the keys of expand's distances that are
 // below worst. Dimensions around the 64-byte blocks exercise the masked
-// tail; lists with ids past the nodes (damaged bytes) must skip them.
+// tail; lists with ids past the nodes (damaged bytes) must skip them,
+// and a count past a list's slots must stop at them.
 func TestExpandKeys(t *testing.T) {
 	if !useFusedExpand {
 		t.Skip("no fused expansion on this CPU")
@@ -35,6 +36,8 @@ func TestExpandKeys(t *testing.T) {
 					l := g.list(id, 0)
 					l[1], l[int(l[0])] = uint32(len(g.flags))+5, math.MaxUint32
 				}
+				// And a count: past the list's slots, it must stop at them.
+				g.list(11, 0)[0] = 1000
 				var sa, sb scratch
 				for trial := 0; trial < 300; trial++ {
 					qc := sa.encode(g, rows[r.IntN(n)])
@@ -51,15 +54,40 @@ func TestExpandKeys(t *testing.T) {
 						salt = saltOf(uint32(trial))
 					}
 					sa.salt, sb.salt = salt, salt
-					id := uint32(r.IntN(n))
-					if trial < 4 {
-						id = []uint32{3, 7}[trial%2]
+					// One to walkWidth nodes, sometimes the same one twice
+					// (its second list then adds nothing), often sharing
+					// neighbours.
+					ids := []uint32{uint32(r.IntN(n))}
+					if trial < 6 {
+						ids[0] = []uint32{3, 7, 11}[trial%3]
 					}
 					level := 0
-					if trial%7 == 6 && g.levels[id] > 0 {
+					if trial%7 == 6 && g.levels[ids[0]] > 0 {
 						level = 1
 					}
-					batch, dists := g.expand(&sb, sb.qcode, id, level, 0, false)
+					for len(ids) < 1+trial%walkWidth {
+						next := uint32(r.IntN(n))
+						switch {
+						case trial%5 == 0:
+							next = ids[0]
+						case trial%5 == 1:
+							if l := g.list(ids[0], 0); l[0] > 0 {
+								next = l[1+r.IntN(min(int(l[0]), len(l)-1))] // shared neighbours
+							}
+						}
+						if level > 0 && g.levels[next] < 1 {
+							next = ids[0]
+						}
+						if next >= uint32(n) {
+							next = ids[0]
+						}
+						ids = append(ids, next)
+					}
+					var nexts []uint64
+					for range trial % (walkWidth + 1) {
+						nexts = append(nexts, uint64(uint32(r.IntN(n))^salt))
+					}
+					batch, dists := g.expand(&sb, sb.qcode, ids, level, nexts)
 					var all []uint64
 					for i, nb := range batch {
 						all = append(all, intKey(dists[i], nb^salt))
@@ -75,13 +103,13 @@ func TestExpandKeys(t *testing.T) {
 						}
 					}
 					g.beginFused(&sa, qc)
-					got := g.expandKeys(&sa, id, level, uint64(r.IntN(n)), trial%2 == 0, worst)
+					got := g.expandKeys(&sa, ids, level, nexts, worst)
 					sa.endFused()
 					if !slices.Equal(got, want) {
-						t.Fatalf("trial %d node %d level %d: fused keys %x, want %x", trial, id, level, got, want)
+						t.Fatalf("trial %d nodes %d level %d: fused keys %x, want %x", trial, ids, level, got, want)
 					}
 					if !slices.Equal(sa.marks[:n], sb.marks[:n]) {
-						t.Fatalf("trial %d node %d: the two expansions marked different nodes", trial, id)
+						t.Fatalf("trial %d nodes %d: the two expansions marked different nodes", trial, ids)
 					}
 				}
 			})

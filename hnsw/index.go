@@ -211,7 +211,7 @@ func (ix *Index) connect(id uint32, level int) {
 			// queries expand a crowd, so they stay findable from it.
 			s.salt = saltOf(id)
 		}
-		g.searchLayer(s, qc, cur, curD, ix.cfg.EfConstruction, l, &acc)
+		g.searchLayer(s, qc, cur, curD, ix.cfg.EfConstruction, l, 1, &acc)
 		cands := s.sortedResults()
 		s.salt = 0
 		// Another insert may already have linked back to id.
@@ -479,7 +479,7 @@ func (ix *Index) repairList(s *scratch, u uint32, level int, live func(uint32) b
 			qc := g.code(u)
 			cur, curD := g.descend(qc, ep, top, level)
 			acc := accept{deletes: true}
-			g.searchLayer(s, qc, cur, curD, ix.cfg.EfConstruction, level, &acc)
+			g.searchLayer(s, qc, cur, curD, ix.cfg.EfConstruction, level, 1, &acc)
 			for _, k := range s.sortedResults() {
 				if id := keyID(k); id != u && !slices.Contains(ids, id) {
 					ids = append(ids, id)

@@ -126,11 +126,13 @@ func (p *pool) pop() (uint64, bool) {
 	return p.keys[i], true
 }
 
-// peek returns the best unexpanded key without expanding it.
-func (p *pool) peek() (uint64, bool) {
-	i := p.next()
-	if i == len(p.keys) {
-		return 0, false
+// peekN appends up to n of the best unexpanded keys, best first, to dst
+// without expanding them.
+func (p *pool) peekN(dst []uint64, n int) []uint64 {
+	for i := p.next(); i < len(p.keys) && len(dst) < n; i++ {
+		if p.done[i>>6]&(1<<uint(i&63)) == 0 {
+			dst = append(dst, p.keys[i])
+		}
 	}
-	return p.keys[i], true
+	return dst
 }

@@ -59,15 +59,16 @@ func testWalkAllMatchesHeaps(t *testing.T) {
 			salt = saltOf(uint32(q))
 		}
 		sa.salt, sb.salt = salt, salt
-		if g.searchLayer(&sa, qc, cur, curD, ef, level, &accept{}) {
+		width := 1 + (q/3)%walkWidth
+		if g.searchLayer(&sa, qc, cur, curD, ef, level, width, &accept{}) {
 			t.Fatal("walkAll asked for a scan")
 		}
-		if g.searchLayer(&sb, qc, cur, curD, ef, level, everyone) {
+		if g.searchLayer(&sb, qc, cur, curD, ef, level, width, everyone) {
 			t.Fatal("heap walk asked for a scan")
 		}
 		got, want := slices.Clone(sa.sortedResults()), sb.sortedResults()
 		if !slices.Equal(got, want) {
-			t.Fatalf("query %d ef %d level %d salt %x: pool walk %d keys, heap walk %d; first difference at %d", q, ef, level, salt, len(got), len(want), firstDiff(got, want))
+			t.Fatalf("query %d ef %d level %d width %d salt %x: pool walk %d keys, heap walk %d; first difference at %d", q, ef, level, width, salt, len(got), len(want), firstDiff(got, want))
 		}
 		if len(got) != min(ef, len(rows)) && level == 0 {
 			t.Fatalf("query %d: %d results for ef %d", q, len(got), ef)
@@ -136,10 +137,14 @@ func testPool(t *testing.T) {
 			if step%4 == 0 {
 				k = uint64(r.IntN(3))<<63 | uint64(step)<<8 | uint64(round&0xff) // close keys
 			}
-			if pk, ok := p.peek(); ok {
-				if i := p.next(); p.keys[i] != pk || p.done[i>>6]&(1<<(i&63)) != 0 {
-					t.Fatalf("round %d: peek %x is not the first unexpanded key", round, pk)
+			var open []uint64 // the unexpanded keys, best first
+			for i, pk := range p.keys {
+				if p.done[i>>6]&(1<<(i&63)) == 0 {
+					open = append(open, pk)
 				}
+			}
+			if n := step % 4; !slices.Equal(p.peekN(nil, n), open[:min(n, len(open))]) {
+				t.Fatalf("round %d: peekN(%d) %x, want the first unexpanded keys of %x", round, n, p.peekN(nil, n), open)
 			}
 			all = append(all, k)
 			p.insert(k)

@@ -106,11 +106,11 @@ func (ix *Index) adopt(s *scratch, x, ep uint32, top int, reached []uint64, inde
 	qc := g.code(x)
 	acc := accept{deletes: true, bits: reached}
 	cur, curD := g.descend(qc, ep, top, 0)
-	g.searchLayer(s, qc, cur, curD, ix.cfg.EfConstruction, 0, &acc)
+	g.searchLayer(s, qc, cur, curD, ix.cfg.EfConstruction, 0, 1, &acc)
 	if len(s.res) == 0 && cur != ep {
 		// The descent ended in a part of the graph that does not lead
 		// back to reached nodes: start from the entry point itself.
-		g.searchLayer(s, qc, ep, g.codeDist(qc, ep), ix.cfg.EfConstruction, 0, &acc)
+		g.searchLayer(s, qc, ep, g.codeDist(qc, ep), ix.cfg.EfConstruction, 0, 1, &acc)
 	}
 	cands := s.sortedResults()
 	cands = cands[:min(len(cands), adoptCandidates)]

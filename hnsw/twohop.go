@@ -43,7 +43,7 @@ func (g *graph) searchTwoHop(s *scratch, q []float32, k, ef, n int, ep uint32, t
 	// nodes that sit near the query but away from the rest of the allowed
 	// set (a user's one memory on a topic); two hops from each of the
 	// nearest few reach them.
-	g.searchLayer(s, qc, cur, curD, min(ef, twoHopRoots), 0, &accept{})
+	g.searchLayer(s, qc, cur, curD, min(ef, twoHopRoots), 0, walkWidth, &accept{})
 	roots := append(s.keys2[:0], s.res...)
 	s.keys2 = roots
 	s.begin(len(g.flags))
