@@ -43,9 +43,13 @@ const (
 	// DefaultEf is the search beam width when SearchOptions.Ef is zero
 	// (raised to k when k is larger).
 	DefaultEf = 64
-	maxDim    = 1 << 16
-	maxM      = 128
-	maxLevel  = 16
+	// DefaultWidth is how many of its best unexpanded nodes a query's
+	// walk expands together when SearchOptions.Width is zero, and the
+	// most it may ask for.
+	DefaultWidth = walkWidth
+	maxDim       = 1 << 16
+	maxM         = 128
+	maxLevel     = 16
 )
 
 // Errors. They are wrapped with details; test with errors.Is.

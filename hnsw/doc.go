@@ -96,12 +96,13 @@
 // after them 1.90x there, and on GloVe-100 100k 2.09x -> 2.69x at recall
 // 0.95 with the locality order below (bench/results/hnsw.md). Elsewhere
 // the same steps run in Go (the gathering also without a branch). A
-// query's walk expands its three best unexpanded nodes at a time (a beam
-// width, walkWidth), so that their lists, and then all their neighbours'
-// codes, load together instead of one expansion's waits after another's:
-// 1.16x queries per CPU second at 1M x 100-d and 1.14x on GloVe-100 100k
-// in one process on the same saved graph, recall@10 up by 0.001-0.002
-// (builds walk one node at a time, keeping the graph as it was). Nodes
+// query's walk expands its three best unexpanded nodes at a time
+// (SearchOptions.Width, DefaultWidth), so that their lists, and then all
+// their neighbours' codes, load together instead of one expansion's
+// waits after another's: 1.22x queries per CPU second at 1M x 100-d and
+// 1.17x on GloVe-100 100k against width 1, in one process on the same
+// saved graph, recall@10 up by 0.001-0.002 (builds walk one node at a
+// time, keeping the graph as it was). Nodes
 // numbered in LocalityOrder (a breadth-first walk of level 0, which
 // merges and bench/cmd/ann apply) put a node's neighbours at nearby ids,
 // so an expansion's codes share cache lines and pages. The ef best results

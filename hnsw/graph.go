@@ -317,20 +317,22 @@ func (g *graph) descendTraced(qc []int8, ep uint32, top, level int, tr *trace) (
 	return cur, curD
 }
 
-// walkWidth is how many nodes a query's walk expands at a time (queries
-// pass it to searchLayer; builds pass 1). At a million nodes a walk waits
-// on memory twice an expansion, for a list and then for its neighbours'
-// codes, and the next node to expand is known only once the last
-// expansion's distances are in. Expanding the best few unexpanded nodes
-// together (a beam width, as DiskANN's beam search has for disk reads)
-// loads their lists and then all their neighbours' codes at once, so the
-// waits overlap. Nodes that a one-at-a-time walk would not expand at all
-// are rare (one may drop out of the ef best before its turn), and the
-// walk finds the same or slightly better neighbours. Measured on saved
-// graphs in one process (queries per CPU second, ef 60 at 1M x 100-d,
-// ef 120 on GloVe-100 100k): widths 1, 2, 3, 4 gave about 1, 1.12, 1.16,
-// 1.15 at 1M and 1, 1.11, 1.14, 1.12 at 100k, recall@10 up by 0.001-0.002;
-// where everything is in cache (GloVe-100 10k) 1.03 at width 3.
+// walkWidth is how many nodes a query's walk expands at a time by default
+// (DefaultWidth, SearchOptions.Width) and at most; builds expand one. At a
+// million nodes a walk waits on memory twice an expansion, for a list and
+// then for its neighbours' codes, and the next node to expand is known
+// only once the last expansion's distances are in. Expanding the best few
+// unexpanded nodes together (a beam width, as DiskANN's beam search has
+// for disk reads) loads their lists and then all their neighbours' codes
+// at once, so the waits overlap. A node that a one-at-a-time walk would
+// not have expanded (it dropped out of the ef best before its turn) is
+// rare, and the walk finds the same or slightly better neighbours. In one
+// process on a saved graph (bench/cmd/ann -width 1,3,...: medians of
+// queries per CPU second), width 3 against 1: 1.22x at 1M x 100-d (ef 60,
+// recall@10 0.9655 -> 0.9672), 1.17x on GloVe-100 100k (ef 120), 1.06x
+// on GloVe-100 10k, where everything is in cache; width 2 gave 1.15x at
+// 1M where 3 gave 1.20x in the same run (and 4, tried with an earlier
+// harness, no more than 3).
 const walkWidth = 3
 
 // searchLayer is the beam search of width ef on level, from entry ep at
@@ -647,10 +649,10 @@ func (g *graph) sameVector(a, b uint32) bool {
 
 // search runs a query (already prepared: right length, normalized under
 // Cosine) from the entry point and returns the best k.
-func (g *graph) search(s *scratch, q []float32, k, ef, n int, ep uint32, top int, a *accept, rescore bool) []Result {
+func (g *graph) search(s *scratch, q []float32, k, ef, width, n int, ep uint32, top int, a *accept, rescore bool) []Result {
 	qc := s.encode(g, q)
 	cur, curD := g.descendTraced(qc, ep, top, 0, s.tr)
-	if g.searchLayer(s, qc, cur, curD, ef, 0, walkWidth, a) {
+	if g.searchLayer(s, qc, cur, curD, ef, 0, width, a) {
 		return g.scan(s, q, k, n, a, rescore)
 	}
 	return g.finish(s, q, k, rescore)

@@ -54,6 +54,8 @@ func TestBadInput(t *testing.T) {
 		{"k=0", 0, SearchOptions{}},
 		{"k<0", -1, SearchOptions{}},
 		{"ef<k", 10, SearchOptions{Ef: 5}},
+		{"width<0", 1, SearchOptions{Width: -1}},
+		{"width>DefaultWidth", 1, SearchOptions{Width: DefaultWidth + 1}},
 	} {
 		if _, err := ix.Search(q, tc.k, tc.opts); !errors.Is(err, ErrBadArgument) {
 			t.Errorf("Search(%s) = %v, want ErrBadArgument", tc.name, err)
@@ -149,6 +151,19 @@ func TestSyntheticRecallAllMetrics(t *testing.T) {
 		ix := build(t, Config{Dim: 32, Metric: m, Seed: 3}, rows)
 		if r := syntheticRecall(t, ix, rows, queries, m, 64, nil, nil); r < 0.95 {
 			t.Errorf("%v recall@10 %.3f < 0.95", m, r)
+		}
+		for width := 1; width <= DefaultWidth; width++ {
+			var sum float64
+			for _, q := range queries {
+				res, err := ix.Search(q, 10, SearchOptions{Ef: 64, Width: width})
+				if err != nil {
+					t.Fatal(err)
+				}
+				sum += recallAt(res, bruteForce(m, rows, q, 10, nil))
+			}
+			if r := sum / float64(len(queries)); r < 0.95 {
+				t.Errorf("%v width %d: recall@10 %.3f < 0.95", m, width, r)
+			}
 		}
 	}
 }

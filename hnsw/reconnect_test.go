@@ -182,7 +182,7 @@ func TestReachableDuplicatesFiltered(t *testing.T) {
 			}
 		}
 		q, _ := prepare(dup, v.g.dim, v.g.metric)
-		res := v.g.search(new(scratch), q, 20, 400, v.n, v.ep, v.top, &accept{bits: bits}, true)
+		res := v.g.search(new(scratch), q, 20, 400, DefaultWidth, v.n, v.ep, v.top, &accept{bits: bits}, true)
 		if len(res) != 20 {
 			t.Fatalf("window %d: %d results, want 20: %v", lo, len(res), res)
 		}

@@ -25,6 +25,11 @@ type SearchOptions struct {
 	// NoRescore returns the ef best by code distance without rescoring
 	// them with the full-precision vectors.
 	NoRescore bool
+	// Width is how many of its best unexpanded nodes the walk on level 0
+	// expands together, 1 to DefaultWidth (0: DefaultWidth). Expanding
+	// several at once overlaps their waits on memory (see the package
+	// doc's Search section); 1 walks one node at a time, as builds do.
+	Width int
 
 	// Strategy forces how a filtered search runs; StrategyAuto (the zero
 	// value) lets the planner choose (see the package doc's Filters
@@ -167,6 +172,7 @@ func (pl *planner) scanLimit(live, ef int) float64 {
 type plan struct {
 	q     []float32
 	k, ef int
+	width int // nodes the level-0 walk expands together
 	acc   accept
 	strat Strategy
 	count int // ids the filter allows (counting filters only)
@@ -184,11 +190,18 @@ func makePlan(g *graph, q []float32, k int, opts SearchOptions, live int, hasDel
 	if ef < k {
 		return p, fmt.Errorf("%w: ef %d < k %d", ErrBadArgument, ef, k)
 	}
+	width := opts.Width
+	if width == 0 {
+		width = DefaultWidth
+	}
+	if width < 1 || width > DefaultWidth {
+		return p, fmt.Errorf("%w: width %d, want 1 to %d", ErrBadArgument, opts.Width, DefaultWidth)
+	}
 	pq, err := prepare(q, g.dim, g.metric)
 	if err != nil {
 		return p, err
 	}
-	p = plan{q: pq, k: k, ef: ef, acc: accept{deletes: hasDeletes}}
+	p = plan{q: pq, k: k, ef: ef, width: width, acc: accept{deletes: hasDeletes}}
 	f := opts.Filter
 	if b, ok := f.(*Bitset); ok {
 		if b == nil {
@@ -247,7 +260,7 @@ func (p *plan) run(g *graph, pool *sync.Pool, n int, ep uint32, top int, rescore
 	case StrategyTwoHop:
 		res = g.searchTwoHop(s, p.q, p.k, p.ef, n, ep, top, &p.acc, p.count, rescore)
 	default:
-		res = g.search(s, p.q, p.k, p.ef, n, ep, top, &p.acc, rescore)
+		res = g.search(s, p.q, p.k, p.ef, p.width, n, ep, top, &p.acc, rescore)
 	}
 	if s.err != nil {
 		return nil, s.err

@@ -37,14 +37,17 @@ import (
 // Result is one output line; the field names are shared with the peer
 // benchmarks in scripts/peers.
 type Result struct {
-	Impl     string  `json:"impl"`
-	Dataset  string  `json:"dataset"`
-	N        int     `json:"n"`
-	Dim      int     `json:"dim"`
-	M        int     `json:"m"`
-	EfC      int     `json:"efc"`
-	Threads  int     `json:"threads"`
-	Ef       int     `json:"ef"`
+	Impl    string `json:"impl"`
+	Dataset string `json:"dataset"`
+	N       int    `json:"n"`
+	Dim     int    `json:"dim"`
+	M       int    `json:"m"`
+	EfC     int    `json:"efc"`
+	Threads int    `json:"threads"`
+	Ef      int    `json:"ef"`
+	// Width is the walk's width (hnsw.SearchOptions.Width; 0 left it to
+	// the index, engram lines only).
+	Width    int     `json:"width,omitempty"`
 	Recall10 float64 `json:"recall10"`
 	QPS      float64 `json:"qps"`
 	P50us    float64 `json:"p50_us"`
@@ -82,6 +85,7 @@ type config struct {
 	base, query, gt     string
 	m, efc, threads, k  int
 	efs                 []int
+	widths              []int // 0: the index's default
 	maxQueries, maxBase int
 	noRescore           bool
 	cpuProfile          string
@@ -119,6 +123,8 @@ func run(args []string, out io.Writer) error {
 	fs.IntVar(&c.m, "m", 16, "HNSW M")
 	fs.IntVar(&c.efc, "efc", 200, "efConstruction")
 	fs.StringVar(&efs, "ef", "10,20,40,80,120,200,400", "comma-separated ef values")
+	var widths string
+	fs.StringVar(&widths, "width", "", "comma-separated walk widths, each searched at every ef in turn (empty: the index's default); repeat them (1,3,1,3) to alternate in one process")
 	fs.IntVar(&c.threads, "threads", 1, "build goroutines")
 	fs.IntVar(&c.k, "k", 10, "neighbours per query")
 	fs.IntVar(&c.maxQueries, "queries", 0, "use only the first N queries (0: all)")
@@ -132,6 +138,12 @@ func run(args []string, out io.Writer) error {
 	var err error
 	if c.efs, err = parseInts(efs); err != nil {
 		return fmt.Errorf("-ef: %w", err)
+	}
+	c.widths = []int{0}
+	if widths != "" {
+		if c.widths, err = parseInts(widths); err != nil {
+			return fmt.Errorf("-width: %w", err)
+		}
 	}
 	if c.m < 2 || c.efc < 1 || c.threads < 1 || c.k < 1 {
 		return errors.New("-m must be >= 2 and -efc, -threads, -k >= 1")
@@ -313,7 +325,6 @@ func bench(set *dataset.Set, c config, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	n, dim := set.Base.Len(), set.Base.Dim
 	enc := json.NewEncoder(out)
 	if c.cpuProfile != "" {
 		f, err := os.OpenFile(c.cpuProfile, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
@@ -329,35 +340,43 @@ func bench(set *dataset.Set, c config, out io.Writer) error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	for _, ef := range c.efs {
-		opts := hnsw.SearchOptions{Ef: max(ef, c.k), NoRescore: c.noRescore}
-		// A warm-up pass over a few queries, then the timed pass.
-		for q := 0; q < min(100, set.Queries.Len()); q++ {
-			if _, err := b.ix.Search(set.Queries.Row(q), c.k, opts); err != nil {
+		for _, width := range c.widths {
+			if err := sweepOne(b, set, c, ef, width, enc); err != nil {
 				return err
 			}
 		}
-		sw, err := b.search(set, c.k, opts)
-		if err != nil {
-			return err
-		}
-		nq := float64(len(sw.lat))
-		if err := enc.Encode(Result{
-			Impl: "engram", Dataset: set.Name, N: n, Dim: dim, M: c.m, EfC: c.efc, Threads: c.threads,
-			Ef: ef, Recall10: round(sw.recall, 4),
-			QPS:   round(nq/sw.wall.Seconds(), 1),
-			P50us: round(pct(sw.lat, 50), 1), P99us: round(pct(sw.lat, 99), 1),
-			BuildS: round(b.buildS, 2), BytesPerVector: round(b.resident, 1),
-			CPUQPS:   round(nq/sw.cpu.Seconds(), 1),
-			CPUP50us: round(pct(sw.cpuLat, 50), 1), CPUP99us: round(pct(sw.cpuLat, 99), 1),
-			BuildCPUS:           round(b.buildCPU, 2),
-			FloatBytesPerVector: float64(4 * dim), HeapBytesPerVector: round(b.heap, 1),
-			Reconnected: b.reconnected, ReconnectMS: round(b.reconnectMS, 1),
-			ReorderMS: round(b.reorderMS, 1),
-		}); err != nil {
+	}
+	return nil
+}
+
+// sweepOne times every query at one ef and walk width and writes the line.
+func sweepOne(b *built, set *dataset.Set, c config, ef, width int, enc *json.Encoder) error {
+	n, dim := set.Base.Len(), set.Base.Dim
+	opts := hnsw.SearchOptions{Ef: max(ef, c.k), NoRescore: c.noRescore, Width: width}
+	// A warm-up pass over a few queries, then the timed pass.
+	for q := 0; q < min(100, set.Queries.Len()); q++ {
+		if _, err := b.ix.Search(set.Queries.Row(q), c.k, opts); err != nil {
 			return err
 		}
 	}
-	return nil
+	sw, err := b.search(set, c.k, opts)
+	if err != nil {
+		return err
+	}
+	nq := float64(len(sw.lat))
+	return enc.Encode(Result{
+		Impl: "engram", Dataset: set.Name, N: n, Dim: dim, M: c.m, EfC: c.efc, Threads: c.threads,
+		Ef: ef, Width: width, Recall10: round(sw.recall, 4),
+		QPS:   round(nq/sw.wall.Seconds(), 1),
+		P50us: round(pct(sw.lat, 50), 1), P99us: round(pct(sw.lat, 99), 1),
+		BuildS: round(b.buildS, 2), BytesPerVector: round(b.resident, 1),
+		CPUQPS:   round(nq/sw.cpu.Seconds(), 1),
+		CPUP50us: round(pct(sw.cpuLat, 50), 1), CPUP99us: round(pct(sw.cpuLat, 99), 1),
+		BuildCPUS:           round(b.buildCPU, 2),
+		FloatBytesPerVector: float64(4 * dim), HeapBytesPerVector: round(b.heap, 1),
+		Reconnected: b.reconnected, ReconnectMS: round(b.reconnectMS, 1),
+		ReorderMS: round(b.reorderMS, 1),
+	})
 }
 
 // threadCPU is the CPU time of the calling OS thread.

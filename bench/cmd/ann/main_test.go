@@ -30,6 +30,27 @@ func TestRunPrintsOneLinePerEf(t *testing.T) {
 	}
 }
 
+// TestWidths checks -width: each ef is searched at every width in turn,
+// and every width finds the neighbours.
+func TestWidths(t *testing.T) {
+	args := writeSet(t, t.TempDir(), 1500, 24)
+	rs := runLines(t, append(args, "-ef", "20,80", "-width", "1,3"))
+	if len(rs) != 4 {
+		t.Fatalf("%d lines, want 4: %+v", len(rs), rs)
+	}
+	for i, want := range []struct{ ef, width int }{{20, 1}, {20, 3}, {80, 1}, {80, 3}} {
+		if rs[i].Ef != want.ef || rs[i].Width != want.width {
+			t.Errorf("line %d: ef %d width %d, want %d, %d", i, rs[i].Ef, rs[i].Width, want.ef, want.width)
+		}
+		if rs[i].Ef == 80 && rs[i].Recall10 < 0.9 {
+			t.Errorf("ef 80 width %d: recall %v", rs[i].Width, rs[i].Recall10)
+		}
+	}
+	if err := run(append(args, "-width", "4"), io.Discard); err == nil {
+		t.Error("a width past hnsw.DefaultWidth was accepted")
+	}
+}
+
 // TestGraphFile checks -graph: the first run builds and saves the index,
 // the second searches the saved one and finds the same recall; a file of
 // another data set is refused.
