@@ -3,6 +3,7 @@
 package hnsw
 
 import (
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/engramdb/engram/quant"
@@ -82,6 +83,16 @@ func (g *graph) expandKeys(s *scratch, ids []uint32, level int, nexts []uint64, 
 	a.nl, a.nn = 0, 0
 	for _, id := range ids[:min(len(ids), walkWidth)] {
 		l := g.list(id, level)
+		if raceEnabled {
+			// The race detector does not see the assembly's loads of
+			// the list: load it here as the Go expansion does
+			// (atomically), so that reading what a neighbour's id
+			// leads to (its upper lists' offset, its vector), written
+			// before the link was stored, is ordered after it.
+			for i := range l {
+				atomic.LoadUint32(&l[i])
+			}
+		}
 		a.lists[a.nl] = &l[0]
 		a.maxCnt, a.listLen = uint64(len(l)-1), uint64(4*len(l))
 		a.nl++

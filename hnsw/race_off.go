@@ -2,4 +2,5 @@
 
 package hnsw
 
+// raceEnabled: the race detector is off (race_on.go).
 const raceEnabled = false

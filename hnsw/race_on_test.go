@@ -1,7 +1,0 @@
-//go:build race
-
-package hnsw
-
-// raceEnabled: the race detector makes sync.Pool drop items, so
-// allocation counts are meaningless under it.
-const raceEnabled = true
