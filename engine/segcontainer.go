@@ -269,6 +269,16 @@ func parseChunks(b []byte, fileLen uint64, off uint64) (*chunkTable, error) {
 	return &chunkTable{shift: uint(shift), covered: covered, crcs: b[16 : 16+4*count], ok: make([]atomic.Uint64, (count+63)/64)}, nil
 }
 
+// verified reports whether chunks first to last have all been checked.
+func (t *chunkTable) verified(first, last uint64) bool {
+	for i := first; i <= last; i++ {
+		if t.ok[i>>6].Load()&(1<<(i&63)) == 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // verifyRange checks the chunks holding bytes [off, off+n) of the file
 // (for version 4 on; earlier files have no chunks, and their callers
 // verify whole sections instead). Bytes past the chunked part are not
@@ -552,6 +562,12 @@ func (s *segFile) readChecked(off uint64, dst []byte) error {
 	}
 	lo := off >> t.shift << t.shift
 	hi := min(((off+n-1)>>t.shift+1)<<t.shift, t.covered)
+	if t.verified(lo>>t.shift, (hi-1)>>t.shift) {
+		// Every chunk was checked by an earlier read: read just the
+		// bytes asked for (a 4 KiB vector straddles two chunks, and
+		// reading both whole doubled what rescoring copied).
+		return s.readAt(dst, off)
+	}
 	bp := readBufs.Get().(*[]byte)
 	defer readBufs.Put(bp)
 	if uint64(cap(*bp)) < hi-lo {

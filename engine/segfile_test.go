@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/engramdb/engram/internal/vfs"
+	"github.com/engramdb/engram/quant"
 )
 
 func testSections() []section {
@@ -46,6 +49,75 @@ func TestSegFileRoundTrip(t *testing.T) {
 		if e.off%segAlign != 0 {
 			t.Fatalf("section %d at unaligned offset %d", e.kind, e.off)
 		}
+	}
+}
+
+// TestReadCheckedChunks: a pread of section bytes checks the chunks it
+// covers once; a read of chunks all checked before is served as it is, but
+// one that also covers an unchecked chunk still checks that one, and
+// damage there is refused.
+func TestReadCheckedChunks(t *testing.T) {
+	leaveDamaged(t)
+	dir := filepath.Join(t.TempDir(), "s")
+	db := openT(t, dir, testOpts())
+	c, err := db.CreateCollection(CollectionConfig{Name: "a", Dim: 64, Metric: quant.Cosine})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Upsert(ctx, mkRecords(rand.New(rand.NewPCG(5, 6)), 64, 0, 400)); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "seg", segName(1))
+	file, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sf, err := openSegFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sf.close()
+	if sf.chunks == nil || sf.file == nil {
+		t.Fatal("a current segment file without chunks or pread")
+	}
+	var g sectionEntry
+	for _, e := range sf.entries {
+		if e.kind == secGraph {
+			g = e
+		}
+	}
+	const chunk = 1 << segChunkShift
+	if g.len < 8*chunk {
+		t.Fatalf("graph section of %d bytes, want 8 chunks at least", g.len)
+	}
+	read := func(off, n uint64) ([]byte, error) {
+		dst := make([]byte, n)
+		return dst, sf.readChecked(g.off+off, dst)
+	}
+	// Check the section's first three chunks.
+	if got, err := read(100, 2*chunk); err != nil || !bytes.Equal(got, file[g.off+100:g.off+100+2*chunk]) {
+		t.Fatalf("first read: %v", err)
+	}
+	// Damage a byte of an unchecked chunk: a read within the checked
+	// chunks is answered, one that reaches the damaged chunk is refused.
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := g.off + 5*chunk + 10
+	if _, err := f.WriteAt([]byte{^file[bad]}, int64(bad)); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if got, err := read(chunk+5, 100); err != nil || !bytes.Equal(got, file[g.off+chunk+5:g.off+chunk+105]) {
+		t.Fatalf("a read of checked chunks: %v", err)
+	}
+	var ce *CorruptionError
+	if _, err := read(chunk+5, 5*chunk); !errors.As(err, &ce) {
+		t.Fatalf("a read reaching a damaged unchecked chunk = %v, want a CorruptionError", err)
 	}
 }
 
