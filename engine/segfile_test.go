@@ -4,13 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"io"
-	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/engramdb/engram/internal/vfs"
-	"github.com/engramdb/engram/quant"
 )
 
 func testSections() []section {
@@ -58,19 +55,7 @@ func TestSegFileRoundTrip(t *testing.T) {
 // damage there is refused.
 func TestReadCheckedChunks(t *testing.T) {
 	leaveDamaged(t)
-	dir := filepath.Join(t.TempDir(), "s")
-	db := openT(t, dir, testOpts())
-	c, err := db.CreateCollection(CollectionConfig{Name: "a", Dim: 64, Metric: quant.Cosine})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Upsert(ctx, mkRecords(rand.New(rand.NewPCG(5, 6)), 64, 0, 400)); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(dir, "seg", segName(1))
+	_, _, path, g := graphStore(t)
 	file, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -82,12 +67,6 @@ func TestReadCheckedChunks(t *testing.T) {
 	defer sf.close()
 	if sf.chunks == nil || sf.file == nil {
 		t.Fatal("a current segment file without chunks or pread")
-	}
-	var g sectionEntry
-	for _, e := range sf.entries {
-		if e.kind == secGraph {
-			g = e
-		}
 	}
 	const chunk = 1 << segChunkShift
 	if g.len < 8*chunk {

@@ -13,10 +13,10 @@ import (
 	"github.com/engramdb/engram/quant"
 )
 
-// damagedGraphStore writes one segment of 400 64-d records, zeroes up to
-// 64 KiB in the middle of its graph section (codes, vectors and lists:
-// derived and primary data both) and returns the store's directory.
-func damagedGraphStore(t *testing.T) (string, []Record) {
+// graphStore writes one segment of 400 64-d records and returns the
+// store's directory, the records, the segment's path and its graph
+// section's place in the file.
+func graphStore(t *testing.T) (string, []Record, string, sectionEntry) {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "s")
 	db := openT(t, dir, testOpts())
@@ -36,13 +36,22 @@ func damagedGraphStore(t *testing.T) (string, []Record) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var g sectionEntry
+	defer sf.close()
 	for _, e := range sf.entries {
 		if e.kind == secGraph {
-			g = e
+			return dir, recs, path, e
 		}
 	}
-	sf.close()
+	t.Fatal("a segment without a graph section")
+	return "", nil, "", sectionEntry{}
+}
+
+// damagedGraphStore writes graphStore's segment, zeroes up to 64 KiB in
+// the middle of its graph section (codes, vectors and lists: derived and
+// primary data both) and returns the store's directory.
+func damagedGraphStore(t *testing.T) (string, []Record) {
+	t.Helper()
+	dir, recs, path, g := graphStore(t)
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
