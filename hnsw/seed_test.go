@@ -56,7 +56,7 @@ func TestFromView(t *testing.T) {
 		}
 	}
 	// Every vector finds itself; recall@10 over queries from both parts.
-	if r := selfAndRecall(t, seeded, rows, 17); r < 0.95 {
+	if r := selfAndRecall(t, seeded, rows, 17, 0); r < 0.95 {
 		t.Errorf("recall@10 %.3f after seeding and inserting", r)
 	}
 }
@@ -98,8 +98,9 @@ func TestFromViewRefuses(t *testing.T) {
 }
 
 // selfAndRecall queries ix (built over rows, cosine) with every step-th row:
-// each must find itself first; it returns recall@10 against brute force.
-func selfAndRecall(t *testing.T, ix *Index, rows [][]float32, step int) float64 {
+// each must find itself first, but for at most misses of them; it returns
+// recall@10 against brute force.
+func selfAndRecall(t *testing.T, ix *Index, rows [][]float32, step, misses int) float64 {
 	t.Helper()
 	var hit, want int
 	for qi := 0; qi < len(rows); qi += step {
@@ -108,7 +109,10 @@ func selfAndRecall(t *testing.T, ix *Index, rows [][]float32, step int) float64 
 			t.Fatal(err)
 		}
 		if len(got) == 0 || got[0].ID != uint32(qi) {
-			t.Fatalf("query %d: %v", qi, got)
+			if misses == 0 {
+				t.Fatalf("query %d: %v", qi, got)
+			}
+			misses--
 		}
 		truth := bruteForce(quant.Cosine, rows, rows[qi], 10, nil)
 		for _, r := range got {
