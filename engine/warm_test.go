@@ -13,7 +13,8 @@ import (
 
 // TestWarm: with Options.Warm, Open starts a pass that verifies every chunk
 // of what searches read in each segment (the graph but its vectors) and
-// the sections records and BM25 need, and Warmed says when it is done; a
+// the sections records and BM25 need, parses the namespace postings and
+// the keyword section, and Warmed says when it is done; a
 // damaged chunk does not stop it and is still reported by the search that
 // reads it; Close right after Open waits for the pass to stop.
 func TestWarm(t *testing.T) {
@@ -74,6 +75,14 @@ func TestWarm(t *testing.T) {
 			if !ran || s.verifyErr[k] != nil {
 				t.Fatalf("section %v: %v", k, s.verifyErr[k])
 			}
+		}
+		// The namespace postings and the keyword section are parsed too
+		// (each once runs only if the warm-up did not).
+		parsed := true
+		s.nsOnce.Do(func() { parsed = false })
+		s.kwOnce.Do(func() { parsed = false })
+		if !parsed || s.ns == nil || s.kw == nil {
+			t.Fatalf("namespace postings or keyword section not parsed by the warm-up (%v, %v, %v)", parsed, s.ns != nil, s.kw != nil)
 		}
 	}
 	c.mu.RUnlock()

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
-	"sync"
 	"unsafe"
 
 	"github.com/engramdb/engram/quant"
@@ -73,7 +72,7 @@ func (ix *Index) WriteTo(w io.Writer) (int64, error) {
 	defer ix.mu.Unlock()
 	s := ix.getScratch()
 	ix.reconnect(s)
-	ix.pool.Put(s)
+	ix.pool.put(s)
 	g := &ix.g
 	n := int(ix.n.Load())
 	secs := [numSections][]byte{
@@ -153,10 +152,10 @@ type View struct {
 	secs    [numSections][]byte
 	offs    [numSections]uint64 // where each section starts in the layout
 	crcs    [numSections]uint32
-	pool    sync.Pool
+	pool    kept[scratch]
 
 	verify ReadVerifier // nil: searches answer from the bytes as they are
-	traces sync.Pool    // *trace, for searches checked by verify
+	traces kept[trace]  // for searches checked by verify
 }
 
 func corrupt(format string, args ...any) error {
@@ -340,11 +339,8 @@ func (v *View) Search(q []float32, k int, opts SearchOptions) ([]Result, error) 
 	if v.verify == nil {
 		return p.run(&v.g, &v.pool, v.n, v.ep, v.top, !opts.NoRescore, nil)
 	}
-	tr, _ := v.traces.Get().(*trace)
-	if tr == nil {
-		tr = new(trace)
-	}
-	defer v.traces.Put(tr)
+	tr := v.traces.get()
+	defer v.traces.put(tr)
 	tr.reset()
 	res, err := p.run(&v.g, &v.pool, v.n, v.ep, v.top, !opts.NoRescore, tr)
 	if err != nil {
@@ -355,6 +351,13 @@ func (v *View) Search(q []float32, k int, opts SearchOptions) ([]Result, error) 
 	}
 	return res, nil
 }
+
+// Reserve readies scratch for n searches at once (at most two per CPU):
+// each search needs visited marks of two bytes a node, kept between
+// searches, and the first searches of a View would otherwise fault their
+// fresh pages in one at a time as they mark nodes. The engine's warm-up
+// calls it.
+func (v *View) Reserve(n int) { reserve(&v.pool, n, v.n) }
 
 // Len is the number of ids, deleted ones included.
 func (v *View) Len() int { return v.n }

@@ -38,7 +38,7 @@ type Index struct {
 	pending atomic.Int64  // tombstones not yet unlinked by a repair pass
 
 	stripes [nStripes]sync.Mutex
-	pool    sync.Pool // *scratch
+	pool    kept[scratch]
 }
 
 var errFull = errors.New("hnsw: capacity exhausted")
@@ -174,11 +174,7 @@ func (ix *Index) Insert(vec []float32) (uint32, error) {
 }
 
 func (ix *Index) getScratch() *scratch {
-	s, _ := ix.pool.Get().(*scratch)
-	if s == nil {
-		s = new(scratch)
-	}
-	return s
+	return ix.pool.get()
 }
 
 // connect links the freshly allocated node id into the graph.
@@ -195,7 +191,7 @@ func (ix *Index) connect(id uint32, level int) {
 	ep, top := unpackEP(e)
 	g := &ix.g
 	s := ix.getScratch()
-	defer ix.pool.Put(s)
+	defer ix.pool.put(s)
 	qc := g.code(id)
 	cur, curD := g.descend(qc, ep, top, level)
 	acc := accept{deletes: ix.deleted.Load() > 0}
@@ -386,7 +382,7 @@ func (ix *Index) Reconnect() int {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	s := ix.getScratch()
-	defer ix.pool.Put(s)
+	defer ix.pool.put(s)
 	return ix.reconnect(s)
 }
 
@@ -414,7 +410,7 @@ func (ix *Index) repairPass(force bool) {
 		}
 	}
 	s := ix.getScratch()
-	defer ix.pool.Put(s)
+	defer ix.pool.put(s)
 	for u := uint32(0); int(u) < n; u++ {
 		if !live(u) {
 			continue

@@ -3,7 +3,6 @@ package hnsw
 import (
 	"fmt"
 	"math"
-	"sync"
 )
 
 // Result is one search hit. Distance is in the metric's units (smaller is
@@ -246,13 +245,10 @@ func makePlan(g *graph, q []float32, k int, opts SearchOptions, live int, hasDel
 
 // run executes p on g (n node slots, entry point ep on level top),
 // recording its reads in tr when tr is not nil.
-func (p *plan) run(g *graph, pool *sync.Pool, n int, ep uint32, top int, rescore bool, tr *trace) ([]Result, error) {
-	s, _ := pool.Get().(*scratch)
-	if s == nil {
-		s = new(scratch)
-	}
+func (p *plan) run(g *graph, pool *kept[scratch], n int, ep uint32, top int, rescore bool, tr *trace) ([]Result, error) {
+	s := pool.get()
 	s.tr, s.err = tr, nil
-	defer func() { s.tr, s.err = nil, nil; pool.Put(s) }()
+	defer func() { s.tr, s.err = nil, nil; pool.put(s) }()
 	var res []Result
 	switch p.strat {
 	case StrategyScan:

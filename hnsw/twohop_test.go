@@ -251,9 +251,6 @@ func TestTwoHopView(t *testing.T) {
 }
 
 func TestTwoHopAllocs(t *testing.T) {
-	if raceEnabled {
-		t.Skip("sync.Pool drops items under the race detector")
-	}
 	rows, labels := clustered(2000, 16, 20, 4)
 	ix := build(t, Config{Dim: 16, Metric: quant.Cosine, Seed: 4, EfConstruction: 64}, rows)
 	bs, _ := sessionFilter(rand.New(rand.NewPCG(2, 2)), labels, 100, 20)
