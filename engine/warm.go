@@ -15,11 +15,12 @@ const warmStep = 1 << 20
 func (d *DB) Warmed() <-chan struct{} { return d.warmDone }
 
 // warm verifies, once, the sections and graph chunks of every segment that
-// searches read, touching their pages on the way (Options.Warm). Each step
-// holds the collection's read lock and first checks that the segment is
-// still one of the collection's (a compaction may have replaced and
-// unmapped it). A checksum mismatch is left for the search that reads the
-// bytes to report, as without warming.
+// searches read, touching their pages on the way, parses the namespace
+// postings and the keyword section, and readies a search's scratch per
+// CPU (Options.Warm). Each step holds the collection's read lock and first
+// checks that the segment is still one of the collection's (a compaction
+// may have replaced and unmapped it). A checksum mismatch is left for the
+// search that reads the bytes to report, as without warming.
 func (d *DB) warm() {
 	defer close(d.warmDone)
 	colls := d.collections()

@@ -69,7 +69,10 @@
 // walk keeps a min-heap of candidates and a max-heap of accepted results,
 // because nodes it may walk through but not return must not take the
 // results' places. Both expand the same nodes. Visited sets are
-// epoch-stamped []uint16 arrays taken from a sync.Pool. On Linux an
+// epoch-stamped []uint16 arrays, kept with the rest of a search's scratch
+// between searches (across garbage collections, unlike a sync.Pool: a
+// dropped one cost the next search at 1M nodes hundreds of page faults;
+// View.Reserve readies them). On Linux an
 // Index's node arrays are advised for transparent huge pages before their
 // first write (MADV_HUGEPAGE): a walk's reads land at random across
 // hundreds of MB, and with 4 KiB pages most of them also missed the TLB
