@@ -92,6 +92,11 @@ func TestReserve(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	v.Reserve(-1)
+	v.Reserve(0)
+	if len(v.pool.free) != 0 {
+		t.Fatalf("%d scratches kept after Reserve(-1) and Reserve(0)", len(v.pool.free))
+	}
 	v.Reserve(2)
 	if len(v.pool.free) != 2 {
 		t.Fatalf("%d scratches kept after Reserve(2)", len(v.pool.free))
