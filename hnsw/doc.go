@@ -72,13 +72,13 @@
 // epoch-stamped []uint16 arrays, kept with the rest of a search's scratch
 // between searches (across garbage collections, unlike a sync.Pool: a
 // dropped one cost the next search at 1M nodes hundreds of page faults;
-// View.Reserve readies them). On Linux an
-// Index's node arrays are advised for transparent huge pages before their
-// first write (MADV_HUGEPAGE): a walk's reads land at random across
-// hundreds of MB, and with 4 KiB pages most of them also missed the TLB
-// (1M x 100-d, ef 80: 8,000-10,100 queries per CPU second with small
-// pages, 10,400-10,900 with huge ones). A View maps what the engine wrote
-// and keeps the kernel's pages. A walk waits on memory (a list, then its
+// View.Reserve readies them). On Linux an Index's node arrays are advised
+// for transparent huge pages before their first write (MADV_HUGEPAGE): a
+// walk's reads land at random across hundreds of MB, and with 4 KiB pages
+// most of them also missed the TLB (1M x 100-d, ef 80: 8,000-10,100
+// queries per CPU second with small pages, 10,400-10,900 with huge ones).
+// A View maps what the engine wrote and keeps the kernel's pages. A walk
+// waits on memory (a list, then its
 // neighbours' codes) and, as much, on branches it cannot predict: the
 // unvisited neighbours' codes are prefetched whole (every cache line each
 // touches: a 100-byte code can straddle three) in one call once the list
