@@ -70,7 +70,7 @@ func (ix *Index) WriteTo(w io.Writer) (int64, error) {
 	}
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	s := ix.getScratch()
+	s := ix.pool.get()
 	ix.reconnect(s)
 	ix.pool.put(s)
 	g := &ix.g

@@ -173,10 +173,6 @@ func (ix *Index) Insert(vec []float32) (uint32, error) {
 	return id, nil
 }
 
-func (ix *Index) getScratch() *scratch {
-	return ix.pool.get()
-}
-
 // connect links the freshly allocated node id into the graph.
 func (ix *Index) connect(id uint32, level int) {
 	var e uint64
@@ -190,7 +186,7 @@ func (ix *Index) connect(id uint32, level int) {
 	}
 	ep, top := unpackEP(e)
 	g := &ix.g
-	s := ix.getScratch()
+	s := ix.pool.get()
 	defer ix.pool.put(s)
 	qc := g.code(id)
 	cur, curD := g.descend(qc, ep, top, level)
@@ -381,7 +377,7 @@ func (ix *Index) repair() { ix.repairPass(false) }
 func (ix *Index) Reconnect() int {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	s := ix.getScratch()
+	s := ix.pool.get()
 	defer ix.pool.put(s)
 	return ix.reconnect(s)
 }
@@ -409,7 +405,7 @@ func (ix *Index) repairPass(force bool) {
 			ix.ep.Store(packEP(uint32(best), int(g.levels[best])))
 		}
 	}
-	s := ix.getScratch()
+	s := ix.pool.get()
 	defer ix.pool.put(s)
 	for u := uint32(0); int(u) < n; u++ {
 		if !live(u) {
